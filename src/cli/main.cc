@@ -1,0 +1,27 @@
+// fasop-cpp: plans distributed training of transformer models on heterogeneous GPU clusters.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "cli/estimate_command.h"
+#include "cli/search_command.h"
+#include "specs/spec_error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"fasop-cpp: plan distributed training on heterogeneous GPU clusters"};
+  app.require_subcommand(1);
+  fasop::add_search_command(app);
+  fasop::add_estimate_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const fasop::SpecError& e) {
+    std::cerr << "fasop-cpp: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "fasop-cpp: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

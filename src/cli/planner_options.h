@@ -1,0 +1,42 @@
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "costmodel/fasop_policy.h"
+#include "search/search.h"
+#include "specs/cluster_spec.h"
+#include "specs/model_spec.h"
+#include "specs/profile_spec.h"
+
+namespace fasop {
+
+/// The options `search` and `estimate` share: which model, cluster and profiles.
+struct PlannerOptions {
+  std::string model;
+  std::string cluster;
+  std::string profile_dir;
+  bool heterogeneous = false;
+  double iterations = kFasopIterations;
+  bool quiet = false;
+
+  void add_to(CLI::App& command);
+};
+
+/// Specs loaded for one run; keeps what SearchInput points into alive.
+struct PlannerSetup {
+  ModelSpec model;
+  ClusterSpec cluster;
+  std::vector<ProfileSpec> profile_storage;
+  FasopPolicy policy;
+  SearchInput input;
+
+  static std::unique_ptr<PlannerSetup> load(const PlannerOptions& options);
+};
+
+/// True when progress should be drawn on stderr.
+bool show_progress(const PlannerOptions& options);
+
+}  // namespace fasop

@@ -1,0 +1,52 @@
+#pragma once
+#include <string>
+#include <vector>
+
+#include "costmodel/pipeline_1f1b.h"
+#include "costmodel/plan_context.h"
+
+namespace fasop {
+
+/// Peak memory of one pipeline stage on one GPU.
+struct StageMemory {
+  double gib = 0;         ///< parameters, gradients, optimizer state and activations
+  double zero_gib = 0;    ///< the same with optimizer state and gradients sharded over dp
+  double limit_gib = 0;   ///< the GPU memory it must fit in
+};
+
+/// Out-of-memory verdict of a plan, as FASOP reports it.
+struct MemoryVerdict {
+  bool is_oom = false;
+  double oom_gpumem_gib = 0;
+  bool is_zero_oom = false;
+  double zero_oom_gpumem_gib = 0;
+};
+
+/// The formulas of a cost model that differ between FASOP and better models: how stages map to
+/// GPU types, what a point-to-point send, an all-reduce and a stage's memory cost.
+/// The estimate (estimate.h) combines them the same way for every policy.
+class CostPolicy {
+ public:
+  virtual ~CostPolicy() = default;
+  virtual std::string name() const = 0;
+
+  /// Node type whose speed stage `stage` runs at.
+  virtual std::vector<int> stage_node_types(const PlanContext& ctx) const = 0;
+  /// Seconds to send one micro-batch's activations across boundary b, for each b < pp-1.
+  virtual std::vector<double> boundary_send_s(const PlanContext& ctx) const = 0;
+  /// Per-micro-batch timing of each stage of `partition`.
+  virtual std::vector<StageTiming> stage_timings(const PlanContext& ctx,
+                                                 const std::vector<int>& partition) const = 0;
+  /// Seconds of each stage's data-parallel gradient all-reduce.
+  virtual std::vector<double> dp_allreduce_s(const PlanContext& ctx,
+                                             const std::vector<int>& partition) const = 0;
+  /// Seconds of the all-reduce that ties the input embedding to the output head.
+  virtual double embedding_allreduce_s(const PlanContext& ctx) const = 0;
+  /// Peak memory of each stage.
+  virtual std::vector<StageMemory> stage_memory(const PlanContext& ctx,
+                                                const std::vector<int>& partition) const = 0;
+  /// Whether the plan runs out of memory, and the figures reported with the verdict.
+  virtual MemoryVerdict memory_verdict(const std::vector<StageMemory>& stages) const = 0;
+};
+
+}  // namespace fasop

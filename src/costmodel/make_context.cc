@@ -1,0 +1,91 @@
+#include "costmodel/make_context.h"
+
+#include <string>
+
+#include "specs/spec_error.h"
+
+namespace fasop {
+namespace {
+
+std::string str(int v) { return std::to_string(v); }
+
+}  // namespace
+
+void validate_plan_key(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key) {
+  for (auto [name, value] : {std::pair{"mbs", key.mbs}, {"tp", key.tp}, {"dp", key.dp}, {"pp", key.pp}})
+    if (value <= 0) throw SpecError(std::string("--") + name + ": must be positive, got " + str(value));
+  if (key.tp * key.dp * key.pp != cluster.num_gpus())
+    throw SpecError("--tp/--dp/--pp: tp * dp * pp = " + str(key.tp * key.dp * key.pp) +
+                    " but cluster '" + cluster.name + "' has " + str(cluster.num_gpus()) +
+                    " GPUs; choose degrees whose product is " + str(cluster.num_gpus()));
+  if (model.global_batch % key.dp != 0)
+    throw SpecError("--dp: " + str(key.dp) + " does not divide the global batch " +
+                    str(model.global_batch) + " of model '" + model.name + "'");
+  if ((model.global_batch / key.dp) % key.mbs != 0)
+    throw SpecError("--mbs: " + str(key.mbs) + " does not divide the per-replica batch " +
+                    str(model.global_batch / key.dp) + " (global batch / dp)");
+  if (key.pp > model.num_units())
+    throw SpecError("--pp: " + str(key.pp) + " stages but model '" + model.name + "' has only " +
+                    str(model.num_units()) + " pipeline units");
+  if (static_cast<int>(key.node_order.size()) != cluster.num_nodes())
+    throw SpecError("--placement: names " + str(int(key.node_order.size())) + " nodes but cluster '" +
+                    cluster.name + "' has " + str(cluster.num_nodes()));
+  for (size_t t = 0; t < cluster.node_types.size(); ++t) {
+    int placed = 0;
+    for (int n : key.node_order) placed += n == int(t);
+    if (placed != cluster.node_count(int(t)))
+      throw SpecError("--placement: places " + str(placed) + " '" + cluster.node_types[t].name +
+                      "' nodes but cluster '" + cluster.name + "' has " +
+                      str(cluster.node_count(int(t))));
+  }
+}
+
+void validate_partition(const ModelSpec& model, const PlanKey& key, const std::vector<int>& partition) {
+  if (static_cast<int>(partition.size()) != key.pp)
+    throw SpecError("--partition: has " + str(int(partition.size())) + " stages but pp is " + str(key.pp));
+  int total = 0;
+  for (int units : partition) {
+    if (units <= 0) throw SpecError("--partition: every stage needs at least one unit");
+    total += units;
+  }
+  if (total != model.num_units())
+    throw SpecError("--partition: places " + str(total) + " units but model '" + model.name +
+                    "' has " + str(model.num_units()));
+  // A pipeline never runs one stage across two segments (encoder and decoder).
+  int first = 0;
+  for (int s = 0; s < key.pp && key.pp > 1; ++s) {
+    const std::string& segment = model.units[first].segment;
+    for (int u = first; u < first + partition[s]; ++u)
+      if (model.units[u].segment != segment)
+        throw SpecError("--partition: stage " + str(s) + " holds units of both the " + segment +
+                        " and the " + model.units[u].segment + "; end a stage at unit " + str(u));
+    first += partition[s];
+  }
+}
+
+PlanContext make_plan_context(const ModelSpec& model, const ClusterSpec& cluster,
+                              const NodeTypeProfiles& profiles, const CostPolicy& policy,
+                              const PlanKey& key) {
+  PlanContext ctx;
+  ctx.model = &model;
+  ctx.cluster = &cluster;
+  ctx.key = key;
+  ctx.num_microbatches = model.global_batch / (key.dp * key.mbs);
+  ctx.unit_compute_s.resize(cluster.node_types.size());
+  for (size_t type = 0; type < cluster.node_types.size(); ++type) {
+    const ProfileSpec* profile = profiles[type];
+    if (!profile) continue;
+    for (const LayerUnit& unit : model.units) {
+      if (!profile->has(unit.type, key.tp))
+        throw SpecError(profile->source + ": no forward time of layer type '" + unit.type +
+                        "' at tp " + str(key.tp) + "; profile it or choose another --tp");
+      // Backward takes twice the forward (FASOP's assumption for its measured profiles).
+      ctx.unit_compute_s[type].push_back(3 * profile->forward_time_s(unit.type, key.tp, key.mbs));
+    }
+  }
+  ctx.stage_node_type = policy.stage_node_types(ctx);
+  ctx.boundary_send_s = policy.boundary_send_s(ctx);
+  return ctx;
+}
+
+}  // namespace fasop

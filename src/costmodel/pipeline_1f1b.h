@@ -1,0 +1,26 @@
+#pragma once
+#include <vector>
+
+namespace fasop {
+
+/// Per-micro-batch times of one pipeline stage.
+struct StageTiming {
+  double forward_s = 0;
+  double backward_s = 0;
+  double forward_send_s = 0;   ///< sending activations to the next stage
+  double backward_send_s = 0;  ///< sending gradients to the previous stage
+};
+
+/// When each stage finishes its last backward pass.
+struct PipelineResult {
+  double pipeline_s = 0;            ///< end of stage 0's last backward: the pipeline's latency
+  std::vector<double> stage_end_s;  ///< end of each stage's last backward
+};
+
+/// Event simulation of the 1F1B (PipeDream-flush) schedule with point-to-point sends, with
+/// FASOP's dependency rules: stage i runs min(pp-i-1, m) warm-up forwards, then alternates one
+/// forward and one backward, then drains its backwards. A send starts when its compute ends and
+/// the receiver has posted the receive. One stage runs m micro-batches back to back.
+PipelineResult simulate_1f1b(const std::vector<StageTiming>& stages, int num_microbatches);
+
+}  // namespace fasop

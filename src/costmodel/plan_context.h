@@ -1,0 +1,36 @@
+#pragma once
+#include <vector>
+
+#include "specs/cluster_spec.h"
+#include "specs/model_spec.h"
+#include "specs/plan.h"
+#include "specs/profile_spec.h"
+
+namespace fasop {
+
+/// Profiles of one model, one per node type of the cluster (indexed like node_types).
+using NodeTypeProfiles = std::vector<const ProfileSpec*>;
+
+/// Everything a plan's cost depends on besides its layer partition, computed once per
+/// candidate layout so that the partitioner can try many partitions cheaply.
+struct PlanContext {
+  const ModelSpec* model = nullptr;
+  const ClusterSpec* cluster = nullptr;
+  PlanKey key;
+  int num_microbatches = 0;  ///< global batch / (dp * mbs)
+  /// Forward+backward seconds of one micro-batch through each unit, per node type.
+  std::vector<std::vector<double>> unit_compute_s;
+  /// Node type whose speed each stage runs at.
+  std::vector<int> stage_node_type;
+  /// Seconds to send one micro-batch's activations across boundary b (stage b -> b+1).
+  std::vector<double> boundary_send_s;
+
+  int pp() const { return key.pp; }
+  int num_units() const { return model->num_units(); }
+  /// Node type of the node holding `rank`.
+  int node_type_of_rank(int rank) const;
+  /// Node holding `rank`.
+  int node_of(int rank) const;
+};
+
+}  // namespace fasop

@@ -1,0 +1,9 @@
+#pragma once
+#include <string>
+
+namespace fasop {
+
+/// The shortest decimal text that reads back as the same double (as Python's repr).
+std::string format_double(double value);
+
+}  // namespace fasop

@@ -1,0 +1,127 @@
+#include "report/plan_table.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "report/fasop_csv.h"
+#include "report/number_format.h"
+
+namespace fasop {
+namespace {
+
+std::string fixed(double value, int decimals) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+  return buffer;
+}
+
+/// "1xp4d.24xlarge,7xg5.24xlarge" style run-length text of a node order.
+std::string short_placement(const ClusterSpec& cluster, const std::vector<int>& order) {
+  std::string text;
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j < order.size() && order[j] == order[i]) ++j;
+    text += (text.empty() ? "" : ",") + std::to_string(j - i) + "x" + cluster.node_types[order[i]].name;
+    i = j;
+  }
+  return text;
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string best_plans_table(const ClusterSpec& cluster, const std::vector<CandidateResult>& results,
+                             size_t count) {
+  std::ostringstream out;
+  char line[512];
+  std::snprintf(line, sizeof line, "%4s %10s %4s %3s %3s %3s  %-12s %5s %12s  %s\n", "rank", "s/step",
+                "mbs", "tp", "dp", "pp", "$/step", "OOM", "train $", "placement / partition");
+  out << line;
+  for (size_t i = 0; i < results.size() && i < count; ++i) {
+    const CandidateResult& r = results[i];
+    const PlanEstimate& e = r.estimate;
+    const char* oom = e.memory.is_oom ? (e.memory.is_zero_oom ? "yes" : "zero") : "no";
+    std::snprintf(line, sizeof line, "%4zu %10.6f %4d %3d %3d %3d  %-12s %5s %12.0f  %s %s\n", i + 1,
+                  e.step_time_s, r.plan.key.mbs, r.plan.key.tp, r.plan.key.dp, r.plan.key.pp,
+                  fixed(e.price_per_step_usd, 6).c_str(), oom, e.train_cost_usd,
+                  short_placement(cluster, r.plan.key.node_order).c_str(),
+                  partition_text(r.plan.partition).c_str());
+    out << line;
+  }
+  out << "OOM: no = fits; zero = fits only with ZeRO sharding; yes = does not fit.\n";
+  return out.str();
+}
+
+std::string estimate_text(const ModelSpec& model, const ClusterSpec& cluster, const CandidateResult& r) {
+  const PlanEstimate& e = r.estimate;
+  const PlanKey& k = r.plan.key;
+  std::ostringstream out;
+  out << "model " << model.name << " on cluster " << cluster.name << ": mbs " << k.mbs << ", tp " << k.tp
+      << ", dp " << k.dp << ", pp " << k.pp << "\n"
+      << "placement            " << placement_text(cluster, k.node_order) << "\n"
+      << "partition            " << partition_text(r.plan.partition) << "\n"
+      << "step time            " << fixed(e.step_time_s, 6) << " s\n"
+      << "  pipeline (1F1B)    " << fixed(e.pipeline_time_s, 6) << " s\n"
+      << "  DP all-reduce      " << fixed(e.dp_allreduce_s, 6) << " s\n"
+      << "  embedding sync     " << fixed(e.embedding_allreduce_s, 6) << " s\n"
+      << "price per step       $" << fixed(e.price_per_step_usd, 6) << "\n"
+      << "training cost        $" << fixed(e.train_cost_usd, 2) << "\n"
+      << "peak memory          " << fixed(e.memory.oom_gpumem_gib, 3) << " GiB"
+      << (e.memory.is_oom ? " (out of memory)" : "") << "; with ZeRO "
+      << fixed(e.memory.zero_oom_gpumem_gib, 3) << " GiB" << (e.memory.is_zero_oom ? " (out of memory)" : "")
+      << "\n\nstage  units    gpu    compute_s   end_s       dp_allreduce_s  mem_gib  zero_gib  limit_gib\n";
+  char line[256];
+  for (size_t s = 0; s < e.stages.size(); ++s) {
+    const StageReport& st = e.stages[s];
+    std::snprintf(line, sizeof line, "%5zu  %2d-%-4d  %-5s  %-10.6f  %-10.6f  %-14.6f  %7.3f  %8.3f  %9.2f\n", s,
+                  st.first_unit, st.first_unit + st.num_units - 1, cluster.node_types[st.node_type].gpu.c_str(),
+                  st.compute_s, st.end_s, st.dp_allreduce_s, st.memory.gib, st.memory.zero_gib,
+                  st.memory.limit_gib);
+    out << line;
+  }
+  return out.str();
+}
+
+std::string estimate_json(const ModelSpec& model, const ClusterSpec& cluster, const CandidateResult& r) {
+  const PlanEstimate& e = r.estimate;
+  const PlanKey& k = r.plan.key;
+  std::ostringstream out;
+  auto num = [](double v) { return format_double(v); };
+  auto boolean = [](bool v) { return v ? "true" : "false"; };
+  std::string placement = "[";
+  for (size_t i = 0; i < k.node_order.size(); ++i)
+    placement += (i ? ", " : "") + json_string(cluster.node_types[k.node_order[i]].name);
+  placement += "]";
+  out << "{\"model\": " << json_string(model.name) << ", \"cluster\": " << json_string(cluster.name)
+      << ", \"mbs\": " << k.mbs << ", \"tp\": " << k.tp << ", \"dp\": " << k.dp << ", \"pp\": " << k.pp
+      << ", \"placement\": " << placement << ", \"partition\": " << partition_text(r.plan.partition)
+      << ", \"step_time\": " << num(e.step_time_s) << ", \"pipeline_time\": " << num(e.pipeline_time_s)
+      << ", \"dp_allreduce_time\": " << num(e.dp_allreduce_s)
+      << ", \"embedding_allreduce_time\": " << num(e.embedding_allreduce_s)
+      << ", \"price_per_step\": " << num(e.price_per_step_usd) << ", \"is_oom\": " << boolean(e.memory.is_oom)
+      << ", \"oom_gpumem\": " << num(e.memory.oom_gpumem_gib)
+      << ", \"is_zero_oom\": " << boolean(e.memory.is_zero_oom)
+      << ", \"zero_oom_gpumem\": " << num(e.memory.zero_oom_gpumem_gib)
+      << ", \"train_cost\": " << num(e.train_cost_usd) << ", \"stages\": [";
+  for (size_t s = 0; s < e.stages.size(); ++s) {
+    const StageReport& st = e.stages[s];
+    out << (s ? ", " : "") << "{\"first_unit\": " << st.first_unit << ", \"units\": " << st.num_units
+        << ", \"gpu\": " << json_string(cluster.node_types[st.node_type].gpu)
+        << ", \"compute_time\": " << num(st.compute_s) << ", \"end_time\": " << num(st.end_s)
+        << ", \"dp_allreduce_time\": " << num(st.dp_allreduce_s) << ", \"memory_gib\": " << num(st.memory.gib)
+        << ", \"zero_memory_gib\": " << num(st.memory.zero_gib)
+        << ", \"memory_limit_gib\": " << num(st.memory.limit_gib) << "}";
+  }
+  out << "]}\n";
+  return out.str();
+}
+
+}  // namespace fasop

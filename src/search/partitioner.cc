@@ -1,0 +1,266 @@
+#include "search/partitioner.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "costmodel/estimate.h"
+#include "costmodel/fasop_policy.h"
+
+namespace fasop {
+namespace {
+
+/// Stage times FASOP's greedy balances: compute, plus the incoming send for middle stages.
+/// Stage costs index units from 0 whatever the stage's position (FASOP's quirk for T5's decoder
+/// half), and a single stage costs the whole model.
+std::vector<double> greedy_stage_times(const PlanContext& ctx, const std::vector<int>& partition,
+                                       const std::vector<int>& stage_types) {
+  const int stages = static_cast<int>(partition.size());
+  if (stages == 1) {
+    const std::vector<double>& units = ctx.unit_compute_s[stage_types[0]];
+    return {stage_compute_s(units, 0, static_cast<int>(units.size()))};
+  }
+  std::vector<double> times;
+  int first = 0;
+  for (int s = 0; s < stages; ++s) {
+    double t = stage_compute_s(ctx.unit_compute_s[stage_types[s]], first, partition[s]);
+    if (s > 0 && s < stages - 1) t += ctx.boundary_send_s[s - 1];
+    times.push_back(t);
+    first += partition[s];
+  }
+  return times;
+}
+
+/// FASOP's minmax over `num_units` units and the given stage node types. When FASOP's last
+/// step changes the partition after its stage times were taken, `timed` receives the partition
+/// those times belong to (the one FASOP's reported estimate describes).
+std::vector<int> fasop_minmax(const PlanContext& ctx, int num_units, const std::vector<int>& stage_types,
+                              std::vector<int>* timed = nullptr) {
+  const int pp = static_cast<int>(stage_types.size());
+  std::vector<int> partition(pp, num_units / pp);
+  // FASOP hands the remainder to the last stage first, then to stages 0, 1, ...
+  for (int i = 0; i < num_units - (num_units / pp) * pp; ++i) partition[(i - 1 + pp) % pp] += 1;
+  std::vector<std::vector<int>> history{partition};
+  double last_max = 1000000;
+  bool moved = false;
+  int max_index = 0, min_index = 0;
+  while (true) {
+    std::vector<double> times = greedy_stage_times(ctx, partition, stage_types);
+    double max_time = *std::max_element(times.begin(), times.end());
+    auto undo = [&] {
+      partition[max_index] += 1;
+      partition[min_index] -= 1;
+    };
+    if (max_time > last_max && moved) {
+      undo();
+      break;
+    }
+    if (max_time == last_max && moved &&
+        std::find(history.begin(), history.end() - 1, partition) != history.end() - 1) {
+      undo();
+      break;
+    }
+    last_max = max_time;
+    max_index = int(std::max_element(times.begin(), times.end()) - times.begin());
+    min_index = int(std::min_element(times.begin(), times.end()) - times.begin());
+    if ((max_index == 0 || max_index == pp - 1) && partition[max_index] == 2) {
+      if (timed) *timed = partition;
+      if (moved) undo();  // FASOP does not re-time this partition
+      break;
+    }
+    if (partition[max_index] <= 1) break;
+    partition[max_index] -= 1;
+    partition[min_index] += 1;
+    moved = true;
+    history.push_back(partition);
+  }
+  return partition;
+}
+
+/// Sizes of the model's segments, in order (one segment for most models).
+std::vector<int> segment_sizes(const ModelSpec& model) {
+  std::vector<int> sizes;
+  for (size_t u = 0; u < model.units.size(); ++u) {
+    if (u == 0 || model.units[u].segment != model.units[u - 1].segment) sizes.push_back(0);
+    ++sizes.back();
+  }
+  return sizes;
+}
+
+bool fits_segments(const ModelSpec& model, const std::vector<int>& partition) {
+  int total = 0;
+  for (int units : partition) total += units;
+  if (partition.empty() || total != model.num_units()) return false;
+  if (partition.size() == 1) return true;
+  int first = 0;
+  for (int units : partition) {
+    if (units <= 0) return false;
+    if (model.units[first].segment != model.units[first + units - 1].segment) return false;
+    first += units;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<int> fasop_greedy_partition(const PlanContext& ctx, const CostPolicy& policy,
+                                        std::vector<int>* timed) {
+  const ModelSpec& model = *ctx.model;
+  const int pp = ctx.pp();
+  if (segment_sizes(model).size() != 2 || pp == 1)
+    return fasop_minmax(ctx, model.num_units(), ctx.stage_node_type, timed);
+  // Encoder-decoder: FASOP tries every split of the stages between the two halves.
+  const int half = model.num_units() / 2;
+  std::vector<int> best;
+  double best_pipeline = 1000000;
+  for (int encoder_stages = 1; encoder_stages < std::min(pp, half); ++encoder_stages) {
+    int decoder_stages = pp - encoder_stages;
+    if (decoder_stages > model.num_transformer_layers() / 2) continue;
+    std::vector<int> types_en(ctx.stage_node_type.begin(), ctx.stage_node_type.begin() + encoder_stages);
+    std::vector<int> types_de(ctx.stage_node_type.begin() + encoder_stages, ctx.stage_node_type.end());
+    std::vector<int> partition = fasop_minmax(ctx, half, types_en);
+    std::vector<int> decoder = fasop_minmax(ctx, half, types_de);
+    partition.insert(partition.end(), decoder.begin(), decoder.end());
+    double pipeline = simulate_1f1b(policy.stage_timings(ctx, partition), ctx.num_microbatches).pipeline_s;
+    if (pipeline < best_pipeline) {
+      best_pipeline = pipeline;
+      best = partition;
+    }
+  }
+  return best;
+}
+
+namespace {
+
+/// compute[s][u]: compute of units [0, u) at stage s's speed (prefix sums).
+std::vector<std::vector<double>> prefix_compute(const PlanContext& ctx) {
+  const int n = ctx.num_units(), pp = ctx.pp();
+  std::vector<std::vector<double>> prefix(pp, std::vector<double>(n + 1, 0));
+  for (int s = 0; s < pp; ++s)
+    for (int u = 0; u < n; ++u)
+      prefix[s][u + 1] = prefix[s][u] + ctx.unit_compute_s[ctx.stage_node_type[s]][u];
+  return prefix;
+}
+
+/// Dynamic programming over cut points: every stage non-empty and inside one segment.
+/// `combine(best so far, stage cost)` folds a stage into the objective (max or sum); stages
+/// dearer than `cap` are not allowed. Returns {} when no partition fits.
+template <typename Combine>
+std::vector<int> partition_dp(const PlanContext& ctx, const std::vector<std::vector<double>>& prefix,
+                              double cap, Combine combine) {
+  const ModelSpec& model = *ctx.model;
+  const int n = model.num_units(), pp = ctx.pp();
+  const double inf = std::numeric_limits<double>::infinity();
+  // best[s][u]: objective of units [0, u) on stages [0, s]; cut[s][u]: where stage s starts.
+  std::vector<std::vector<double>> best(pp, std::vector<double>(n + 1, inf));
+  std::vector<std::vector<int>> cut(pp, std::vector<int>(n + 1, -1));
+  auto same_segment = [&](int first, int end) {
+    return model.units[first].segment == model.units[end - 1].segment;
+  };
+  for (int u = 1; u <= n; ++u)
+    if (same_segment(0, u) && prefix[0][u] <= cap) best[0][u] = combine(0.0, prefix[0][u]);
+  for (int s = 1; s < pp; ++s) {
+    for (int u = s + 1; u <= n - (pp - 1 - s); ++u) {
+      for (int first = s; first < u; ++first) {
+        double stage = prefix[s][u] - prefix[s][first];
+        if (best[s - 1][first] == inf || stage > cap || !same_segment(first, u)) continue;
+        double value = combine(best[s - 1][first], stage);
+        if (value < best[s][u]) {
+          best[s][u] = value;
+          cut[s][u] = first;
+        }
+      }
+    }
+  }
+  if (best[pp - 1][n] == inf) return {};
+  std::vector<int> partition(pp);
+  for (int s = pp - 1, end = n; s >= 0; --s) {
+    int first = s == 0 ? 0 : cut[s][end];
+    partition[s] = end - first;
+    end = first;
+  }
+  return partition;
+}
+
+double max_stage(const PlanContext& ctx, const std::vector<std::vector<double>>& prefix,
+                 const std::vector<int>& partition) {
+  double worst = 0;
+  for (int s = 0, first = 0; s < ctx.pp(); first += partition[s], ++s)
+    worst = std::max(worst, prefix[s][first + partition[s]] - prefix[s][first]);
+  return worst;
+}
+
+}  // namespace
+
+std::vector<int> min_bottleneck_partition(const PlanContext& ctx) {
+  return partition_dp(ctx, prefix_compute(ctx), std::numeric_limits<double>::infinity(),
+                      [](double a, double b) { return std::max(a, b); });
+}
+
+std::vector<int> min_total_partition(const PlanContext& ctx, double cap_s) {
+  return partition_dp(ctx, prefix_compute(ctx), cap_s, [](double a, double b) { return a + b; });
+}
+
+std::vector<int> improve_partition(const PlanContext& ctx, const CostPolicy& policy,
+                                   std::vector<int> current) {
+  const int pp = ctx.pp();
+  double current_s = step_time_s(ctx, policy, current);
+  while (true) {
+    std::vector<int> best_move;
+    double best_s = current_s;
+    for (int b = 0; b + 1 < pp; ++b) {
+      for (int direction : {-1, +1}) {
+        std::vector<int> candidate = current;
+        candidate[b] += direction;
+        candidate[b + 1] -= direction;
+        if (!fits_segments(*ctx.model, candidate)) continue;
+        double t = step_time_s(ctx, policy, candidate);
+        if (t < best_s) {
+          best_s = t;
+          best_move = candidate;
+        }
+      }
+    }
+    if (best_move.empty()) return current;
+    current = best_move;
+    current_s = best_s;
+  }
+}
+
+std::vector<int> best_partition(const PlanContext& ctx, const CostPolicy& policy) {
+  if (ctx.pp() == 1) return {ctx.num_units()};
+  std::vector<int> timed;
+  std::vector<std::vector<int>> candidates = {fasop_greedy_partition(ctx, policy, &timed), timed};
+  // 1F1B costs about (m-1) x the slowest stage + the sum of all stages: balance the slowest
+  // stage exactly, then trade a slightly slower bottleneck for less total compute.
+  std::vector<int> balanced = min_bottleneck_partition(ctx);
+  candidates.push_back(balanced);
+  if (!balanced.empty()) {
+    double bottleneck = max_stage(ctx, prefix_compute(ctx), balanced);
+    for (double slack : {1.0, 1.02, 1.05, 1.1, 1.25, 1.5, 2.0})
+      candidates.push_back(min_total_partition(ctx, bottleneck * slack * (1 + 1e-12)));
+    candidates.push_back(min_total_partition(ctx, std::numeric_limits<double>::infinity()));
+  }
+  // Keep the valid, distinct seeds, best first; polish the two best by local search.
+  std::vector<std::pair<double, std::vector<int>>> seeds;
+  for (const std::vector<int>& c : candidates) {
+    if (!fits_segments(*ctx.model, c)) continue;
+    bool seen = false;
+    for (const auto& seed : seeds) seen = seen || seed.second == c;
+    if (!seen) seeds.emplace_back(step_time_s(ctx, policy, c), c);
+  }
+  std::stable_sort(seeds.begin(), seeds.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<int> best = seeds.front().second;
+  double best_s = seeds.front().first;
+  for (size_t i = 0; i < seeds.size() && i < 2; ++i) {
+    std::vector<int> improved = improve_partition(ctx, policy, seeds[i].second);
+    double t = step_time_s(ctx, policy, improved);
+    if (t < best_s) {
+      best_s = t;
+      best = improved;
+    }
+  }
+  return best;
+}
+
+}  // namespace fasop

@@ -1,0 +1,51 @@
+#pragma once
+#include <functional>
+#include <vector>
+
+#include "costmodel/cost_policy.h"
+#include "costmodel/estimate.h"
+#include "search/search_space.h"
+#include "specs/plan.h"
+
+namespace fasop {
+
+/// One candidate layout with its best partition and estimate.
+struct CandidateResult {
+  Plan plan;
+  PlanEstimate estimate;
+};
+
+/// What the search needs: specs, profiles, the cost policy and the space to search.
+struct SearchInput {
+  const ModelSpec* model = nullptr;
+  const ClusterSpec* cluster = nullptr;
+  NodeTypeProfiles profiles;
+  const CostPolicy* policy = nullptr;
+  SearchSpaceOptions space;
+  double iterations = kFasopIterations;
+  int threads = 0;  ///< 0: OpenMP's default
+};
+
+/// Called now and then with (candidates done, candidates in all).
+using ProgressFn = std::function<void(size_t, size_t)>;
+
+/// Estimates every layout of the space at its best partition. The result is sorted by step
+/// time, ties in enumeration order; it does not depend on the thread count.
+std::vector<CandidateResult> run_search(const SearchInput& input, const ProgressFn& progress = {});
+
+/// How `evaluate_candidate` times a partition the user gives.
+enum class PartitionTiming {
+  kExact,           ///< the partition as given
+  kAsFasopReports,  ///< FASOP's figures: where FASOP's greedy partitioner ends on this
+                    ///< partition by a last move it never re-times, FASOP's stage times are those
+                    ///< of the partition before that move; reproduce them
+};
+
+/// Evaluates one layout: `partition` if given (validated), else the best one found.
+/// `timed_as`, if not null, receives the partition whose stage times were used.
+CandidateResult evaluate_candidate(const SearchInput& input, const PlanKey& key,
+                                   const std::vector<int>& partition = {},
+                                   PartitionTiming timing = PartitionTiming::kExact,
+                                   std::vector<int>* timed_as = nullptr);
+
+}  // namespace fasop

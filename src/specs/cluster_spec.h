@@ -1,0 +1,35 @@
+#pragma once
+#include <string>
+#include <vector>
+
+namespace fasop {
+
+/// A kind of node one can rent: its GPUs, links and price.
+struct NodeType {
+  std::string name;  ///< e.g. "p4d.24xlarge"
+  std::string gpu;   ///< GPU type, the key of its profile, e.g. "A100"
+  int gpus_per_node = 0;
+  double gpu_memory_gib = 0;  ///< usable memory per GPU, the out-of-memory limit
+  double intra_node_bandwidth_bits_per_s = 0;
+  double inter_node_bandwidth_bits_per_s = 0;
+  double price_per_hour = 0;  ///< USD per node-hour
+};
+
+/// A set of nodes: the node types and, in order, the nodes available.
+struct ClusterSpec {
+  std::string name;
+  std::string source;  ///< file (or preset) it was loaded from, for messages
+  std::vector<NodeType> node_types;
+  std::vector<int> nodes;  ///< node type index of each node, in the file's order
+
+  int num_nodes() const { return static_cast<int>(nodes.size()); }
+  int gpus_per_node() const { return node_types.front().gpus_per_node; }
+  int num_gpus() const { return num_nodes() * gpus_per_node(); }
+  int node_count(int node_type) const;
+  /// Index of the node type called `name`, or -1.
+  int find_node_type(const std::string& name) const;
+  /// True when the nodes are of more than one node type.
+  bool is_heterogeneous() const;
+};
+
+}  // namespace fasop

@@ -1,0 +1,26 @@
+#include "specs/profile_spec.h"
+
+#include <iterator>
+
+namespace fasop {
+
+bool ProfileSpec::has(const std::string& layer_type, int tp) const {
+  auto layer = forward_s.find(layer_type);
+  return layer != forward_s.end() && layer->second.count(tp) > 0;
+}
+
+double ProfileSpec::forward_time_s(const std::string& layer_type, int tp, int mbs) const {
+  const std::map<int, double>& points = forward_s.at(layer_type).at(tp);
+  auto above = points.lower_bound(mbs);
+  if (above != points.end() && above->first == mbs) return above->second;
+  if (above == points.end()) {
+    auto last = std::prev(points.end());
+    return last->second * mbs / last->first;
+  }
+  if (above == points.begin()) return above->second * mbs / above->first;
+  auto below = std::prev(above);
+  double weight = double(mbs - below->first) / double(above->first - below->first);
+  return below->second + weight * (above->second - below->second);
+}
+
+}  // namespace fasop

@@ -1,0 +1,22 @@
+#pragma once
+#include <map>
+#include <string>
+
+namespace fasop {
+
+/// Measured forward times of one model's layer types on one GPU type.
+/// Backward is taken as twice the forward time (FASOP's assumption) unless measured.
+struct ProfileSpec {
+  std::string model;
+  std::string gpu;
+  std::string source;
+  /// layer type -> tp degree -> micro-batch size -> forward seconds
+  std::map<std::string, std::map<int, std::map<int, double>>> forward_s;
+
+  bool has(const std::string& layer_type, int tp) const;
+  /// Forward seconds of one unit at micro-batch `mbs`: the stored point, linear interpolation
+  /// between two points, and growth in proportion to mbs past the last one.
+  double forward_time_s(const std::string& layer_type, int tp, int mbs) const;
+};
+
+}  // namespace fasop

@@ -1,0 +1,149 @@
+// FASOP's own result tables, reproduced: tests/data/fasop/*.csv are FASOP's output at commit
+// 93cb38b (see tests/data/fasop/README.md). At FASOP's partition our estimate must match
+// FASOP's figures; our search must find, for every layout, a step time no worse than FASOP's.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <sstream>
+
+#include "costmodel/fasop_policy.h"
+#include "fasop_table.h"
+#include "search/search.h"
+#include "specs/spec_store.h"
+
+using namespace fasop;
+using fasop::testing::FasopRow;
+
+namespace {
+
+struct Loaded {
+  ModelSpec model;
+  ClusterSpec cluster;
+  std::vector<ProfileSpec> profiles;
+  FasopPolicy policy;
+  SearchInput input;
+};
+
+std::unique_ptr<Loaded> load(const std::string& model, const std::string& cluster) {
+  static DiskSource disk;
+  SpecStore store(disk, embedded_presets());
+  auto l = std::make_unique<Loaded>();
+  l->model = store.load_model(model);
+  l->cluster = store.load_cluster(cluster);
+  l->profiles.reserve(l->cluster.node_types.size());
+  for (const NodeType& type : l->cluster.node_types) {
+    l->profiles.push_back(store.load_profile(l->model, type.gpu, ""));
+    l->input.profiles.push_back(&l->profiles.back());
+  }
+  l->input.model = &l->model;
+  l->input.cluster = &l->cluster;
+  l->input.policy = &l->policy;
+  return l;
+}
+
+PlanKey key_of(const FasopRow& row, const ClusterSpec& cluster) {
+  PlanKey key{row.mbs, row.tp, row.dp, row.pp, {}};
+  for (const std::string& name : row.placement) key.node_order.push_back(cluster.find_node_type(name));
+  return key;
+}
+
+std::string describe(const FasopRow& r) {
+  std::ostringstream out;
+  out << "mbs " << r.mbs << " tp " << r.tp << " dp " << r.dp << " pp " << r.pp << " placement";
+  for (const std::string& n : r.placement) out << ' ' << n;
+  return out.str();
+}
+
+bool close(double ours, double theirs, double rel) {
+  return std::fabs(ours - theirs) <= rel * std::max(std::fabs(theirs), 1e-12);
+}
+
+/// Checks every row of one table; returns a description of each mismatch.
+std::vector<std::string> check_table(const std::string& table, const std::string& model, const std::string& cluster) {
+  std::unique_ptr<Loaded> l = load(model, cluster);
+  std::vector<FasopRow> rows = fasop::testing::read_fasop_table(table);
+  std::vector<std::string> problems;
+  for (const FasopRow& row : rows) {
+    PlanKey key = key_of(row, l->cluster);
+    CandidateResult at_fasop =
+        evaluate_candidate(l->input, key, row.partition, PartitionTiming::kAsFasopReports);
+    const PlanEstimate& e = at_fasop.estimate;
+    auto check = [&](const char* what, bool ok, double ours, double theirs) {
+      if (!ok) {
+        std::ostringstream out;
+        out.precision(17);
+        out << describe(row) << ": " << what << " ours " << ours << " FASOP " << theirs;
+        problems.push_back(out.str());
+      }
+    };
+    check("step time", close(e.step_time_s, row.step_s, 1e-5), e.step_time_s, row.step_s);
+    check("pipeline time", close(e.pipeline_time_s, row.pipeline_s, 1e-5), e.pipeline_time_s, row.pipeline_s);
+    check("DP all-reduce", close(e.dp_allreduce_s, row.dp_allreduce_s, 1e-5), e.dp_allreduce_s, row.dp_allreduce_s);
+    check("embedding all-reduce", close(e.embedding_allreduce_s, row.embedding_allreduce_s, 1e-5),
+          e.embedding_allreduce_s, row.embedding_allreduce_s);
+    check("price per step", close(e.price_per_step_usd, row.price_per_step, 1e-5), e.price_per_step_usd,
+          row.price_per_step);
+    check("is_oom", e.memory.is_oom == row.is_oom, e.memory.is_oom, row.is_oom);
+    check("is_zero_oom", e.memory.is_zero_oom == row.is_zero_oom, e.memory.is_zero_oom, row.is_zero_oom);
+    // FASOP prints memory rounded to 4 decimals.
+    check("oom_gpumem", std::fabs(e.memory.oom_gpumem_gib - row.oom_gib) <= 1e-3, e.memory.oom_gpumem_gib, row.oom_gib);
+    check("zero_oom_gpumem", std::fabs(e.memory.zero_oom_gpumem_gib - row.zero_oom_gib) <= 1e-3,
+          e.memory.zero_oom_gpumem_gib, row.zero_oom_gib);
+  }
+  // The search covers exactly FASOP's layouts and beats or matches each.
+  std::vector<CandidateResult> ours = run_search(l->input);
+  std::map<std::string, double> best;
+  for (const CandidateResult& r : ours) {
+    FasopRow as_row;
+    as_row.mbs = r.plan.key.mbs, as_row.tp = r.plan.key.tp, as_row.dp = r.plan.key.dp, as_row.pp = r.plan.key.pp;
+    for (int t : r.plan.key.node_order) as_row.placement.push_back(l->cluster.node_types[t].name);
+    best[describe(as_row)] = r.estimate.step_time_s;
+  }
+  if (best.size() != rows.size() || ours.size() != rows.size())
+    problems.push_back("search has " + std::to_string(ours.size()) + " candidates, FASOP " + std::to_string(rows.size()));
+  for (const FasopRow& row : rows) {
+    auto it = best.find(describe(row));
+    if (it == best.end()) {
+      problems.push_back(describe(row) + ": missing from the search");
+    } else if (it->second > row.step_s * (1 + 1e-6)) {
+      std::ostringstream out;
+      out.precision(17);
+      out << describe(row) << ": search " << it->second << " slower than FASOP " << row.step_s;
+      problems.push_back(out.str());
+    }
+  }
+  return problems;
+}
+
+void require_reproduced(const std::string& table, const std::string& model, const std::string& cluster) {
+  std::vector<std::string> problems = check_table(table, model, cluster);
+  for (size_t i = 0; i < problems.size() && i < 20; ++i) UNSCOPED_INFO(problems[i]);
+  INFO(problems.size() << " mismatches in " << table);
+  CHECK(problems.empty());
+}
+
+const std::string kData = std::string(FASOP_SOURCE_DIR) + "/tests/data/fasop/";
+
+}  // namespace
+
+TEST_CASE("FASOP's bert table is reproduced", "[fasop]") {
+  require_reproduced(kData + "bert.csv", "bert", "fasop-bert");
+}
+TEST_CASE("FASOP's heterogeneous bert table is reproduced", "[fasop]") {
+  require_reproduced(kData + "bert_heterogeneous.csv", "bert", "fasop-bert-heterogeneous");
+}
+TEST_CASE("FASOP's gpt2 table is reproduced", "[fasop]") {
+  require_reproduced(kData + "gpt2.csv", "gpt2xl", "fasop-8nodes");
+}
+TEST_CASE("FASOP's heterogeneous gpt2 table is reproduced", "[fasop]") {
+  require_reproduced(kData + "gpt2_heterogeneous.csv", "gpt2xl", "fasop-8nodes-heterogeneous");
+}
+// FASOP's T5 tables are not shipped; a developer with FASOP's output points FASOP_T5_TABLES at it.
+TEST_CASE("FASOP's T5 tables are reproduced when given", "[fasop][t5]") {
+  const char* dir = std::getenv("FASOP_T5_TABLES");
+  if (!dir) return;
+  require_reproduced(std::string(dir) + "/T5.csv", "t5", "fasop-8nodes");
+  require_reproduced(std::string(dir) + "/T5_heterogeneous.csv", "t5", "fasop-8nodes-heterogeneous");
+}
