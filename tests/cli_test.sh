@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The command line as a user meets it: clear errors with non-zero exits, no half-written
+# reports, byte-identical reruns, and FASOP's figures from `estimate --json`.
+# Usage: cli_test.sh PATH/TO/fasop-cpp
+set -uo pipefail
+bin=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+passed=0 failed=0
+ok() { passed=$((passed + 1)); }
+fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+
+# expect_error "what" "text the message must contain" ARGS...
+expect_error() {
+  local what=$1 needle=$2; shift 2
+  local out rc
+  out=$("$bin" "$@" 2>&1 >/dev/null); rc=$?
+  if [ "$rc" -eq 0 ]; then fail "$what: exit 0"; return; fi
+  if [ "$(printf '%s\n' "$out" | wc -l)" -ne 1 ]; then fail "$what: message is not one line: $out"; return; fi
+  case "$out" in *"$needle"*) ok ;; *) fail "$what: message '$out' lacks '$needle'" ;; esac
+}
+
+expect_error "unknown model" "--model" search --model gpt3 --out-dir "$work/a"
+printf 'name: x\nnode_types: [\n' > "$work/bad.yaml"
+expect_error "malformed YAML" "$work/bad.yaml" search --model bert --cluster "$work/bad.yaml" --out-dir "$work/a"
+sed 's/gpu: A10$/gpu: L4/' "$(dirname "$0")/../clusters/fasop-bert.yaml" > "$work/l4.yaml"
+expect_error "GPU type without a profile" "L4" search --model bert --cluster "$work/l4.yaml" --out-dir "$work/a"
+expect_error "degrees that do not fit" "--tp/--dp/--pp" estimate --model bert --mbs 4 --tp 1 --dp 2 --pp 4
+sed 's/^global_batch: 256/global_batch: 100/' "$(dirname "$0")/../configs/models/bert.yaml" > "$work/bert100.yaml"
+expect_error "dp not dividing the batch" "--dp" estimate --model "$work/bert100.yaml" --mbs 1 --tp 1 --dp 8 --pp 2
+expect_error "mbs not dividing" "--mbs" estimate --model bert --mbs 3 --tp 1 --dp 2 --pp 8
+expect_error "placement too short" "--placement" estimate --model bert --mbs 4 --tp 1 --dp 2 --pp 8 --placement g5.24xlarge
+expect_error "unknown node type" "--placement" estimate --model bert --mbs 4 --tp 1 --dp 2 --pp 8 --placement a,b,c,d
+expect_error "placement off the inventory" "--placement" estimate --model bert --heterogeneous --mbs 4 --tp 1 --dp 2 --pp 8 \
+  --placement p4d.24xlarge,p4d.24xlarge,g5.24xlarge,g5.24xlarge
+expect_error "partition off the layer count" "--partition" estimate --model bert --mbs 4 --tp 1 --dp 2 --pp 8 --partition 4,4,4,4,4,4,4,4
+expect_error "partition with too few stages" "--partition" estimate --model bert --mbs 4 --tp 1 --dp 2 --pp 8 --partition 13,13
+expect_error "partition across encoder and decoder" "--partition" estimate --model t5 --mbs 4 --tp 1 --dp 16 --pp 2 --partition 20,30
+
+# A failed run leaves no report behind, not even a temporary one.
+"$bin" search --model bert --cluster "$work/bad.yaml" --out-dir "$work/failed" >/dev/null 2>&1
+if [ -z "$(ls -A "$work/failed" 2>/dev/null)" ]; then ok; else fail "failed run left files: $(ls "$work/failed")"; fi
+touch "$work/not-a-dir"
+if "$bin" search --model bert --out-dir "$work/not-a-dir/x" >/dev/null 2>&1; then fail "unwritable out-dir: exit 0"; else ok; fi
+
+# Determinism: two runs, and one and two threads, give byte-identical tables.
+for model in bert gpt2xl t5; do
+  "$bin" search --model "$model" --heterogeneous --out-dir "$work/r1" --quiet >/dev/null &&
+  "$bin" search --model "$model" --heterogeneous --out-dir "$work/r2" --quiet --threads 1 >/dev/null &&
+  "$bin" search --model "$model" --heterogeneous --out-dir "$work/r3" --quiet --threads 2 >/dev/null || fail "search $model"
+done
+for f in bert_heterogeneous gpt2_heterogeneous T5_heterogeneous; do
+  if cmp -s "$work/r1/$f.csv" "$work/r2/$f.csv" && cmp -s "$work/r1/$f.csv" "$work/r3/$f.csv"; then ok; else fail "$f.csv differs between runs"; fi
+done
+head -1 "$work/r1/gpt2_heterogeneous.csv" | grep -qx 'mbs,tp,dp,pp,node placement,num_a100,num_a10,partition,estimated time (s/step),pipeline time,DP all-reduce time,embedding layer all-reduce time,price_per_step,is_oom,oom_gpumem,is_fsdp_oom,fsdpoom_gpumem,train_cost' && ok || fail "CSV header"
+[ "$(wc -l < "$work/r1/gpt2_heterogeneous.csv")" -eq 593 ] && ok || fail "gpt2_heterogeneous.csv rows"
+
+# estimate --json at a FASOP plan (gpt2_heterogeneous.csv, its first row).
+json=$("$bin" estimate --model gpt2XL --heterogeneous --mbs 1 --tp 1 --dp 2 --pp 16 \
+  --placement g5.24xlarge,g5.24xlarge,g5.24xlarge,g5.24xlarge,g5.24xlarge,g5.24xlarge,g5.24xlarge,p4d.24xlarge \
+  --partition 4,3,3,3,2,3,3,3,3,3,3,3,3,3,4,4 --json)
+for key in step_time pipeline_time dp_allreduce_time embedding_allreduce_time price_per_step is_oom oom_gpumem \
+           is_zero_oom zero_oom_gpumem train_cost partition; do
+  case "$json" in *"\"$key\": "*) ok ;; *) fail "JSON lacks $key" ;; esac
+done
+step=$(printf '%s' "$json" | sed 's/.*"step_time": \([0-9.e-]*\).*/\1/')
+awk -v s="$step" 'BEGIN { d = s - 1.0682228803634644; if (d < 0) d = -d; exit !(d < 1e-5 * 1.0682228803634644) }' && ok ||
+  fail "step_time $step is not FASOP's 1.0682228803634644"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,72 @@
+// Loading and validating spec files; profiles interpolating between micro-batch sizes.
+#include <catch2/catch.hpp>
+
+#include "specs/spec_error.h"
+#include "specs/spec_loader.h"
+#include "test_support.h"
+
+using namespace fasop;
+using Catch::Matchers::Contains;
+
+TEST_CASE("shipped presets load under their names and FASOP's", "[specs]") {
+  fasop::testing::MapSource none;
+  SpecStore store(none, embedded_presets());
+  CHECK(store.load_model("gpt2XL").name == "gpt2xl");
+  CHECK(store.load_model("T5").num_units() == 50);
+  CHECK(store.load_model("bert").num_transformer_layers() == 24);
+  ClusterSpec c = store.load_cluster("fasop-8nodes-heterogeneous");
+  CHECK(c.num_gpus() == 32);
+  CHECK(c.node_count(0) == 1);
+  CHECK(c.node_types[1].intra_node_bandwidth_bits_per_s == 128e9);
+}
+
+TEST_CASE("spec errors name the file and the field", "[specs]") {
+  CHECK_THROWS_WITH(parse_model("name: x\nhidden: [1", "m.yaml"), Contains("m.yaml") && Contains("malformed YAML"));
+  CHECK_THROWS_WITH(parse_model("name: x\nhidden: 100\nheads: 16\nsequence: 8\nvocab: 8\nglobal_batch: 8\n"
+                                "layers: [{type: t, role: transformer}]\n",
+                                "m.yaml"),
+                    Contains("m.yaml") && Contains("'heads'") && Contains("divide"));
+  CHECK_THROWS_WITH(parse_model("name: x\nhidden: 64\nheads: 4\nsequence: 8\nvocab: 8\nglobal_batch: 8\n"
+                                "layers: [{type: t, role: attention}]\n",
+                                "m.yaml"),
+                    Contains("layers[0].role"));
+  const char* cluster =
+      "node_types:\n  - {name: a, gpu: A10, gpus_per_node: 4, gpu_memory_gib: 22.2,\n"
+      "     intra_node_bandwidth_bits_per_s: 128e9, inter_node_bandwidth_bits_per_s: 40e9, price_per_hour: %s}\n"
+      "nodes: [{type: %s, count: 2}]\n";
+  char text[512];
+  std::snprintf(text, sizeof text, cluster, "-1", "a");
+  CHECK_THROWS_WITH(parse_cluster(text, "c.yaml"), Contains("c.yaml") && Contains("price_per_hour"));
+  std::snprintf(text, sizeof text, cluster, "8", "b");
+  CHECK_THROWS_WITH(parse_cluster(text, "c.yaml"), Contains("nodes[0].type") && Contains("unknown node type 'b'"));
+  CHECK_THROWS_WITH(parse_profile("model: x\ngpu: A10\nforward_s: {t: {1: {1: -2}}}\n", "p.yaml"),
+                    Contains("p.yaml") && Contains("forward_s.t.1.1"));
+}
+
+TEST_CASE("unknown presets and files are reported with the flag", "[specs]") {
+  fasop::testing::MapSource none;
+  SpecStore store(none, embedded_presets());
+  CHECK_THROWS_WITH(store.load_model("gpt3"), Contains("--model") && Contains("gpt2xl"));
+  CHECK_THROWS_WITH(store.load_cluster("nowhere.yaml"), Contains("--cluster") && Contains("nowhere.yaml"));
+  ModelSpec model = store.load_model("gpt2xl");
+  CHECK_THROWS_WITH(store.load_profile(model, "H100", ""), Contains("H100") && Contains("profile"));
+}
+
+TEST_CASE("profiles: stored points, interpolation between, proportional growth past the last", "[specs]") {
+  ProfileSpec p = parse_profile("model: x\ngpu: A10\nforward_s: {t: {1: {2: 1.0, 4: 3.0}}}\n", "p.yaml");
+  CHECK(p.forward_time_s("t", 1, 2) == 1.0);
+  CHECK(p.forward_time_s("t", 1, 3) == 2.0);
+  CHECK(p.forward_time_s("t", 1, 8) == 6.0);
+  CHECK(p.forward_time_s("t", 1, 1) == 0.5);
+}
+
+TEST_CASE("FASOP's micro-batch multipliers are data in the shipped profiles", "[specs]") {
+  fasop::testing::MapSource none;
+  SpecStore store(none, embedded_presets());
+  ModelSpec bert = store.load_model("bert");
+  ProfileSpec a100 = store.load_profile(bert, "A100", "");
+  // bert on A100: encoder 1x below mbs 8, 1.236x at 8, 1.235 x 1.658 at 16, then in proportion.
+  CHECK(a100.forward_time_s("transformer", 1, 4) == 0.001443982);
+  CHECK(a100.forward_time_s("transformer", 1, 8) == Approx(1.236 * 0.001443982));
+  CHECK(a100.forward_time_s("transformer", 1, 32) == Approx(1.235 * 1.658 * 2 * 0.001443982));
+}

@@ -1,0 +1,57 @@
+#pragma once
+// Helpers shared by the tests: specs from the presets compiled into the binary (no disk).
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "costmodel/fasop_policy.h"
+#include "costmodel/make_context.h"
+#include "search/search.h"
+#include "specs/spec_store.h"
+
+namespace fasop::testing {
+
+/// A TextSource over an in-memory map, so tests need no files.
+class MapSource : public TextSource {
+ public:
+  std::map<std::string, std::string> files;
+  std::optional<std::string> read(const std::string& path) const override {
+    auto it = files.find(path);
+    if (it == files.end()) return std::nullopt;
+    return it->second;
+  }
+};
+
+/// A model, a cluster and their profiles loaded from the shipped presets.
+struct Presets {
+  ModelSpec model;
+  ClusterSpec cluster;
+  std::vector<ProfileSpec> profiles;
+  FasopPolicy policy;
+  SearchInput input;
+
+  Presets(const std::string& model_name, const std::string& cluster_name) {
+    MapSource none;
+    SpecStore store(none, embedded_presets());
+    model = store.load_model(model_name);
+    cluster = store.load_cluster(cluster_name);
+    profiles.reserve(cluster.node_types.size());
+    for (const NodeType& type : cluster.node_types) {
+      profiles.push_back(store.load_profile(model, type.gpu, ""));
+      input.profiles.push_back(&profiles.back());
+    }
+    input.model = &model;
+    input.cluster = &cluster;
+    input.policy = &policy;
+  }
+
+  /// The context of a layout; `nodes` defaults to the cluster's own node order.
+  PlanContext context(int mbs, int tp, int dp, int pp, std::vector<int> nodes = {}) const {
+    PlanKey key{mbs, tp, dp, pp, nodes.empty() ? cluster.nodes : nodes};
+    return make_plan_context(model, cluster, input.profiles, policy, key);
+  }
+};
+
+}  // namespace fasop::testing
