@@ -47,6 +47,25 @@ class CostPolicy {
                                                 const std::vector<int>& partition) const = 0;
   /// Whether the plan runs out of memory, and the figures reported with the verdict.
   virtual MemoryVerdict memory_verdict(const std::vector<StageMemory>& stages) const = 0;
+
+  /// The pipeline schedule of the stages' timings: the 1F1B simulation.
+  virtual PipelineResult pipeline(const PlanContext& ctx, const std::vector<StageTiming>& stages) const {
+    return simulate_1f1b(stages, ctx.num_microbatches);
+  }
+  /// The step time: the latest stage end plus its all-reduce, plus the embedding sync.
+  /// Sets `bottleneck` to the first stage that reaches the latest end.
+  virtual double step_time_s(const PipelineResult& pipeline, const std::vector<double>& dp_allreduce_s,
+                             double embedding_allreduce_s, int* bottleneck) const {
+    double latest = -1;
+    for (size_t s = 0; s < dp_allreduce_s.size(); ++s) {
+      double end = pipeline.stage_end_s[s] + dp_allreduce_s[s];
+      if (end > latest) {
+        latest = end;
+        *bottleneck = static_cast<int>(s);
+      }
+    }
+    return latest + embedding_allreduce_s;
+  }
 };
 
 }  // namespace fasop

@@ -16,18 +16,10 @@ struct StepTime {
 StepTime compute_step_time(const PlanContext& ctx, const CostPolicy& policy,
                            const std::vector<int>& partition, const std::vector<int>& timed_partition) {
   StepTime t;
-  t.pipeline = simulate_1f1b(policy.stage_timings(ctx, timed_partition), ctx.num_microbatches);
+  t.pipeline = policy.pipeline(ctx, policy.stage_timings(ctx, timed_partition));
   t.dp_allreduce_s = policy.dp_allreduce_s(ctx, partition);
   t.embedding_allreduce_s = policy.embedding_allreduce_s(ctx);
-  double slowest = -1;
-  for (int s = 0; s < ctx.pp(); ++s) {
-    double end = t.pipeline.stage_end_s[s] + t.dp_allreduce_s[s];
-    if (end > slowest) {
-      slowest = end;
-      t.bottleneck_stage = s;
-    }
-  }
-  t.step_s = slowest + t.embedding_allreduce_s;
+  t.step_s = policy.step_time_s(t.pipeline, t.dp_allreduce_s, t.embedding_allreduce_s, &t.bottleneck_stage);
   return t;
 }
 

@@ -44,18 +44,20 @@ double total_compute(const std::vector<double>& units) {
   return sum;
 }
 
-double inter_node_bits_per_s(const PlanContext& ctx, int node_a, int node_b) {
+// FASOP keeps bandwidths, sends and all-reduces in float32 tensors: these helpers compute in
+// float to give its figures to the last bit.
+float inter_node_bits_per_s(const PlanContext& ctx, int node_a, int node_b) {
   const auto& types = ctx.cluster->node_types;
-  return std::min(types[ctx.key.node_order[node_a]].inter_node_bandwidth_bits_per_s,
-                  types[ctx.key.node_order[node_b]].inter_node_bandwidth_bits_per_s);
+  return std::min(float(types[ctx.key.node_order[node_a]].inter_node_bandwidth_bits_per_s),
+                  float(types[ctx.key.node_order[node_b]].inter_node_bandwidth_bits_per_s));
 }
 
-double intra_node_bits_per_s(const PlanContext& ctx, int node) {
-  return ctx.cluster->node_types[ctx.key.node_order[node]].intra_node_bandwidth_bits_per_s;
+float intra_node_bits_per_s(const PlanContext& ctx, int node) {
+  return float(ctx.cluster->node_types[ctx.key.node_order[node]].intra_node_bandwidth_bits_per_s);
 }
 
 /// Bandwidth between two ranks without FASOP's divisors: intra-node if they share a node.
-double link_bits_per_s(const PlanContext& ctx, int rank_a, int rank_b) {
+float link_bits_per_s(const PlanContext& ctx, int rank_a, int rank_b) {
   int node_a = ctx.node_of(rank_a), node_b = ctx.node_of(rank_b);
   return node_a == node_b ? intra_node_bits_per_s(ctx, node_a)
                           : inter_node_bits_per_s(ctx, node_a, node_b);
@@ -88,18 +90,18 @@ std::vector<int> FasopPolicy::stage_node_types(const PlanContext& ctx) const {
 
 std::vector<double> FasopPolicy::boundary_send_s(const PlanContext& ctx) const {
   const PlanKey& k = ctx.key;
-  const double bits = double(k.mbs) * ctx.model->sequence * ctx.model->hidden *
-                      ctx.model->precision_bits;
+  const float bits = float(float(float(k.mbs) * float(ctx.model->sequence)) * float(ctx.model->hidden)) *
+                     float(ctx.model->precision_bits);
   std::vector<double> sends;
   for (int b = 0; b + 1 < k.pp; ++b) {
-    double worst_s = 0;
+    float worst_s = 0;
     for (int d = 0; d < k.dp; ++d) {
-      double slowest = std::numeric_limits<double>::infinity();
+      float slowest = std::numeric_limits<float>::infinity();
       for (int t = 0; t < k.tp; ++t) {
         int from = ctx.node_of(rank_of(b, d, t, k.tp, k.dp));
         int to = ctx.node_of(rank_of(b + 1, d, t, k.tp, k.dp));
-        double bw = from != to ? inter_node_bits_per_s(ctx, from, to) / k.dp / k.tp / 1.05
-                               : intra_node_bits_per_s(ctx, from) / 3.5;
+        float bw = from != to ? inter_node_bits_per_s(ctx, from, to) / float(k.dp) / float(k.tp) / 1.05f
+                              : intra_node_bits_per_s(ctx, from) / 3.5f;
         slowest = std::min(slowest, bw);
       }
       worst_s = std::max(worst_s, bits / slowest);
@@ -132,32 +134,34 @@ std::vector<double> FasopPolicy::dp_allreduce_s(const PlanContext& ctx,
   const PlanKey& k = ctx.key;
   const ModelSpec& model = *ctx.model;
   const int gpus_per_node = ctx.cluster->gpus_per_node();
+  const float h = float(model.hidden);
   // Parameters of stage 0, as FASOP counts them for every stage.
-  double params = 0;
+  float params = 0;
   bool embedding_counted = false;
   for (int u = 0; u < partition[0]; ++u) {
     if (model.units[u].role == LayerRole::kTransformer) {
-      params += (12.0 * model.hidden * model.hidden + 20800) / k.tp;
+      params += (12.0f * (h * h) + 20800.0f) / float(k.tp);
     } else if (!embedding_counted) {
       embedding_counted = true;
-      params += double(model.hidden) * model.vocab;
+      params += h * float(model.vocab);
     }
   }
   // Slowest link of the data-parallel ring of stage 0, tensor-parallel lane tp-1.
-  double ring = std::numeric_limits<double>::infinity();
+  float ring = std::numeric_limits<float>::infinity();
   for (int d = 0; d < k.dp; ++d)
     ring = std::min(ring, link_bits_per_s(ctx, rank_of(0, d, k.tp - 1, k.tp, k.dp),
                                           rank_of(0, (d + 1) % k.dp, k.tp - 1, k.tp, k.dp)));
   std::vector<double> costs;
   for (int s = 0; s < k.pp; ++s) {
-    double bw = ring;
+    float bw = ring;
     if (k.tp * k.dp >= gpus_per_node && k.dp > 1) {
-      bw /= k.tp;  // the tp lanes share the node's network link
+      bw /= float(k.tp);  // the tp lanes share the node's network link
     } else if (k.tp * k.dp < gpus_per_node && k.dp > 1 && k.tp > 1 &&
                ctx.cluster->node_types[ctx.stage_node_type[s]].gpu == "A10") {
-      bw /= double(gpus_per_node) / k.dp;  // FASOP shares PCIe only on A10 nodes
+      bw /= float(double(gpus_per_node) / k.dp);  // FASOP shares PCIe only on A10 nodes
     }
-    costs.push_back(2.0 * (k.dp - 1) * (params * model.precision_bits) / (k.dp * bw));
+    float bits = params * float(model.precision_bits);
+    costs.push_back(float(2 * (k.dp - 1)) * bits / (float(k.dp) * bw));
   }
   return costs;
 }
@@ -171,14 +175,15 @@ double FasopPolicy::embedding_allreduce_s(const PlanContext& ctx) const {
     return u.role == LayerRole::kPostProcess;
   });
   if (k.pp == 1 || !has_head) return 0;
-  double slowest = std::numeric_limits<double>::infinity();
+  float slowest = std::numeric_limits<float>::infinity();
   const int d = k.dp - 1;  // FASOP keeps the last replica's figure
   for (int t = 0; t < k.tp; ++t)
     slowest = std::min(slowest, link_bits_per_s(ctx, rank_of(0, d, t, k.tp, k.dp),
                                                 rank_of(k.pp - 1, d, t, k.tp, k.dp)));
-  double bw = slowest / std::min(k.dp, ctx.cluster->gpus_per_node());
-  double bits = double(model.hidden) * model.vocab * model.precision_bits;
-  return 2.0 * (2 - 1) * bits / (2 * bw) / k.tp;
+  float bw = slowest / float(std::min(k.dp, ctx.cluster->gpus_per_node()));
+  // 2 (n-1) / n x the embedding's bits over the bandwidth, n = 2 (first and last stage).
+  double bits = 2.0 * (2 - 1) * (double(model.hidden) * model.vocab * model.precision_bits);
+  return float(float(bits) / (2.0f * bw)) / float(k.tp);
 }
 
 std::vector<StageMemory> FasopPolicy::stage_memory(const PlanContext& ctx,
@@ -237,6 +242,26 @@ MemoryVerdict FasopPolicy::memory_verdict(const std::vector<StageMemory>& stages
     }
   }
   return verdict;
+}
+
+PipelineResult FasopPolicy::pipeline(const PlanContext& ctx, const std::vector<StageTiming>& stages) const {
+  if (stages.size() > 1) return simulate_1f1b(stages, ctx.num_microbatches);
+  // Without a pipeline FASOP multiplies in float32: m x (forward + backward).
+  float seconds = float(ctx.num_microbatches) * float(stages[0].forward_s + stages[0].backward_s);
+  return {seconds, {seconds}};
+}
+
+double FasopPolicy::step_time_s(const PipelineResult& pipeline, const std::vector<double>& dp_allreduce_s,
+                                double embedding_allreduce_s, int* bottleneck) const {
+  float latest = -1;
+  for (size_t s = 0; s < dp_allreduce_s.size(); ++s) {
+    float end = float(pipeline.stage_end_s[s]) + float(dp_allreduce_s[s]);
+    if (end > latest) {
+      latest = end;
+      *bottleneck = static_cast<int>(s);
+    }
+  }
+  return latest + float(embedding_allreduce_s);
 }
 
 }  // namespace fasop

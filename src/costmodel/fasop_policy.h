@@ -17,7 +17,10 @@ namespace fasop {
 /// - the embedding all-reduce runs between the first and last stage of the last replica;
 /// - memory: 18 bytes per parameter (6 + 12/dp with ZeRO), Korthikanti-style activations for
 ///   min(pp, m) micro-batches in flight, a 1.10 margin on the OOM check without ZeRO only, and
-///   the memory limit of the node FASOP picks for each stage.
+///   the memory limit of the node FASOP picks for each stage;
+/// - FASOP's arithmetic: bandwidths, sends, all-reduces and the step time are single precision
+///   (FASOP's float32 tensors), the 1F1B simulation double precision. Reproducing it makes equal
+///   plans give equal figures to the last bit, so "no slower than FASOP" needs no tolerance.
 class FasopPolicy : public CostPolicy {
  public:
   std::string name() const override { return "fasop"; }
@@ -31,6 +34,9 @@ class FasopPolicy : public CostPolicy {
   std::vector<StageMemory> stage_memory(const PlanContext& ctx,
                                         const std::vector<int>& partition) const override;
   MemoryVerdict memory_verdict(const std::vector<StageMemory>& stages) const override;
+  PipelineResult pipeline(const PlanContext& ctx, const std::vector<StageTiming>& stages) const override;
+  double step_time_s(const PipelineResult& pipeline, const std::vector<double>& dp_allreduce_s,
+                     double embedding_allreduce_s, int* bottleneck) const override;
 
   /// FASOP's margin on estimated memory in its OOM check.
   static constexpr double kMemoryMargin = 1.10;
