@@ -131,40 +131,47 @@ std::vector<int> fasop_greedy_partition(const PlanContext& ctx, const CostPolicy
 
 namespace {
 
-/// compute[s][u]: compute of units [0, u) at stage s's speed (prefix sums).
-std::vector<std::vector<double>> prefix_compute(const PlanContext& ctx) {
-  const int n = ctx.num_units(), pp = ctx.pp();
-  std::vector<std::vector<double>> prefix(pp, std::vector<double>(n + 1, 0));
-  for (int s = 0; s < pp; ++s)
+/// What the dynamic programs need: prefix sums of unit compute at each stage's speed, and where
+/// each unit's segment starts (a stage [first, end) is allowed iff first and end-1 share it).
+struct CutCosts {
+  std::vector<std::vector<double>> prefix;  ///< prefix[s][u]: units [0, u) at stage s's speed
+  std::vector<int> segment_start;
+
+  explicit CutCosts(const PlanContext& ctx) {
+    const int n = ctx.num_units(), pp = ctx.pp();
+    prefix.assign(pp, std::vector<double>(n + 1, 0));
+    for (int s = 0; s < pp; ++s)
+      for (int u = 0; u < n; ++u)
+        prefix[s][u + 1] = prefix[s][u] + ctx.unit_compute_s[ctx.stage_node_type[s]][u];
+    segment_start.resize(n);
     for (int u = 0; u < n; ++u)
-      prefix[s][u + 1] = prefix[s][u] + ctx.unit_compute_s[ctx.stage_node_type[s]][u];
-  return prefix;
-}
+      segment_start[u] = u > 0 && ctx.model->units[u].segment == ctx.model->units[u - 1].segment
+                             ? segment_start[u - 1] : u;
+  }
+  double stage(int s, int first, int end) const { return prefix[s][end] - prefix[s][first]; }
+};
 
 /// Dynamic programming over cut points: every stage non-empty and inside one segment.
 /// `combine(best so far, stage cost)` folds a stage into the objective (max or sum); stages
 /// dearer than `cap` are not allowed. Returns {} when no partition fits.
 template <typename Combine>
-std::vector<int> partition_dp(const PlanContext& ctx, const std::vector<std::vector<double>>& prefix,
-                              double cap, Combine combine) {
-  const ModelSpec& model = *ctx.model;
-  const int n = model.num_units(), pp = ctx.pp();
+std::vector<int> partition_dp(const CutCosts& costs, int pp, double cap, Combine combine) {
+  const int n = static_cast<int>(costs.segment_start.size());
   const double inf = std::numeric_limits<double>::infinity();
   // best[s][u]: objective of units [0, u) on stages [0, s]; cut[s][u]: where stage s starts.
   std::vector<std::vector<double>> best(pp, std::vector<double>(n + 1, inf));
   std::vector<std::vector<int>> cut(pp, std::vector<int>(n + 1, -1));
-  auto same_segment = [&](int first, int end) {
-    return model.units[first].segment == model.units[end - 1].segment;
-  };
-  for (int u = 1; u <= n; ++u)
-    if (same_segment(0, u) && prefix[0][u] <= cap) best[0][u] = combine(0.0, prefix[0][u]);
+  for (int u = 1; u <= n && costs.segment_start[u - 1] == 0; ++u)
+    if (costs.stage(0, 0, u) <= cap) best[0][u] = combine(0.0, costs.stage(0, 0, u));
   for (int s = 1; s < pp; ++s) {
     for (int u = s + 1; u <= n - (pp - 1 - s); ++u) {
-      for (int first = s; first < u; ++first) {
-        double stage = prefix[s][u] - prefix[s][first];
-        if (best[s - 1][first] == inf || stage > cap || !same_segment(first, u)) continue;
+      // Widen the stage leftwards until it costs too much or leaves its segment.
+      for (int first = u - 1; first >= s; --first) {
+        double stage = costs.stage(s, first, u);
+        if (stage > cap || costs.segment_start[first] != costs.segment_start[u - 1]) break;
+        if (best[s - 1][first] == inf) continue;
         double value = combine(best[s - 1][first], stage);
-        if (value < best[s][u]) {
+        if (value < best[s][u] || (value == best[s][u] && first < cut[s][u])) {
           best[s][u] = value;
           cut[s][u] = first;
         }
@@ -181,23 +188,30 @@ std::vector<int> partition_dp(const PlanContext& ctx, const std::vector<std::vec
   return partition;
 }
 
-double max_stage(const PlanContext& ctx, const std::vector<std::vector<double>>& prefix,
-                 const std::vector<int>& partition) {
+std::vector<int> min_bottleneck(const CutCosts& costs, int pp) {
+  return partition_dp(costs, pp, std::numeric_limits<double>::infinity(),
+                      [](double a, double b) { return std::max(a, b); });
+}
+
+std::vector<int> min_total(const CutCosts& costs, int pp, double cap_s) {
+  return partition_dp(costs, pp, cap_s, [](double a, double b) { return a + b; });
+}
+
+double max_stage(const CutCosts& costs, const std::vector<int>& partition) {
   double worst = 0;
-  for (int s = 0, first = 0; s < ctx.pp(); first += partition[s], ++s)
-    worst = std::max(worst, prefix[s][first + partition[s]] - prefix[s][first]);
+  for (int s = 0, first = 0; s < int(partition.size()); first += partition[s], ++s)
+    worst = std::max(worst, costs.stage(s, first, first + partition[s]));
   return worst;
 }
 
 }  // namespace
 
 std::vector<int> min_bottleneck_partition(const PlanContext& ctx) {
-  return partition_dp(ctx, prefix_compute(ctx), std::numeric_limits<double>::infinity(),
-                      [](double a, double b) { return std::max(a, b); });
+  return min_bottleneck(CutCosts(ctx), ctx.pp());
 }
 
 std::vector<int> min_total_partition(const PlanContext& ctx, double cap_s) {
-  return partition_dp(ctx, prefix_compute(ctx), cap_s, [](double a, double b) { return a + b; });
+  return min_total(CutCosts(ctx), ctx.pp(), cap_s);
 }
 
 std::vector<int> improve_partition(const PlanContext& ctx, const CostPolicy& policy,
@@ -232,13 +246,14 @@ std::vector<int> best_partition(const PlanContext& ctx, const CostPolicy& policy
   std::vector<std::vector<int>> candidates = {fasop_greedy_partition(ctx, policy, &timed), timed};
   // 1F1B costs about (m-1) x the slowest stage + the sum of all stages: balance the slowest
   // stage exactly, then trade a slightly slower bottleneck for less total compute.
-  std::vector<int> balanced = min_bottleneck_partition(ctx);
+  const CutCosts costs(ctx);
+  std::vector<int> balanced = min_bottleneck(costs, ctx.pp());
   candidates.push_back(balanced);
   if (!balanced.empty()) {
-    double bottleneck = max_stage(ctx, prefix_compute(ctx), balanced);
+    double bottleneck = max_stage(costs, balanced);
     for (double slack : {1.0, 1.02, 1.05, 1.1, 1.25, 1.5, 2.0})
-      candidates.push_back(min_total_partition(ctx, bottleneck * slack * (1 + 1e-12)));
-    candidates.push_back(min_total_partition(ctx, std::numeric_limits<double>::infinity()));
+      candidates.push_back(min_total(costs, ctx.pp(), bottleneck * slack * (1 + 1e-12)));
+    candidates.push_back(min_total(costs, ctx.pp(), std::numeric_limits<double>::infinity()));
   }
   // Keep the valid, distinct seeds, best first; polish the two best by local search.
   std::vector<std::pair<double, std::vector<int>>> seeds;
