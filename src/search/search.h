@@ -1,4 +1,8 @@
 #pragma once
+// search: drives the cost model over a space of layouts.
+//   enumerate_plan_keys  FASOP's layouts in FASOP's order (search_space.h)
+//   best_partition       FASOP's greedy, exact DPs and local search (partitioner.h)
+//   run_search           every layout at its best partition, sorted (this file)
 #include <functional>
 #include <vector>
 

@@ -73,20 +73,19 @@ std::string SpecStore::load_text(const std::string& name_or_path, const std::str
 }
 
 ModelSpec SpecStore::load_model(const std::string& name_or_path, const std::string& flag) const {
-  std::string name = name_or_path;
-  if (!looks_like_path(name)) {
-    // FASOP's spellings (gpt2XL, T5) and other aliases name our presets, in any case.
+  if (!looks_like_path(name_or_path)) {
+    // A preset answers to its name and its aliases (FASOP's gpt2XL, T5), in any case.
     for (const std::string& preset_name : preset_names("configs/models")) {
       std::string path = "configs/models/" + preset_name + ".yaml";
       ModelSpec candidate = parse_model(*preset(path), path);
       std::vector<std::string> names = candidate.aliases;
       names.push_back(candidate.name);
       for (const std::string& alias : names)
-        if (lower(alias) == lower(name_or_path)) name = preset_name;
+        if (lower(alias) == lower(name_or_path)) return candidate;
     }
   }
   std::string source;
-  std::string text = load_text(name, "configs/models", flag, &source);
+  std::string text = load_text(name_or_path, "configs/models", flag, &source);
   return parse_model(text, source);
 }
 
