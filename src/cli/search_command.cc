@@ -47,7 +47,8 @@ void add_search_command(CLI::App& app) {
   auto options = std::make_shared<SearchOptions>();
   CLI::App* command = app.add_subcommand("search", "search every plan of FASOP's space and write its table");
   options->planner.add_to(*command);
-  command->add_option("--out-dir", options->out_dir, "directory of the CSV report (default main_logs)");
+  command->add_option("--out-dir", options->out_dir, "directory of the CSV report (default main_logs)")
+      ->check([](const std::string& dir) { return dir.empty() ? std::string("must not be empty") : std::string(); });
   command->add_option("--top", options->top, "how many of the best plans to print (default 5)");
   command->add_option("--threads", options->threads, "OpenMP threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);

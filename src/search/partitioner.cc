@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <limits>
+#include <string>
 
 #include "costmodel/estimate.h"
 #include "costmodel/fasop_policy.h"
+#include "specs/spec_error.h"
 
 namespace fasop {
 namespace {
@@ -263,6 +265,9 @@ std::vector<int> best_partition(const PlanContext& ctx, const CostPolicy& policy
     for (const auto& seed : seeds) seen = seen || seed.second == c;
     if (!seen) seeds.emplace_back(step_time_s(ctx, policy, c), c);
   }
+  if (seeds.empty())
+    throw SpecError("pp " + std::to_string(ctx.pp()) + ": no partition gives every stage a unit of one segment; "
+                    "use fewer stages");
   std::stable_sort(seeds.begin(), seeds.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<int> best = seeds.front().second;
