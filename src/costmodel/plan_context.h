@@ -27,8 +27,6 @@ struct PlanContext {
 
   int pp() const { return key.pp; }
   int num_units() const { return model->num_units(); }
-  /// Node type of the node holding `rank`.
-  int node_type_of_rank(int rank) const;
   /// Node holding `rank`.
   int node_of(int rank) const;
 };
