@@ -32,11 +32,11 @@ TEST_CASE("spec errors name the file and the field", "[specs]") {
                     Contains("layers[0].role"));
   const char* cluster =
       "node_types:\n  - {name: a, gpu: A10, gpus_per_node: 4, gpu_memory_gib: 22.2,\n"
-      "     intra_node_bandwidth_bits_per_s: 128e9, inter_node_bandwidth_bits_per_s: 40e9, price_per_hour: %s}\n"
+      "     intra_node_bandwidth_bits_per_s: 128e9, inter_node_bandwidth_bits_per_s: 40e9, price_usd_per_hour: %s}\n"
       "nodes: [{type: %s, count: 2}]\n";
   char text[512];
   std::snprintf(text, sizeof text, cluster, "-1", "a");
-  CHECK_THROWS_WITH(parse_cluster(text, "c.yaml"), Contains("c.yaml") && Contains("price_per_hour"));
+  CHECK_THROWS_WITH(parse_cluster(text, "c.yaml"), Contains("c.yaml") && Contains("price_usd_per_hour"));
   std::snprintf(text, sizeof text, cluster, "8", "b");
   CHECK_THROWS_WITH(parse_cluster(text, "c.yaml"), Contains("nodes[0].type") && Contains("unknown node type 'b'"));
   CHECK_THROWS_WITH(parse_profile("model: x\ngpu: A10\nforward_s: {t: {1: {1: -2}}}\n", "p.yaml"),

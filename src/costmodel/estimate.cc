@@ -28,7 +28,7 @@ StepTime compute_step_time(const PlanContext& ctx, const CostPolicy& policy,
 double price_per_second_usd(const PlanContext& ctx) {
   double usd = 0;
   for (size_t type = 0; type < ctx.cluster->node_types.size(); ++type)
-    usd += ctx.cluster->node_types[type].price_per_hour / 3600 * ctx.cluster->node_count(int(type));
+    usd += ctx.cluster->node_types[type].price_usd_per_hour / 3600 * ctx.cluster->node_count(int(type));
   return usd;
 }
 

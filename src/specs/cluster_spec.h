@@ -12,7 +12,7 @@ struct NodeType {
   double gpu_memory_gib = 0;  ///< usable memory per GPU, the out-of-memory limit
   double intra_node_bandwidth_bits_per_s = 0;
   double inter_node_bandwidth_bits_per_s = 0;
-  double price_per_hour = 0;  ///< USD per node-hour
+  double price_usd_per_hour = 0;  ///< USD per node-hour
 };
 
 /// A set of nodes: the node types and, in order, the nodes available.

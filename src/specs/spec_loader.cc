@@ -141,7 +141,7 @@ ClusterSpec parse_cluster(const std::string& yaml_text, const std::string& sourc
         entry.child("intra_node_bandwidth_bits_per_s").positive_double();
     type.inter_node_bandwidth_bits_per_s =
         entry.child("inter_node_bandwidth_bits_per_s").positive_double();
-    type.price_per_hour = entry.child("price_per_hour").non_negative_double();
+    type.price_usd_per_hour = entry.child("price_usd_per_hour").non_negative_double();
     if (!cluster.node_types.empty() && type.gpus_per_node != cluster.gpus_per_node())
       entry.child("gpus_per_node")
           .fail("all node types must have the same GPUs per node for now (" +
