@@ -35,97 +35,114 @@ class Timeline {
   std::vector<double>& data_;
 };
 
+/// One run of the schedule: the stages' timings, and the events as they are decided.
+class Simulation {
+ public:
+  Simulation(const std::vector<StageTiming>& stages, int m)
+      : stages_(stages), pp_(static_cast<int>(stages.size())), m_(m), warmup_(pp_), t_(pp_, m) {
+    for (int s = 0; s < pp_; ++s) warmup_[s] = std::min(pp_ - s - 1, m_);
+  }
+
+  PipelineResult run() {
+    for (int j = 0; j < m_; ++j)
+      for (int s = 0; s < pp_; ++s) warm_up_forward(s, j);
+    for (int j = 0; j < m_; ++j) {
+      for (int s = 0; s < pp_; ++s) steady_forward(s, j);
+      for (int s = pp_ - 1; s >= 0; --s) steady_backward(s, j);
+    }
+    for (int j = 0; j < m_; ++j)
+      for (int s = pp_ - 1; s >= 0; --s) cool_down_backward(s, j);
+    PipelineResult result;
+    result.pipeline_s = t_.backward_end(0, m_ - 1);
+    for (int s = 0; s < pp_; ++s) result.stage_end_s.push_back(t_.backward_end(s, m_ - 1));
+    return result;
+  }
+
+ private:
+  /// Stage s sends micro-batch j's activations once `ready`.
+  void send_forward(int s, int j, double ready) {
+    t_.forward_send_end(s, j) = ready + stages_[s].forward_send_s;
+    t_.forward_recv_end(s + 1, j) = t_.forward_send_end(s, j);
+  }
+  /// Stage s sends micro-batch j's gradients once its backward ended and the receive is posted.
+  void send_backward(int s, int j) {
+    double ready = std::max(t_.backward_end(s, j), t_.backward_recv_posted(s - 1, j));
+    t_.backward_send_end(s, j) = ready + stages_[s].backward_send_s;
+    t_.backward_recv_end(s - 1, j) = t_.backward_send_end(s, j);
+  }
+
+  /// Warm-up: stage s runs forwards 0 .. warmup[s]-1.
+  void warm_up_forward(int s, int j) {
+    if (j >= warmup_[s]) return;
+    double start;
+    if (s == 0) start = j == 0 ? 0.0 : t_.forward_send_end(s, j - 1);
+    else if (j == 0) start = t_.forward_recv_end(s, j);
+    else start = std::max(t_.forward_send_end(s, j - 1), t_.forward_recv_end(s, j));
+    double end = t_.forward_end(s, j) = start + stages_[s].forward_s;
+    if (s > 0 && j < warmup_[s] - 1) t_.forward_recv_posted(s, j + 1) = end;
+    if (s < pp_ - 1) send_forward(s, j, j == 0 ? end : std::max(end, t_.forward_recv_posted(s + 1, j)));
+  }
+
+  /// Steady state, round j: stage s runs forward j + warmup[s] ...
+  void steady_forward(int s, int j) {
+    int k = j + warmup_[s];
+    if (k > m_ - 1) return;
+    double start;
+    if (j == 0) {
+      double previous_send = warmup_[s] > 0 ? t_.forward_send_end(s, k - 1) : 0.0;
+      start = std::max(previous_send, t_.forward_recv_end(s, k));
+    } else if (s == 0) {
+      start = t_.backward_end(s, j - 1);
+    } else {
+      start = std::max(t_.backward_send_end(s, j - 1), t_.forward_recv_end(s, k));
+    }
+    double end = t_.forward_end(s, k) = start + stages_[s].forward_s;
+    if (s < pp_ - 1) {
+      t_.backward_recv_posted(s, j) = end;
+      double posted = (j == 0 && warmup_[s] == 0) ? 0.0 : t_.forward_recv_posted(s + 1, k);
+      send_forward(s, k, std::max(end, posted));
+    }
+  }
+
+  /// ... then backward j.
+  void steady_backward(int s, int j) {
+    if (j > m_ - warmup_[s] - 1) return;
+    int k = j + warmup_[s];
+    double previous_send = s > 0 ? t_.forward_send_end(s, k) : 0.0;
+    double start = std::max({previous_send, t_.backward_recv_end(s, j), t_.forward_end(s, k)});
+    double end = t_.backward_end(s, j) = start + stages_[s].backward_s;
+    if (s > 0) {
+      if (k + 1 < m_) t_.forward_recv_posted(s, k + 1) = end;
+      else if (j + 1 < m_) t_.backward_recv_posted(s, j + 1) = end;
+      send_backward(s, j);
+    } else if (j == m_ - 1 - warmup_[s] && j + 1 < m_) {
+      t_.backward_recv_posted(s, j + 1) = end;
+    }
+  }
+
+  /// Cool-down: stage s runs its last warmup[s] backwards.
+  void cool_down_backward(int s, int j) {
+    if (j < m_ - warmup_[s]) return;
+    double start = std::max({t_.backward_end(s, j - 1), t_.backward_recv_end(s, j), t_.backward_send_end(s, j - 1)});
+    double end = t_.backward_end(s, j) = start + stages_[s].backward_s;
+    if (j < m_ - 1) t_.backward_recv_posted(s, j + 1) = end;
+    if (s > 0) send_backward(s, j);
+  }
+
+  const std::vector<StageTiming>& stages_;
+  int pp_, m_;
+  std::vector<int> warmup_;
+  Timeline t_;
+};
+
 }  // namespace
 
 PipelineResult simulate_1f1b(const std::vector<StageTiming>& stages, int m) {
-  const int pp = static_cast<int>(stages.size());
-  PipelineResult result;
-  if (pp == 1) {
-    result.pipeline_s = m * (stages[0].forward_s + stages[0].backward_s);
-    result.stage_end_s = {result.pipeline_s};
-    return result;
+  if (stages.size() == 1) {
+    double seconds = m * (stages[0].forward_s + stages[0].backward_s);
+    return {seconds, {seconds}};
   }
-  std::vector<int> warmup(pp);
-  for (int s = 0; s < pp; ++s) warmup[s] = std::min(pp - s - 1, m);
-  Timeline t(pp, m);
-
-  // Send from stage s of micro-batch j's activations, once its forward has ended.
-  auto send_forward = [&](int s, int j, double ready) {
-    t.forward_send_end(s, j) = ready + stages[s].forward_send_s;
-    t.forward_recv_end(s + 1, j) = t.forward_send_end(s, j);
-  };
-  auto send_backward = [&](int s, int j) {
-    double ready = std::max(t.backward_end(s, j), t.backward_recv_posted(s - 1, j));
-    t.backward_send_end(s, j) = ready + stages[s].backward_send_s;
-    t.backward_recv_end(s - 1, j) = t.backward_send_end(s, j);
-  };
-
-  // Warm-up: stage s runs forwards 0 .. warmup[s]-1.
-  for (int j = 0; j < m; ++j) {
-    for (int s = 0; s < pp; ++s) {
-      if (j >= warmup[s]) continue;
-      double start;
-      if (s == 0) start = j == 0 ? 0.0 : t.forward_send_end(s, j - 1);
-      else if (j == 0) start = t.forward_recv_end(s, j);
-      else start = std::max(t.forward_send_end(s, j - 1), t.forward_recv_end(s, j));
-      double end = t.forward_end(s, j) = start + stages[s].forward_s;
-      if (s > 0 && j < warmup[s] - 1) t.forward_recv_posted(s, j + 1) = end;
-      if (s < pp - 1) send_forward(s, j, j == 0 ? end : std::max(end, t.forward_recv_posted(s + 1, j)));
-    }
-  }
-
-  // Steady state: in round j, stage s runs forward j+warmup[s], then backward j.
-  for (int j = 0; j < m; ++j) {
-    for (int s = 0; s < pp; ++s) {
-      int k = j + warmup[s];
-      if (k > m - 1) continue;
-      double start;
-      if (j == 0) {
-        double previous_send = warmup[s] > 0 ? t.forward_send_end(s, k - 1) : 0.0;
-        start = std::max(previous_send, t.forward_recv_end(s, k));
-      } else if (s == 0) {
-        start = t.backward_end(s, j - 1);
-      } else {
-        start = std::max(t.backward_send_end(s, j - 1), t.forward_recv_end(s, k));
-      }
-      double end = t.forward_end(s, k) = start + stages[s].forward_s;
-      if (s < pp - 1) {
-        t.backward_recv_posted(s, j) = end;
-        double posted = (j == 0 && warmup[s] == 0) ? 0.0 : t.forward_recv_posted(s + 1, k);
-        send_forward(s, k, std::max(end, posted));
-      }
-    }
-    for (int s = pp - 1; s >= 0; --s) {
-      if (j > m - warmup[s] - 1) continue;
-      int k = j + warmup[s];
-      double previous_send = s > 0 ? t.forward_send_end(s, k) : 0.0;
-      double start = std::max({previous_send, t.backward_recv_end(s, j), t.forward_end(s, k)});
-      double end = t.backward_end(s, j) = start + stages[s].backward_s;
-      if (s > 0) {
-        if (k + 1 < m) t.forward_recv_posted(s, k + 1) = end;
-        else if (j + 1 < m) t.backward_recv_posted(s, j + 1) = end;
-        send_backward(s, j);
-      } else if (j == m - 1 - warmup[s] && j + 1 < m) {
-        t.backward_recv_posted(s, j + 1) = end;
-      }
-    }
-  }
-
-  // Cool-down: stage s runs its last warmup[s] backwards.
-  for (int j = 0; j < m; ++j) {
-    for (int s = pp - 1; s >= 0; --s) {
-      if (j < m - warmup[s]) continue;
-      double start = std::max({t.backward_end(s, j - 1), t.backward_recv_end(s, j),
-                               t.backward_send_end(s, j - 1)});
-      double end = t.backward_end(s, j) = start + stages[s].backward_s;
-      if (j < m - 1) t.backward_recv_posted(s, j + 1) = end;
-      if (s > 0) send_backward(s, j);
-    }
-  }
-
-  result.pipeline_s = t.backward_end(0, m - 1);
-  for (int s = 0; s < pp; ++s) result.stage_end_s.push_back(t.backward_end(s, m - 1));
-  return result;
+  return Simulation(stages, m).run();
 }
 
 }  // namespace fasop
