@@ -40,26 +40,41 @@ void validate_plan_key(const ModelSpec& model, const ClusterSpec& cluster, const
   }
 }
 
-void validate_partition(const ModelSpec& model, const PlanKey& key, const std::vector<int>& partition) {
-  if (static_cast<int>(partition.size()) != key.pp)
-    throw SpecError("--partition: has " + str(int(partition.size())) + " stages but pp is " + str(key.pp));
+PartitionFault find_partition_fault(const ModelSpec& model, int pp, const std::vector<int>& partition) {
+  if (static_cast<int>(partition.size()) != pp) return {PartitionFault::kStageCount};
   int total = 0;
-  for (int units : partition) {
-    if (units <= 0) throw SpecError("--partition: every stage needs at least one unit");
-    total += units;
+  for (int s = 0; s < pp; ++s) {
+    if (partition[s] <= 0) return {PartitionFault::kEmptyStage, s};
+    total += partition[s];
   }
-  if (total != model.num_units())
-    throw SpecError("--partition: places " + str(total) + " units but model '" + model.name +
-                    "' has " + str(model.num_units()));
-  // A pipeline never runs one stage across two segments (encoder and decoder).
-  int first = 0;
-  for (int s = 0; s < key.pp && key.pp > 1; ++s) {
-    const std::string& segment = model.units[first].segment;
-    for (int u = first; u < first + partition[s]; ++u)
-      if (model.units[u].segment != segment)
-        throw SpecError("--partition: stage " + str(s) + " holds units of both the " + segment +
-                        " and the " + model.units[u].segment + "; end a stage at unit " + str(u));
-    first += partition[s];
+  if (total != model.num_units()) return {PartitionFault::kUnitCount, 0, total};
+  // Segments are contiguous: a stage stays inside one iff its first and last unit share it.
+  for (int s = 0, first = 0; pp > 1 && s < pp; first += partition[s], ++s) {
+    int last = first + partition[s] - 1;
+    if (model.units[first].segment == model.units[last].segment) continue;
+    int next = first;
+    while (model.units[next].segment == model.units[first].segment) ++next;
+    return {PartitionFault::kSpansSegments, s, next};
+  }
+  return {};
+}
+
+void validate_partition(const ModelSpec& model, const PlanKey& key, const std::vector<int>& partition) {
+  PartitionFault fault = find_partition_fault(model, key.pp, partition);
+  switch (fault.kind) {
+    case PartitionFault::kNone:
+      return;
+    case PartitionFault::kStageCount:
+      throw SpecError("--partition: has " + str(int(partition.size())) + " stages but pp is " + str(key.pp));
+    case PartitionFault::kEmptyStage:
+      throw SpecError("--partition: stage " + str(fault.stage) + " has no unit; every stage needs at least one");
+    case PartitionFault::kUnitCount:
+      throw SpecError("--partition: places " + str(fault.unit) + " units but model '" + model.name + "' has " +
+                      str(model.num_units()));
+    case PartitionFault::kSpansSegments:
+      throw SpecError("--partition: stage " + str(fault.stage) + " holds units of both the " +
+                      model.units[fault.unit - 1].segment + " and the " + model.units[fault.unit].segment +
+                      "; end a stage at unit " + str(fault.unit));
   }
 }
 

@@ -9,6 +9,17 @@ namespace fasop {
 /// Checks a plan layout against the model and cluster; throws SpecError naming the field.
 void validate_plan_key(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key);
 
+/// What is wrong with a partition, if anything.
+struct PartitionFault {
+  enum Kind { kNone, kStageCount, kEmptyStage, kUnitCount, kSpansSegments } kind = kNone;
+  int stage = 0;  ///< the stage at fault (empty or spanning two segments)
+  int unit = 0;   ///< kUnitCount: the units placed; kSpansSegments: the first unit of the next segment
+};
+
+/// The partition rules, in one place: pp stages, none empty, every unit placed once, and with
+/// more than one stage no stage spanning two segments (encoder and decoder).
+PartitionFault find_partition_fault(const ModelSpec& model, int pp, const std::vector<int>& partition);
+
 /// Checks a partition against the layout and the model; throws SpecError naming the field.
 void validate_partition(const ModelSpec& model, const PlanKey& key, const std::vector<int>& partition);
 

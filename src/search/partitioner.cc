@@ -6,6 +6,7 @@
 
 #include "costmodel/estimate.h"
 #include "costmodel/fasop_policy.h"
+#include "costmodel/make_context.h"
 #include "specs/spec_error.h"
 
 namespace fasop {
@@ -88,18 +89,8 @@ std::vector<int> segment_sizes(const ModelSpec& model) {
   return sizes;
 }
 
-bool fits_segments(const ModelSpec& model, const std::vector<int>& partition) {
-  int total = 0;
-  for (int units : partition) total += units;
-  if (partition.empty() || total != model.num_units()) return false;
-  if (partition.size() == 1) return true;
-  int first = 0;
-  for (int units : partition) {
-    if (units <= 0) return false;
-    if (model.units[first].segment != model.units[first + units - 1].segment) return false;
-    first += units;
-  }
-  return true;
+bool is_valid_partition(const ModelSpec& model, const std::vector<int>& partition) {
+  return find_partition_fault(model, static_cast<int>(partition.size()), partition).kind == PartitionFault::kNone;
 }
 
 }  // namespace
@@ -228,7 +219,7 @@ std::vector<int> improve_partition(const PlanContext& ctx, const CostPolicy& pol
         std::vector<int> candidate = current;
         candidate[b] += direction;
         candidate[b + 1] -= direction;
-        if (!fits_segments(*ctx.model, candidate)) continue;
+        if (!is_valid_partition(*ctx.model, candidate)) continue;
         double t = step_time_s(ctx, policy, candidate);
         if (t < best_s) {
           best_s = t;
@@ -260,7 +251,7 @@ std::vector<int> best_partition(const PlanContext& ctx, const CostPolicy& policy
   // Keep the valid, distinct seeds, best first; polish the two best by local search.
   std::vector<std::pair<double, std::vector<int>>> seeds;
   for (const std::vector<int>& c : candidates) {
-    if (!fits_segments(*ctx.model, c)) continue;
+    if (!is_valid_partition(*ctx.model, c)) continue;
     bool seen = false;
     for (const auto& seed : seeds) seen = seen || seed.second == c;
     if (!seen) seeds.emplace_back(step_time_s(ctx, policy, c), c);
