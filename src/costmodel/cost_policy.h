@@ -56,15 +56,23 @@ class CostPolicy {
   /// Sets `bottleneck` to the first stage that reaches the latest end.
   virtual double step_time_s(const PipelineResult& pipeline, const std::vector<double>& dp_allreduce_s,
                              double embedding_allreduce_s, int* bottleneck) const {
-    double latest = -1;
+    return latest_end_plus_sync<double>(pipeline, dp_allreduce_s, embedding_allreduce_s, bottleneck);
+  }
+
+ protected:
+  /// step_time_s's sum in the arithmetic `Real` (FASOP's is float32).
+  template <typename Real>
+  static double latest_end_plus_sync(const PipelineResult& pipeline, const std::vector<double>& dp_allreduce_s,
+                                     double embedding_allreduce_s, int* bottleneck) {
+    Real latest = -1;
     for (size_t s = 0; s < dp_allreduce_s.size(); ++s) {
-      double end = pipeline.stage_end_s[s] + dp_allreduce_s[s];
+      Real end = Real(pipeline.stage_end_s[s]) + Real(dp_allreduce_s[s]);
       if (end > latest) {
         latest = end;
         *bottleneck = static_cast<int>(s);
       }
     }
-    return latest + embedding_allreduce_s;
+    return latest + Real(embedding_allreduce_s);
   }
 };
 

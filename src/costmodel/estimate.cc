@@ -8,6 +8,7 @@ namespace {
 struct StepTime {
   double step_s = 0;
   int bottleneck_stage = 0;
+  std::vector<StageTiming> timings;
   PipelineResult pipeline;
   std::vector<double> dp_allreduce_s;
   double embedding_allreduce_s = 0;
@@ -16,7 +17,8 @@ struct StepTime {
 StepTime compute_step_time(const PlanContext& ctx, const CostPolicy& policy,
                            const std::vector<int>& partition, const std::vector<int>& timed_partition) {
   StepTime t;
-  t.pipeline = policy.pipeline(ctx, policy.stage_timings(ctx, timed_partition));
+  t.timings = policy.stage_timings(ctx, timed_partition);
+  t.pipeline = policy.pipeline(ctx, t.timings);
   t.dp_allreduce_s = policy.dp_allreduce_s(ctx, partition);
   t.embedding_allreduce_s = policy.embedding_allreduce_s(ctx);
   t.step_s = policy.step_time_s(t.pipeline, t.dp_allreduce_s, t.embedding_allreduce_s, &t.bottleneck_stage);
@@ -50,14 +52,13 @@ PlanEstimate estimate_plan(const PlanContext& ctx, const CostPolicy& policy,
   e.train_cost_usd = e.price_per_step_usd * iterations;
   std::vector<StageMemory> memory = policy.stage_memory(ctx, partition);
   e.memory = policy.memory_verdict(memory);
-  std::vector<StageTiming> timings = policy.stage_timings(ctx, timed);
   int first = 0;
   for (int s = 0; s < ctx.pp(); ++s) {
     StageReport r;
     r.first_unit = first;
     r.num_units = partition[s];
     r.node_type = ctx.stage_node_type[s];
-    r.compute_s = timings[s].forward_s + timings[s].backward_s;
+    r.compute_s = t.timings[s].forward_s + t.timings[s].backward_s;
     r.end_s = t.pipeline.stage_end_s[s];
     r.dp_allreduce_s = t.dp_allreduce_s[s];
     r.memory = memory[s];

@@ -151,6 +151,7 @@ std::vector<double> FasopPolicy::dp_allreduce_s(const PlanContext& ctx,
   for (int d = 0; d < k.dp; ++d)
     ring = std::min(ring, link_bits_per_s(ctx, rank_of(0, d, k.tp - 1, k.tp, k.dp),
                                           rank_of(0, (d + 1) % k.dp, k.tp - 1, k.tp, k.dp)));
+  const float bits = params * float(model.precision_bits);
   std::vector<double> costs;
   for (int s = 0; s < k.pp; ++s) {
     float bw = ring;
@@ -160,7 +161,6 @@ std::vector<double> FasopPolicy::dp_allreduce_s(const PlanContext& ctx,
                ctx.cluster->node_types[ctx.stage_node_type[s]].gpu == "A10") {
       bw /= float(double(gpus_per_node) / k.dp);  // FASOP shares PCIe only on A10 nodes
     }
-    float bits = params * float(model.precision_bits);
     costs.push_back(float(2 * (k.dp - 1)) * bits / (float(k.dp) * bw));
   }
   return costs;
@@ -253,15 +253,7 @@ PipelineResult FasopPolicy::pipeline(const PlanContext& ctx, const std::vector<S
 
 double FasopPolicy::step_time_s(const PipelineResult& pipeline, const std::vector<double>& dp_allreduce_s,
                                 double embedding_allreduce_s, int* bottleneck) const {
-  float latest = -1;
-  for (size_t s = 0; s < dp_allreduce_s.size(); ++s) {
-    float end = float(pipeline.stage_end_s[s]) + float(dp_allreduce_s[s]);
-    if (end > latest) {
-      latest = end;
-      *bottleneck = static_cast<int>(s);
-    }
-  }
-  return latest + float(embedding_allreduce_s);
+  return latest_end_plus_sync<float>(pipeline, dp_allreduce_s, embedding_allreduce_s, bottleneck);
 }
 
 }  // namespace fasop
