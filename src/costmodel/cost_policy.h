@@ -52,6 +52,13 @@ class CostPolicy {
   virtual PipelineResult pipeline(const PlanContext& ctx, const std::vector<StageTiming>& stages) const {
     return simulate_1f1b(stages, ctx.num_microbatches);
   }
+  /// A cheap lower bound on the step time of `partition` (no simulation), so that a search
+  /// can skip partitions that cannot win: the pipeline's lower bound (pipeline_1f1b.h) plus
+  /// stage 0's all-reduce and the embedding sync, as stage 0 ends the pipeline.
+  virtual double step_time_lower_bound(const PlanContext& ctx, const std::vector<int>& partition) const {
+    return pipeline_1f1b_lower_bound(stage_timings(ctx, partition), ctx.num_microbatches) +
+           dp_allreduce_s(ctx, partition)[0] + embedding_allreduce_s(ctx);
+  }
   /// The step time: the latest stage end plus its all-reduce, plus the embedding sync.
   /// Sets `bottleneck` to the first stage that reaches the latest end.
   virtual double step_time_s(const PipelineResult& pipeline, const std::vector<double>& dp_allreduce_s,

@@ -1,5 +1,6 @@
 #include "costmodel/make_context.h"
 
+#include <algorithm>
 #include <string>
 
 #include "specs/spec_error.h"
@@ -89,13 +90,21 @@ PlanContext make_plan_context(const ModelSpec& model, const ClusterSpec& cluster
   ctx.unit_compute_s.resize(cluster.node_types.size());
   for (size_t type = 0; type < cluster.node_types.size(); ++type) {
     const ProfileSpec* profile = profiles[type];
-    if (!profile) continue;
-    for (const LayerUnit& unit : model.units) {
-      if (!profile->has(unit.type, key.tp))
-        throw SpecError(profile->source + ": no forward time of layer type '" + unit.type +
-                        "' at tp " + str(key.tp) + "; profile it or choose another --tp");
+    // Node types the layout does not place are never consulted.
+    if (!profile || std::find(key.node_order.begin(), key.node_order.end(), int(type)) == key.node_order.end())
+      continue;
+    std::vector<double>& units = ctx.unit_compute_s[type];
+    for (size_t u = 0; u < model.units.size(); ++u) {
+      const std::string& layer = model.units[u].type;
+      if (u > 0 && layer == model.units[u - 1].type) {  // runs of one layer type: look up once
+        units.push_back(units.back());
+        continue;
+      }
+      if (!profile->has(layer, key.tp))
+        throw SpecError(profile->source + ": no forward time of layer type '" + layer + "' at tp " +
+                        str(key.tp) + "; profile it or choose another --tp");
       // Backward takes twice the forward (FASOP's assumption for its measured profiles).
-      ctx.unit_compute_s[type].push_back(3 * profile->forward_time_s(unit.type, key.tp, key.mbs));
+      units.push_back(3 * profile->forward_time_s(layer, key.tp, key.mbs));
     }
   }
   ctx.stage_node_type = policy.stage_node_types(ctx);

@@ -9,8 +9,12 @@ namespace {
 class Timeline {
  public:
   // The buffer is reused by the thread's next simulation: the search runs millions.
-  Timeline(int stages, int microbatches) : m_(microbatches), data_(buffer()) {
-    data_.assign(size_t(stages) * m_ * 8, 0.0);
+  Timeline(int stages, int microbatches) : m_(microbatches) {
+    std::vector<double>& storage = buffer();
+    const size_t size = size_t(stages) * m_ * 8;
+    if (storage.size() < size) storage.resize(size);
+    std::fill_n(storage.data(), size, 0.0);
+    data_ = storage.data();
   }
   // An index of -1 reads the last micro-batch's slot (FASOP indexes Python lists).
   double& forward_end(int s, int j) { return at(0, s, j); }
@@ -32,26 +36,31 @@ class Timeline {
     return storage;
   }
   int m_;
-  std::vector<double>& data_;
+  double* data_;
 };
 
 /// One run of the schedule: the stages' timings, and the events as they are decided.
 class Simulation {
  public:
   Simulation(const std::vector<StageTiming>& stages, int m)
-      : stages_(stages), pp_(static_cast<int>(stages.size())), m_(m), warmup_(pp_), t_(pp_, m) {
-    for (int s = 0; s < pp_; ++s) warmup_[s] = std::min(pp_ - s - 1, m_);
-  }
+      : stages_(stages), pp_(static_cast<int>(stages.size())), m_(m), warmup_{pp_, m}, t_(pp_, m) {}
 
   PipelineResult run() {
+    // FASOP's loops visit every (stage, micro-batch) and skip the inactive ones; these visit
+    // the active ones only, in the same order. warmup_[s] = min(pp-s-1, m) falls with s.
     for (int j = 0; j < m_; ++j)
-      for (int s = 0; s < pp_; ++s) warm_up_forward(s, j);
+      for (int s = 0; s < pp_ && j < warmup_[s]; ++s) warm_up_forward(s, j);
     for (int j = 0; j < m_; ++j) {
-      for (int s = 0; s < pp_; ++s) steady_forward(s, j);
-      for (int s = pp_ - 1; s >= 0; --s) steady_backward(s, j);
+      int first = pp_;  // stages [first, pp) run steady round j: warmup_[s] <= m-1-j
+      while (first > 0 && warmup_[first - 1] <= m_ - 1 - j) --first;
+      for (int s = first; s < pp_; ++s) steady_forward(s, j);
+      for (int s = pp_ - 1; s >= first; --s) steady_backward(s, j);
     }
-    for (int j = 0; j < m_; ++j)
-      for (int s = pp_ - 1; s >= 0; --s) cool_down_backward(s, j);
+    for (int j = 0; j < m_; ++j) {
+      int last = -1;  // stages [0, last] drain backward j: warmup_[s] >= m-j
+      while (last + 1 < pp_ && warmup_[last + 1] >= m_ - j) ++last;
+      for (int s = last; s >= 0; --s) cool_down_backward(s, j);
+    }
     PipelineResult result;
     result.pipeline_s = t_.backward_end(0, m_ - 1);
     for (int s = 0; s < pp_; ++s) result.stage_end_s.push_back(t_.backward_end(s, m_ - 1));
@@ -131,7 +140,11 @@ class Simulation {
 
   const std::vector<StageTiming>& stages_;
   int pp_, m_;
-  std::vector<int> warmup_;
+  /// Warm-up forwards of each stage: min(pp-s-1, m).
+  struct Warmup {
+    int pp, m;
+    int operator[](int s) const { return std::min(pp - s - 1, m); }
+  } warmup_;
   Timeline t_;
 };
 
@@ -143,6 +156,27 @@ PipelineResult simulate_1f1b(const std::vector<StageTiming>& stages, int m) {
     return {seconds, {seconds}};
   }
   return Simulation(stages, m).run();
+}
+
+double pipeline_1f1b_lower_bound(const std::vector<StageTiming>& stages, int m) {
+  const int pp = static_cast<int>(stages.size());
+  // Chain "stage k works all": micro-batch 0 reaches stage k, k runs its m forwards and m
+  // backwards, the last micro-batch's gradients return to stage 0 (sends on the way).
+  double before = 0, bound = 0, total = 0, busiest = 0;
+  for (int k = 0; k < pp; ++k) {
+    const StageTiming& t = stages[k];
+    bound = std::max(bound, before + m * (t.forward_s + t.backward_s));
+    before += t.forward_s + t.backward_s + t.forward_send_s + (k + 1 < pp ? stages[k + 1].backward_send_s : 0);
+    total += t.forward_s + t.backward_s;
+    // Chains through every stage once (sends left out, which keeps them valid whatever the
+    // sends): stage k's m forwards, then the last micro-batch to the end and back; or
+    // micro-batch 0 to the end and back to k, then k's remaining m-1-warmup forwards and m-1
+    // backwards.
+    const int warmup = std::min(pp - k - 1, m);
+    busiest = std::max({busiest, (m - 1) * t.forward_s,
+                        (m - 1) * t.backward_s + std::max(0, m - 1 - warmup) * t.forward_s});
+  }
+  return std::max(bound, total + busiest);
 }
 
 }  // namespace fasop

@@ -23,4 +23,11 @@ struct PipelineResult {
 /// the receiver has posted the receive. One stage runs m micro-batches back to back.
 PipelineResult simulate_1f1b(const std::vector<StageTiming>& stages, int num_microbatches);
 
+/// A lower bound on simulate_1f1b's pipeline_s without simulating: the longest of some
+/// dependency chains of the schedule, which the simulation can only exceed. For every stage k:
+/// micro-batch 0's forwards (and sends) up to k, k's m forwards and m backwards, the last
+/// micro-batch's backwards (and sends) back to stage 0; and two chains through every stage
+/// once plus k's forwards, or k's backwards and steady-state forwards.
+double pipeline_1f1b_lower_bound(const std::vector<StageTiming>& stages, int num_microbatches);
+
 }  // namespace fasop
