@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
 #include <string>
 
 #include "costmodel/estimate.h"
@@ -127,21 +128,27 @@ namespace {
 /// What the dynamic programs need: prefix sums of unit compute at each stage's speed, and where
 /// each unit's segment starts (a stage [first, end) is allowed iff first and end-1 share it).
 struct CutCosts {
-  std::vector<std::vector<double>> prefix;  ///< prefix[s][u]: units [0, u) at stage s's speed
+  std::vector<std::vector<double>> prefix;  ///< prefix[t][u]: units [0, u) at node type t's speed
+  std::vector<int> stage_type;              ///< node type of each stage
   std::vector<int> segment_start;
 
-  explicit CutCosts(const PlanContext& ctx) {
-    const int n = ctx.num_units(), pp = ctx.pp();
-    prefix.assign(pp, std::vector<double>(n + 1, 0));
-    for (int s = 0; s < pp; ++s)
-      for (int u = 0; u < n; ++u)
-        prefix[s][u + 1] = prefix[s][u] + ctx.unit_compute_s[ctx.stage_node_type[s]][u];
+  explicit CutCosts(const PlanContext& ctx) : stage_type(ctx.stage_node_type) {
+    const int n = ctx.num_units();
+    prefix.resize(ctx.unit_compute_s.size());
+    for (int t : stage_type) {
+      if (!prefix[t].empty()) continue;
+      prefix[t].assign(n + 1, 0);
+      for (int u = 0; u < n; ++u) prefix[t][u + 1] = prefix[t][u] + ctx.unit_compute_s[t][u];
+    }
     segment_start.resize(n);
     for (int u = 0; u < n; ++u)
       segment_start[u] = u > 0 && ctx.model->units[u].segment == ctx.model->units[u - 1].segment
                              ? segment_start[u - 1] : u;
   }
-  double stage(int s, int first, int end) const { return prefix[s][end] - prefix[s][first]; }
+  double stage(int s, int first, int end) const {
+    const std::vector<double>& p = prefix[stage_type[s]];
+    return p[end] - p[first];
+  }
 };
 
 /// Dynamic programming over cut points: every stage non-empty and inside one segment.
@@ -197,6 +204,79 @@ double max_stage(const CutCosts& costs, const std::vector<int>& partition) {
   return worst;
 }
 
+/// The partition that minimises CostPolicy::step_time_lower_bound exactly. The bound is the
+/// latest of the chains "stages before k pass micro-batch 0 through, stage k works all m
+/// micro-batches", so right to left: best[s][u] = the least latest chain of stages s.. on units
+/// [u, n), counted from stage s's start; a stage [u, v) adds itself before the chains behind it.
+/// Stage 0 adds its all-reduce, which depends on its units. Sends do not depend on the units.
+struct LowerBoundPartition {
+  std::vector<int> partition;  ///< {} if no partition is valid
+  double value_s = 0;          ///< its lower bound: no partition's step time is below it
+};
+
+LowerBoundPartition min_lower_bound(const PlanContext& ctx, const CostPolicy& policy, const CutCosts& costs) {
+  const int n = static_cast<int>(costs.segment_start.size()), pp = ctx.pp(), m = ctx.num_microbatches;
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<int> probe(pp, 1);
+  probe.back() = n - (pp - 1);
+  const std::vector<StageTiming> sends = policy.stage_timings(ctx, probe);
+  std::vector<double> pass(pp, 0);  // sends the chain crosses when it passes stage s
+  for (int s = 0; s + 1 < pp; ++s) pass[s] = sends[s].forward_send_s + sends[s + 1].backward_send_s;
+  // best[s * (n+1) + u]; cut: where stage s ends. Reused by the thread's next layout.
+  static thread_local std::vector<double> best;
+  static thread_local std::vector<int> cut;
+  best.assign(size_t(pp) * (n + 1), inf);
+  cut.assign(size_t(pp) * (n + 1), -1);
+  auto at = [n](int s, int u) { return size_t(s) * (n + 1) + u; };
+  for (int u = pp - 1; u < n; ++u)
+    if (costs.segment_start[u] == costs.segment_start[n - 1]) best[at(pp - 1, u)] = m * costs.stage(pp - 1, u, n);
+  for (int s = pp - 2; s >= 1; --s) {
+    const double* prefix = costs.prefix[costs.stage_type[s]].data();
+    const double* behind = &best[at(s + 1, 0)];
+    const int* segment = costs.segment_start.data();
+    for (int u = s; u <= n - (pp - s); ++u) {
+      double here = inf;
+      int here_cut = -1;
+      for (int v = u + 1; v <= n - (pp - 1 - s); ++v) {
+        double t = prefix[v] - prefix[u];
+        // The stage alone only grows with v: no longer stage can do better.
+        if (m * t >= here || segment[v - 1] != segment[u]) break;
+        double value = std::max(m * t, t + pass[s] + behind[v]);  // inf stays inf
+        if (value < here) {
+          here = value;
+          here_cut = v;
+        }
+      }
+      best[at(s, u)] = here;
+      cut[at(s, u)] = here_cut;
+    }
+  }
+  std::vector<int> partition(pp, 0);
+  double best_total = inf;
+  for (int v = 1; v <= n - (pp - 1); ++v) {
+    double t = costs.stage(0, 0, v);
+    if (m * t >= best_total || costs.segment_start[v - 1] != 0) break;
+    double rest = best[at(1, v)];
+    if (rest == inf) continue;
+    double value = std::max(m * t, t + pass[0] + rest);
+    if (value >= best_total) continue;  // the all-reduce only adds
+    probe[0] = v;
+    probe.back() = n - v - (pp - 2);
+    value += policy.dp_allreduce_s(ctx, probe)[0];
+    if (value < best_total) {
+      best_total = value;
+      partition[0] = v;
+    }
+  }
+  if (best_total == inf) return {};
+  for (int s = 1, u = partition[0]; s < pp; ++s) {
+    int v = s == pp - 1 ? n : cut[at(s, u)];
+    partition[s] = v - u;
+    u = v;
+  }
+  return {partition, best_total + policy.embedding_allreduce_s(ctx)};
+}
+
 }  // namespace
 
 std::vector<int> min_bottleneck_partition(const PlanContext& ctx) {
@@ -209,46 +289,59 @@ std::vector<int> min_total_partition(const PlanContext& ctx, double cap_s) {
 
 std::vector<int> improve_partition(const PlanContext& ctx, const CostPolicy& policy,
                                    std::vector<int> current) {
+  std::set<std::vector<int>> visited;
+  const double current_s = step_time_s(ctx, policy, current);
+  return descend(ctx, policy, std::move(current), current_s, visited).second;
+}
+
+std::pair<double, std::vector<int>> descend(const PlanContext& ctx, const CostPolicy& policy,
+                                            std::vector<int> current, double current_s,
+                                            std::set<std::vector<int>>& visited) {
   const int pp = ctx.pp();
-  double current_s = step_time_s(ctx, policy, current);
+  // A move is simulated only if its lower bound leaves it a chance to be the round's best; the
+  // margin covers FASOP's single-precision sums. Cheapest bounds first find good moves early.
+  constexpr double kBoundMargin = 1e-6;
+  std::vector<std::pair<double, std::vector<int>>> moves;
   while (true) {
-    std::vector<int> best_move;
-    double best_s = current_s;
+    // Steepest descent is deterministic: from a partition another descent passed through, it
+    // ends where that one ended, which the caller already has.
+    if (!visited.insert(current).second) return {current_s, current};
+    moves.clear();
     for (int b = 0; b + 1 < pp; ++b) {
       for (int direction : {-1, +1}) {
         std::vector<int> candidate = current;
         candidate[b] += direction;
         candidate[b + 1] -= direction;
         if (!is_valid_partition(*ctx.model, candidate)) continue;
-        double t = step_time_s(ctx, policy, candidate);
-        if (t < best_s) {
-          best_s = t;
-          best_move = candidate;
-        }
+        moves.emplace_back(policy.step_time_lower_bound(ctx, candidate), std::move(candidate));
       }
     }
-    if (best_move.empty()) return current;
-    current = best_move;
+    std::vector<size_t> order(moves.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return moves[a].first < moves[b].first; });
+    // The steepest move; among equal step times the first in boundary order, as without bounds.
+    size_t best = moves.size();
+    double best_s = current_s;
+    for (size_t i : order) {
+      if (moves[i].first * (1 - kBoundMargin) >= best_s) break;
+      double t = step_time_s(ctx, policy, moves[i].second);
+      if (t < best_s || (t == best_s && best < moves.size() && i < best)) {
+        best_s = t;
+        best = i;
+      }
+    }
+    if (best == moves.size()) return {current_s, current};
+    current = moves[best].second;
     current_s = best_s;
   }
 }
 
-std::vector<int> best_partition(const PlanContext& ctx, const CostPolicy& policy) {
-  if (ctx.pp() == 1) return {ctx.num_units()};
-  std::vector<int> timed;
-  std::vector<std::vector<int>> candidates = {fasop_greedy_partition(ctx, policy, &timed), timed};
-  // 1F1B costs about (m-1) x the slowest stage + the sum of all stages: balance the slowest
-  // stage exactly, then trade a slightly slower bottleneck for less total compute.
-  const CutCosts costs(ctx);
-  std::vector<int> balanced = min_bottleneck(costs, ctx.pp());
-  candidates.push_back(balanced);
-  if (!balanced.empty()) {
-    double bottleneck = max_stage(costs, balanced);
-    for (double slack : {1.0, 1.02, 1.05, 1.1, 1.25, 1.5, 2.0})
-      candidates.push_back(min_total(costs, ctx.pp(), bottleneck * slack * (1 + 1e-12)));
-    candidates.push_back(min_total(costs, ctx.pp(), std::numeric_limits<double>::infinity()));
-  }
-  // Keep the valid, distinct seeds, best first; polish the two best by local search.
+namespace {
+
+/// Scores `candidates` exactly, dropping invalid and repeated ones: (step time, partition),
+/// fastest first, ties in the given order.
+std::vector<std::pair<double, std::vector<int>>> scored_seeds(const PlanContext& ctx, const CostPolicy& policy,
+                                                              const std::vector<std::vector<int>>& candidates) {
   std::vector<std::pair<double, std::vector<int>>> seeds;
   for (const std::vector<int>& c : candidates) {
     if (!is_valid_partition(*ctx.model, c)) continue;
@@ -259,16 +352,72 @@ std::vector<int> best_partition(const PlanContext& ctx, const CostPolicy& policy
   if (seeds.empty())
     throw SpecError("pp " + std::to_string(ctx.pp()) + ": no partition gives every stage a unit of one segment; "
                     "use fewer stages");
-  std::stable_sort(seeds.begin(), seeds.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(seeds.begin(), seeds.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  return seeds;
+}
+
+}  // namespace
+
+QuickPartition quick_partition(const PlanContext& ctx, const CostPolicy& policy) {
+  QuickPartition quick;
+  if (ctx.pp() == 1) {
+    quick.candidates = {{ctx.num_units()}};
+    quick.lower_bound_s = step_time_s(ctx, policy, quick.candidates.front());
+    return quick;
+  }
+  std::vector<int> timed;
+  std::vector<int> greedy = fasop_greedy_partition(ctx, policy, &timed);
+  LowerBoundPartition bound = min_lower_bound(ctx, policy, CutCosts(ctx));
+  quick.lower_bound_s = bound.value_s;
+  for (const std::vector<int>* c : {&greedy, &timed, &bound.partition}) {
+    if (!is_valid_partition(*ctx.model, *c)) continue;
+    if (std::find(quick.candidates.begin(), quick.candidates.end(), *c) == quick.candidates.end())
+      quick.candidates.push_back(*c);
+  }
+  if (quick.candidates.empty())
+    throw SpecError("pp " + std::to_string(ctx.pp()) + ": no partition gives every stage a unit of one segment; "
+                    "use fewer stages");
+  return quick;
+}
+
+double step_time_floor_s(const PlanContext& ctx, const CostPolicy& policy) {
+  if (ctx.pp() == 1) return step_time_s(ctx, policy, {ctx.num_units()});
+  return min_lower_bound(ctx, policy, CutCosts(ctx)).value_s;
+}
+
+std::vector<int> best_partition(const PlanContext& ctx, const CostPolicy& policy) {
+  if (ctx.pp() == 1) return {ctx.num_units()};
+  std::vector<int> timed;
+  std::vector<std::vector<int>> candidates = {fasop_greedy_partition(ctx, policy, &timed), timed};
+  // 1F1B costs about (m-1) x the slowest stage + the sum of all stages: balance the slowest
+  // stage exactly, then trade a slightly slower bottleneck for less total compute; and the
+  // partition whose step-time lower bound is least.
+  const CutCosts costs(ctx);
+  std::vector<int> balanced = min_bottleneck(costs, ctx.pp());
+  candidates.push_back(balanced);
+  if (!balanced.empty()) {
+    double bottleneck = max_stage(costs, balanced);
+    for (double slack : {1.0, 1.02, 1.05, 1.1, 1.25, 1.5, 2.0})
+      candidates.push_back(min_total(costs, ctx.pp(), bottleneck * slack * (1 + 1e-12)));
+    candidates.push_back(min_total(costs, ctx.pp(), std::numeric_limits<double>::infinity()));
+  }
+  // Polish the two best seeds by local search, and the partition whose step-time lower bound
+  // is least: local optima differ, and each start finds plans the others miss.
+  std::vector<std::pair<double, std::vector<int>>> seeds = scored_seeds(ctx, policy, candidates);
+  seeds.resize(std::min<size_t>(seeds.size(), 2));
+  std::vector<std::pair<double, std::vector<int>>> bound_seed =
+      scored_seeds(ctx, policy, {min_lower_bound(ctx, policy, costs).partition});
+  if (bound_seed.front().second != seeds.front().second &&
+      (seeds.size() < 2 || bound_seed.front().second != seeds.back().second))
+    seeds.push_back(bound_seed.front());
   std::vector<int> best = seeds.front().second;
   double best_s = seeds.front().first;
-  for (size_t i = 0; i < seeds.size() && i < 2; ++i) {
-    std::vector<int> improved = improve_partition(ctx, policy, seeds[i].second);
-    double t = step_time_s(ctx, policy, improved);
+  std::set<std::vector<int>> visited;
+  for (const auto& seed : seeds) {
+    auto [t, improved] = descend(ctx, policy, seed.second, seed.first, visited);
     if (t < best_s) {
       best_s = t;
-      best = improved;
+      best = std::move(improved);
     }
   }
   return best;

@@ -1,4 +1,6 @@
 #pragma once
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "costmodel/cost_policy.h"
@@ -28,7 +30,33 @@ std::vector<int> min_total_partition(const PlanContext& ctx, double cap_s);
 std::vector<int> improve_partition(const PlanContext& ctx, const CostPolicy& policy,
                                    std::vector<int> start);
 
-/// The best partition the search finds: never slower than FASOP's greedy one.
+/// improve_partition from `start` (whose step time is `start_s`), sharing `visited` with
+/// other descents: it stops early on a partition in `visited` (where an earlier descent went
+/// on to its end) and adds the partitions it passes. Returns the end and its step time.
+std::pair<double, std::vector<int>> descend(const PlanContext& ctx, const CostPolicy& policy,
+                                            std::vector<int> start, double start_s,
+                                            std::set<std::vector<int>>& visited);
+
+/// The best partition the search finds: seeds from FASOP's greedy, the exact DPs above and the
+/// exact minimiser of the step time's lower bound, the two best polished by local search.
+/// Never slower than FASOP's greedy one.
 std::vector<int> best_partition(const PlanContext& ctx, const CostPolicy& policy);
+
+/// Good partitions found fast, and a floor under every partition's step time.
+struct QuickPartition {
+  /// FASOP's greedy partition (and the one its figures describe, if different) and the
+  /// minimiser of the step time's lower bound: valid, distinct, in that order.
+  std::vector<std::vector<int>> candidates;
+  double lower_bound_s = 0;  ///< no partition of this layout has a lower step time
+};
+
+/// The pareto search's first pass: the fastest of its candidates is never slower than FASOP's
+/// greedy partition, at about a tenth of best_partition's work; the floor tells which layouts
+/// best_partition could still improve onto the front.
+QuickPartition quick_partition(const PlanContext& ctx, const CostPolicy& policy);
+
+/// The least step time any partition of this layout could have (CostPolicy's lower bound,
+/// minimised exactly over partitions by dynamic programming).
+double step_time_floor_s(const PlanContext& ctx, const CostPolicy& policy);
 
 }  // namespace fasop
