@@ -24,14 +24,14 @@ void PlannerOptions::add_to(CLI::App& command) {
 
 bool show_progress(const PlannerOptions& options) { return !options.quiet && ::isatty(STDERR_FILENO); }
 
-std::unique_ptr<PlannerSetup> PlannerSetup::load(const PlannerOptions& options) {
+std::unique_ptr<PlannerSetup> PlannerSetup::load_specs(const PlannerOptions& options) {
   auto setup = std::make_unique<PlannerSetup>();
   DiskSource disk;
   SpecStore store(disk, embedded_presets());
   setup->model = store.load_model(options.model);
   std::string cluster = options.cluster;
   if (cluster.empty()) {
-    const char* kind = options.heterogeneous ? "heterogeneous" : "homogeneous";
+    const char* kind = options.pareto ? "pareto" : options.heterogeneous ? "heterogeneous" : "homogeneous";
     auto preset = setup->model.default_clusters.find(kind);
     if (preset == setup->model.default_clusters.end())
       throw SpecError(setup->model.source + ": field 'default_clusters." + kind +
@@ -39,19 +39,32 @@ std::unique_ptr<PlannerSetup> PlannerSetup::load(const PlannerOptions& options) 
     cluster = preset->second;
   }
   setup->cluster = store.load_cluster(cluster);
-  // One profile per node type that has nodes; the rest are never consulted.
-  const ClusterSpec& c = setup->cluster;
-  setup->profile_storage.reserve(c.node_types.size());
-  setup->input.profiles.assign(c.node_types.size(), nullptr);
-  for (size_t type = 0; type < c.node_types.size(); ++type) {
-    if (c.node_count(int(type)) == 0) continue;
-    setup->profile_storage.push_back(store.load_profile(setup->model, c.node_types[type].gpu, options.profile_dir));
-    setup->input.profiles[type] = &setup->profile_storage.back();
-  }
   setup->input.model = &setup->model;
   setup->input.cluster = &setup->cluster;
   setup->input.policy = &setup->policy;
   setup->input.iterations = options.iterations;
+  return setup;
+}
+
+void PlannerSetup::load_profiles(const PlannerOptions& options, const std::vector<int>& counts) {
+  DiskSource disk;
+  SpecStore store(disk, embedded_presets());
+  // Profiles of node types without nodes are never consulted, and need not exist.
+  profile_storage.clear();
+  profile_storage.reserve(cluster.node_types.size());
+  input.profiles.assign(cluster.node_types.size(), nullptr);
+  for (size_t type = 0; type < cluster.node_types.size(); ++type) {
+    if (counts[type] == 0) continue;
+    profile_storage.push_back(store.load_profile(model, cluster.node_types[type].gpu, options.profile_dir));
+    input.profiles[type] = &profile_storage.back();
+  }
+}
+
+std::unique_ptr<PlannerSetup> PlannerSetup::load(const PlannerOptions& options) {
+  std::unique_ptr<PlannerSetup> setup = load_specs(options);
+  std::vector<int> counts(setup->cluster.node_types.size());
+  for (size_t type = 0; type < counts.size(); ++type) counts[type] = setup->cluster.node_count(int(type));
+  setup->load_profiles(options, counts);
   return setup;
 }
 

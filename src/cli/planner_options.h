@@ -19,6 +19,7 @@ struct PlannerOptions {
   std::string cluster;
   std::string profile_dir;
   bool heterogeneous = false;
+  bool pareto = false;  ///< set by `search --pareto`: the default cluster is the model's inventory
   double iterations = kFasopIterations;
   bool quiet = false;
 
@@ -33,7 +34,12 @@ struct PlannerSetup {
   FasopPolicy policy;
   SearchInput input;
 
+  /// Loads the model, the cluster and a profile for every node type that has nodes.
   static std::unique_ptr<PlannerSetup> load(const PlannerOptions& options);
+  /// Loads the model and cluster only; load_profiles() must follow.
+  static std::unique_ptr<PlannerSetup> load_specs(const PlannerOptions& options);
+  /// Loads a profile for every node type whose count in `counts` is positive.
+  void load_profiles(const PlannerOptions& options, const std::vector<int>& counts);
 };
 
 /// True when progress should be drawn on stderr.

@@ -3,12 +3,16 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <memory>
 
 #include "cli/planner_options.h"
 #include "report/atomic_file.h"
 #include "report/fasop_csv.h"
+#include "report/pareto_report.h"
 #include "report/plan_table.h"
+#include "search/pareto_search.h"
+#include "specs/spec_error.h"
 
 namespace fasop {
 namespace {
@@ -18,27 +22,144 @@ struct SearchOptions {
   std::string out_dir = "main_logs";
   size_t top = 5;
   int threads = 0;
+  // --pareto
+  std::vector<std::string> max_nodes;
+  PlanConstraints constraints;
+  bool front_only = false;
+  size_t hold_limit = 250000;
 };
 
-void run(const SearchOptions& options) {
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+ProgressFn progress_printer(const PlannerOptions& planner) {
+  if (!show_progress(planner)) return {};
+  return [](size_t done, size_t total) {
+    std::fprintf(stderr, "\rsearch: %zu/%zu candidates", done, total);
+    if (done == total) std::fprintf(stderr, "\n");
+  };
+}
+
+void run_search_command(const SearchOptions& options) {
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<PlannerSetup> setup = PlannerSetup::load(options.planner);
   setup->input.threads = options.threads;
-  ProgressFn progress;
-  if (show_progress(options.planner))
-    progress = [](size_t done, size_t total) {
-      std::fprintf(stderr, "\rsearch: %zu/%zu candidates", done, total);
-      if (done == total) std::fprintf(stderr, "\n");
-    };
-  std::vector<CandidateResult> results = run_search(setup->input, progress);
+  std::vector<CandidateResult> results = run_search(setup->input, progress_printer(options.planner));
   std::string name = setup->model.report_name;
   if (options.planner.heterogeneous || setup->cluster.is_heterogeneous()) name += "_heterogeneous";
   std::string path = options.out_dir + "/" + name + ".csv";
   write_file_atomically(path, fasop_csv(setup->cluster, results));
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << "model " << setup->model.name << " on cluster " << setup->cluster.name << ": "
-            << results.size() << " candidates in " << seconds << " s\n"
+            << results.size() << " candidates in " << seconds_since(start) << " s\n"
             << best_plans_table(setup->cluster, results, options.top) << "wrote " << path << "\n";
+}
+
+/// The inventory's limits with each --max-nodes TYPE=N applied (TYPE: node type or GPU name).
+NodeCounts parse_max_nodes(const ClusterSpec& inventory, const std::vector<std::string>& specs) {
+  NodeCounts limits = inventory_limits(inventory);
+  for (const std::string& spec : specs) {
+    size_t eq = spec.find('=');
+    std::string type_name = spec.substr(0, eq);
+    int type = inventory.find_node_type(type_name);
+    for (size_t t = 0; type < 0 && t < inventory.node_types.size(); ++t)
+      if (inventory.node_types[t].gpu == type_name) type = static_cast<int>(t);
+    if (type < 0) {
+      std::string known;
+      for (const NodeType& t : inventory.node_types) known += (known.empty() ? "" : ", ") + t.name + " (" + t.gpu + ")";
+      throw SpecError("--max-nodes " + spec + ": cluster '" + inventory.name + "' (" + inventory.source +
+                      ") has no node type '" + type_name + "'; its node types: " + known);
+    }
+    size_t used = 0;
+    int count = -1;
+    try {
+      count = eq == std::string::npos ? -1 : std::stoi(spec.substr(eq + 1), &used);
+    } catch (const std::exception&) {
+    }
+    if (count < 0 || used != spec.size() - eq - 1)
+      throw SpecError("--max-nodes " + spec + ": expected TYPE=N with N a whole number >= 0, e.g. " +
+                      inventory.node_types[type].gpu + "=4");
+    limits[type] = count;
+  }
+  bool any = false;
+  for (int c : limits) any = any || c > 0;
+  if (!any) throw SpecError("--max-nodes: every node type is limited to 0 nodes; allow at least one");
+  return limits;
+}
+
+std::string constraints_text(const SearchOptions& options) {
+  const PlanConstraints& c = options.constraints;
+  std::string text;
+  auto add = [&](const std::string& part) { text += (text.empty() ? "" : ", ") + part; };
+  if (c.max_step_time_s < std::numeric_limits<double>::infinity()) add("step <= " + std::to_string(c.max_step_time_s) + " s");
+  if (c.max_cost_usd < std::numeric_limits<double>::infinity()) add("cost <= $" + std::to_string(c.max_cost_usd));
+  if (c.exclude_oom) add("fits in memory");
+  return text.empty() ? "none" : text;
+}
+
+void run_pareto_command(const SearchOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<PlannerSetup> setup = PlannerSetup::load_specs(options.planner);
+  ParetoInput input;
+  input.limits = parse_max_nodes(setup->cluster, options.max_nodes);
+  setup->load_profiles(options.planner, input.limits);
+  setup->input.threads = options.threads;
+  input.search = setup->input;
+  input.constraints = options.constraints;
+  input.hold_limit = options.hold_limit;
+  const ParetoSize size = count_pareto_candidates(input);
+
+  std::string name = setup->model.report_name + (options.planner.heterogeneous ? "_heterogeneous" : "") + "_pareto";
+  std::string base = options.out_dir + "/" + name;
+  ParetoReportOptions report_options;
+  report_options.constraints = options.constraints;
+  report_options.threads = options.threads;
+  report_options.front_csv_path = base + "_front.csv";
+  report_options.front_svg_path = base + "_front.svg";
+  report_options.title = setup->model.name + " on " + setup->cluster.name + " (" +
+                         shape_label(setup->cluster, input.limits) + " at most): cost of " +
+                         format_iterations(options.planner.iterations) + " steps against time per step";
+  if (!options.front_only) {
+    report_options.table_path = base + ".csv";
+    report_options.stream_table = size.candidates > options.hold_limit;
+    if (report_options.stream_table && !options.planner.quiet)
+      std::cerr << "search: " << size.candidates << " candidates exceed --hold-limit " << options.hold_limit
+                << ": " << report_options.table_path << " is streamed in enumeration order, not sorted\n";
+  }
+  ParetoReport report(setup->cluster, report_options);
+  ParetoStats stats = run_pareto_search(input, report, progress_printer(options.planner));
+  report.finish();
+
+  const std::vector<CandidateResult>& front = report.front();
+  std::cout << "model " << setup->model.name << " on " << size.shapes << " cluster shapes of " << setup->cluster.name
+            << ": " << report.candidates() << " candidates in " << seconds_since(start) << " s ("
+            << stats.refined << " could reach the front and got the full partitioner)\n"
+            << "constraints: " << constraints_text(options) << " (" << report.admitted() << " candidates meet them)\n";
+  if (front.empty()) {
+    std::cout << "no plan meets the constraints\n";
+  } else {
+    std::cout << "pareto front: " << front.size() << " plans, cheapest first\n"
+              << best_plans_table(setup->cluster, front, front.size())
+              << "best under the constraints:\n  fastest:  " << plan_summary(setup->cluster, front.back())
+              << "\n  cheapest: " << plan_summary(setup->cluster, front.front()) << "\n";
+  }
+  if (!report_options.table_path.empty()) std::cout << "wrote " << report_options.table_path << "\n";
+  std::cout << "wrote " << report_options.front_csv_path << "\nwrote " << report_options.front_svg_path << "\n";
+  if (front.empty()) throw SpecError("no plan meets the constraints (" + constraints_text(options) + "); relax them");
+}
+
+CLI::Validator positive(const std::string& what) {
+  return CLI::Validator(
+      [what](std::string& value) {
+        try {
+          size_t used = 0;
+          double v = std::stod(value, &used);
+          if (used == value.size() && v > 0) return std::string();
+        } catch (const std::exception&) {
+        }
+        return "must be a positive number of " + what + ", got '" + value + "'";
+      },
+      "POSITIVE");
 }
 
 }  // namespace
@@ -52,7 +173,35 @@ void add_search_command(CLI::App& app) {
   command->add_option("--top", options->top, "how many of the best plans to print (default 5)");
   command->add_option("--threads", options->threads, "OpenMP threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);
-  command->callback([options] { run(*options); });
+  command->add_flag("--pareto", options->planner.pareto,
+                    "search every cluster shape of the inventory (default: FASOP's 0..8 A100 and A10 nodes) "
+                    "and write the cost-versus-time pareto front");
+  command->add_option("--max-nodes", options->max_nodes,
+                      "with --pareto: at most N nodes of TYPE (node type or GPU name), e.g. A100=4; repeatable")
+      ->type_name("TYPE=N");
+  command->add_option("--max-step-time", options->constraints.max_step_time_s,
+                      "with --pareto: keep plans of at most S seconds per step")
+      ->type_name("S")->check(positive("seconds"));
+  command->add_option("--max-cost", options->constraints.max_cost_usd,
+                      "with --pareto: keep plans whose whole run (--iterations steps) costs at most DOLLARS")
+      ->type_name("DOLLARS")->check(positive("dollars"));
+  command->add_flag("--exclude-oom", options->constraints.exclude_oom,
+                    "with --pareto: keep only plans that fit in GPU memory without ZeRO");
+  command->add_flag("--front-only", options->front_only,
+                    "with --pareto: write only the front, hold no table of every candidate");
+  command->add_option("--hold-limit", options->hold_limit,
+                      "with --pareto: above this many candidates the full table is streamed unsorted (default 250000)")
+      ->check(CLI::PositiveNumber);
+  command->callback([options, command] {
+    bool pareto_only = !options->max_nodes.empty() || options->front_only || options->constraints.exclude_oom ||
+                       command->count("--max-step-time") || command->count("--max-cost") ||
+                       command->count("--hold-limit");
+    if (pareto_only && !options->planner.pareto)
+      throw SpecError("--max-nodes, --max-step-time, --max-cost, --exclude-oom, --front-only and --hold-limit "
+                      "need --pareto");
+    if (options->planner.pareto) run_pareto_command(*options);
+    else run_search_command(*options);
+  });
 }
 
 }  // namespace fasop

@@ -1,11 +1,31 @@
 #pragma once
+#include <fstream>
 #include <string>
 
 namespace fasop {
 
-/// Writes `text` to `path` through a temporary file in the same directory and a rename, so a
-/// failed run never leaves a half-written file. Creates missing directories. Throws
-/// std::runtime_error naming the path on failure.
+/// A file written in pieces through a temporary file in the same directory; it appears under
+/// its name only on commit(), so a failed run never leaves a half-written report. Creates
+/// missing directories. Throws std::runtime_error naming the path on failure.
+class AtomicFileWriter {
+ public:
+  explicit AtomicFileWriter(const std::string& path);
+  ~AtomicFileWriter();  ///< removes the temporary file unless committed
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+  void write(const std::string& text);
+  /// Flushes and renames the temporary file to the path.
+  void commit();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_, temporary_;
+  std::ofstream out_;
+  bool committed_ = false;
+};
+
+/// Writes `text` to `path` at once, the same way.
 void write_file_atomically(const std::string& path, const std::string& text);
 
 }  // namespace fasop

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <sstream>
 
 #include "report/number_format.h"
 
@@ -18,41 +17,86 @@ const char* python_bool(bool value) { return value ? "True" : "False"; }
 
 }  // namespace
 
+namespace {
+
+void append_placement(std::string& out, const ClusterSpec& cluster, const std::vector<int>& node_order) {
+  out += '[';
+  for (size_t i = 0; i < node_order.size(); ++i) {
+    out += i ? ", '" : "'";
+    out += cluster.node_types[node_order[i]].name;
+    out += '\'';
+  }
+  out += ']';
+}
+
+void append_partition(std::string& out, const std::vector<int>& partition) {
+  out += '[';
+  for (size_t i = 0; i < partition.size(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(partition[i]);
+  }
+  out += ']';
+}
+
+}  // namespace
+
 std::string placement_text(const ClusterSpec& cluster, const std::vector<int>& node_order) {
-  std::string text = "[";
-  for (size_t i = 0; i < node_order.size(); ++i)
-    text += (i ? ", '" : "'") + cluster.node_types[node_order[i]].name + "'";
-  return text + "]";
+  std::string text;
+  append_placement(text, cluster, node_order);
+  return text;
 }
 
 std::string partition_text(const std::vector<int>& partition) {
-  std::string text = "[";
-  for (size_t i = 0; i < partition.size(); ++i) text += (i ? ", " : "") + std::to_string(partition[i]);
-  return text + "]";
+  std::string text;
+  append_partition(text, partition);
+  return text;
+}
+
+std::string fasop_csv_header(const ClusterSpec& cluster) {
+  std::string header = "mbs,tp,dp,pp,node placement";
+  for (const NodeType& type : cluster.node_types) header += ",num_" + lower(type.gpu);
+  return header +
+         ",partition,estimated time (s/step),pipeline time,DP all-reduce time,"
+         "embedding layer all-reduce time,price_per_step,is_oom,oom_gpumem,is_fsdp_oom,"
+         "fsdpoom_gpumem,train_cost\n";
+}
+
+void append_fasop_csv_row(std::string& row, const ClusterSpec& cluster, const CandidateResult& r) {
+  const PlanKey& k = r.plan.key;
+  const PlanEstimate& e = r.estimate;
+  auto number = [&row](const std::string& text) { row += text, row += ','; };
+  number(std::to_string(k.mbs));
+  number(std::to_string(k.tp));
+  number(std::to_string(k.dp));
+  number(std::to_string(k.pp) + ".0");
+  row += '"';
+  append_placement(row, cluster, k.node_order);
+  row += "\",";
+  for (size_t type = 0; type < cluster.node_types.size(); ++type)
+    number(std::to_string(std::count(k.node_order.begin(), k.node_order.end(), int(type))));
+  row += '"';
+  append_partition(row, r.plan.partition);
+  row += "\",";
+  for (double v : {e.step_time_s, e.pipeline_time_s, e.dp_allreduce_s, e.embedding_allreduce_s, e.price_per_step_usd})
+    number(format_double(v));
+  number(python_bool(e.memory.is_oom));
+  number(format_double(e.memory.oom_gpumem_gib));
+  number(python_bool(e.memory.is_zero_oom));
+  number(format_double(e.memory.zero_oom_gpumem_gib));
+  row += format_double(e.train_cost_usd);
+  row += '\n';
+}
+
+std::string fasop_csv_row(const ClusterSpec& cluster, const CandidateResult& r) {
+  std::string row;
+  append_fasop_csv_row(row, cluster, r);
+  return row;
 }
 
 std::string fasop_csv(const ClusterSpec& cluster, const std::vector<CandidateResult>& results) {
-  std::ostringstream out;
-  out << "mbs,tp,dp,pp,node placement";
-  for (const NodeType& type : cluster.node_types) out << ",num_" << lower(type.gpu);
-  out << ",partition,estimated time (s/step),pipeline time,DP all-reduce time,"
-         "embedding layer all-reduce time,price_per_step,is_oom,oom_gpumem,is_fsdp_oom,"
-         "fsdpoom_gpumem,train_cost\n";
-  for (const CandidateResult& r : results) {
-    const PlanKey& k = r.plan.key;
-    const PlanEstimate& e = r.estimate;
-    out << k.mbs << ',' << k.tp << ',' << k.dp << ',' << k.pp << ".0,\""
-        << placement_text(cluster, k.node_order) << '"';
-    for (size_t type = 0; type < cluster.node_types.size(); ++type)
-      out << ',' << std::count(k.node_order.begin(), k.node_order.end(), int(type));
-    out << ",\"" << partition_text(r.plan.partition) << "\"," << format_double(e.step_time_s) << ','
-        << format_double(e.pipeline_time_s) << ',' << format_double(e.dp_allreduce_s) << ','
-        << format_double(e.embedding_allreduce_s) << ',' << format_double(e.price_per_step_usd) << ','
-        << python_bool(e.memory.is_oom) << ',' << format_double(e.memory.oom_gpumem_gib) << ','
-        << python_bool(e.memory.is_zero_oom) << ',' << format_double(e.memory.zero_oom_gpumem_gib)
-        << ',' << format_double(e.train_cost_usd) << '\n';
-  }
-  return out.str();
+  std::string text = fasop_csv_header(cluster);
+  for (const CandidateResult& r : results) append_fasop_csv_row(text, cluster, r);
+  return text;
 }
 
 }  // namespace fasop

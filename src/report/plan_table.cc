@@ -5,6 +5,7 @@
 
 #include "report/fasop_csv.h"
 #include "report/number_format.h"
+#include "search/cluster_shapes.h"
 
 namespace fasop {
 namespace {
@@ -13,6 +14,16 @@ std::string fixed(double value, int decimals) {
   char buffer[64];
   std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
   return buffer;
+}
+
+/// A number with up to 3 decimals, trailing zeros dropped.
+std::string fixed_trimmed(double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.3f", value);
+  std::string text = buffer;
+  while (text.back() == '0') text.pop_back();
+  if (text.back() == '.') text.pop_back();
+  return text;
 }
 
 /// "1xp4d.24xlarge,7xg5.24xlarge" style run-length text of a node order.
@@ -58,6 +69,22 @@ std::string best_plans_table(const ClusterSpec& cluster, const std::vector<Candi
   }
   out << "OOM: no = fits; zero = fits only with ZeRO sharding; yes = does not fit.\n";
   return out.str();
+}
+
+std::string plan_summary(const ClusterSpec& inventory, const CandidateResult& r) {
+  const PlanKey& k = r.plan.key;
+  const PlanEstimate& e = r.estimate;
+  return fixed(e.step_time_s, 6) + " s/step, $" + fixed(e.train_cost_usd, 0) + " for the run" +
+         (e.memory.is_oom ? " (out of memory)" : "") + ": " +
+         shape_label(inventory, counts_of(inventory, k.node_order)) + ", tp " + std::to_string(k.tp) + " dp " +
+         std::to_string(k.dp) + " pp " + std::to_string(k.pp) + " mbs " + std::to_string(k.mbs) + ", placement " +
+         short_placement(inventory, k.node_order) + ", partition " + partition_text(r.plan.partition);
+}
+
+std::string format_iterations(double iterations) {
+  if (iterations >= 1e6) return fixed_trimmed(iterations / 1e6) + "M";
+  if (iterations >= 1e3) return fixed_trimmed(iterations / 1e3) + "k";
+  return fixed_trimmed(iterations);
 }
 
 std::string estimate_text(const ModelSpec& model, const ClusterSpec& cluster, const CandidateResult& r) {

@@ -12,6 +12,12 @@ namespace fasop {
 std::string best_plans_table(const ClusterSpec& cluster, const std::vector<CandidateResult>& results,
                              size_t count);
 
+/// One plan on one line: time, cost, cluster shape, degrees and partition.
+std::string plan_summary(const ClusterSpec& inventory, const CandidateResult& result);
+
+/// "12.5M": a step count, short.
+std::string format_iterations(double iterations);
+
 /// One estimated plan in words: the step time, its parts, cost, memory and every stage.
 std::string estimate_text(const ModelSpec& model, const ClusterSpec& cluster, const CandidateResult& result);
 

@@ -1,16 +1,11 @@
 #include "search/search.h"
 
 #include <algorithm>
-#include <atomic>
-#include <string>
 
 #include "costmodel/make_context.h"
+#include "search/parallel_evaluate.h"
 #include "search/partitioner.h"
 #include "specs/spec_error.h"
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 namespace fasop {
 
@@ -40,31 +35,26 @@ CandidateResult evaluate_candidate(const SearchInput& input, const PlanKey& key,
   return result;
 }
 
-std::vector<CandidateResult> run_search(const SearchInput& input, const ProgressFn& progress) {
-  const std::vector<PlanKey> keys = enumerate_plan_keys(*input.model, *input.cluster, input.space);
-  std::vector<CandidateResult> results(keys.size());
-  std::atomic<size_t> done{0};
-  std::vector<std::string> errors(keys.size());  // exceptions must not leave the parallel loop
-#ifdef _OPENMP
-  int threads = input.threads > 0 ? input.threads : omp_get_max_threads();
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-#endif
-  for (long i = 0; i < static_cast<long>(keys.size()); ++i) {
-    try {
-      results[i] = evaluate_candidate(input, keys[i]);
-    } catch (const SpecError& e) {
-      errors[i] = e.what();
-    }
-    size_t finished = ++done;
-    if (progress && (finished % 64 == 0 || finished == keys.size())) {
-#ifdef _OPENMP
-#pragma omp critical(progress)
-#endif
-      progress(finished, keys.size());
+CandidateResult evaluate_quickly(const SearchInput& input, const PlanKey& key, double* floor_s) {
+  PlanContext ctx = make_plan_context(*input.model, *input.cluster, input.profiles, *input.policy, key);
+  QuickPartition quick = quick_partition(ctx, *input.policy);
+  *floor_s = quick.lower_bound_s;
+  CandidateResult best;
+  for (const std::vector<int>& partition : quick.candidates) {
+    PlanEstimate e = estimate_plan(ctx, *input.policy, partition, input.iterations);
+    if (best.plan.partition.empty() || e.step_time_s < best.estimate.step_time_s) {
+      best.plan.partition = partition;
+      best.estimate = std::move(e);
     }
   }
-  for (const std::string& error : errors)
-    if (!error.empty()) throw SpecError(error);
+  best.plan.key = key;
+  return best;
+}
+
+std::vector<CandidateResult> run_search(const SearchInput& input, const ProgressFn& progress) {
+  const std::vector<PlanKey> keys = enumerate_plan_keys(*input.model, *input.cluster, input.space);
+  std::vector<CandidateResult> results = evaluate_in_parallel(
+      keys.size(), input.threads, [&](size_t i) { return evaluate_candidate(input, keys[i]); }, progress);
   std::stable_sort(results.begin(), results.end(), [](const CandidateResult& a, const CandidateResult& b) {
     return a.estimate.step_time_s < b.estimate.step_time_s;
   });

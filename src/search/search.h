@@ -52,4 +52,8 @@ CandidateResult evaluate_candidate(const SearchInput& input, const PlanKey& key,
                                    PartitionTiming timing = PartitionTiming::kExact,
                                    std::vector<int>* timed_as = nullptr);
 
+/// Evaluates one layout at quick_partition's partition (partitioner.h); `floor_s` receives the
+/// least step time any partition of the layout could have.
+CandidateResult evaluate_quickly(const SearchInput& input, const PlanKey& key, double* floor_s);
+
 }  // namespace fasop

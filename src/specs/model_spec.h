@@ -28,7 +28,7 @@ struct ModelSpec {
   int global_batch = 0;
   int precision_bits = 16;
   std::vector<LayerUnit> units;
-  std::map<std::string, std::string> default_clusters;  ///< "homogeneous"/"heterogeneous" -> preset
+  std::map<std::string, std::string> default_clusters;  ///< "homogeneous"/"heterogeneous"/"pareto" -> preset
 
   /// Number of transformer-role units (FASOP's num_layers, the bound on pp).
   int num_transformer_layers() const;

@@ -114,7 +114,7 @@ ModelSpec parse_model(const std::string& yaml_text, const std::string& source) {
 
   Field clusters = root.child("default_clusters");
   if (clusters.present()) {
-    for (const char* kind : {"homogeneous", "heterogeneous"})
+    for (const char* kind : {"homogeneous", "heterogeneous", "pareto"})
       if (clusters.child(kind).present()) model.default_clusters[kind] = clusters.child(kind).text();
   }
   return model;

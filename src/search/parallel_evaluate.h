@@ -1,0 +1,26 @@
+#pragma once
+#include <cstddef>
+#include <functional>
+#include <vector>
+
+#include "search/search.h"
+
+namespace fasop {
+
+/// Runs evaluate(0 .. count-1) on `threads` OpenMP threads (0: OpenMP's default) and returns
+/// the results in index order, whatever the thread count. A SpecError thrown by one evaluation
+/// is rethrown here, after the loop (exceptions must not leave an OpenMP region).
+/// `progress`, if set, gets (done_before + done, total) now and then.
+std::vector<CandidateResult> evaluate_in_parallel(size_t count, int threads,
+                                                  const std::function<CandidateResult(size_t)>& evaluate,
+                                                  const ProgressFn& progress = {}, size_t done_before = 0,
+                                                  size_t total = 0);
+
+/// The number of threads `threads` means: itself, or OpenMP's default for 0.
+int resolve_threads(int threads);
+
+/// Splits [0, count) into `blocks` contiguous blocks and runs work(block, first, end) on each,
+/// one thread a block.
+void run_in_blocks(size_t count, int blocks, const std::function<void(int, size_t, size_t)>& work);
+
+}  // namespace fasop

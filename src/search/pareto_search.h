@@ -1,0 +1,94 @@
+#pragma once
+// The --pareto search: every layout on every cluster shape one could rent from an inventory,
+// streamed in chunks so that memory stays bounded however many candidates there are.
+#include <cstddef>
+#include <vector>
+
+#include "search/cluster_shapes.h"
+#include "search/pareto_front.h"
+#include "search/search.h"
+
+namespace fasop {
+
+/// Receives the candidates of a pareto search in enumeration order, one chunk at a time.
+class CandidateSink {
+ public:
+  virtual ~CandidateSink() = default;
+  /// `first_index` is the enumeration index of chunk[0]. A sink may move candidates out of
+  /// the chunk; one that does must be the last to see it.
+  virtual void consume(std::vector<CandidateResult>& chunk, size_t first_index) = 0;
+};
+
+/// What the pareto search needs: the search input with the inventory as its cluster (and a
+/// profile for every node type), the most nodes of each type to rent, and the constraints the
+/// front must respect.
+struct ParetoInput {
+  SearchInput search;
+  NodeCounts limits;
+  PlanConstraints constraints;
+  /// Up to this many candidates the first pass's results are held for the second; above, they
+  /// are computed again, so that memory does not grow with the candidate count.
+  size_t hold_limit = 250000;
+};
+
+/// What a pareto search did.
+struct ParetoStats {
+  size_t candidates = 0;
+  size_t refined = 0;  ///< candidates whose floor left them a chance on the front
+};
+
+/// How many shapes and candidates a pareto search has, without estimating any.
+struct ParetoSize {
+  size_t shapes = 0;
+  size_t candidates = 0;
+};
+ParetoSize count_pareto_candidates(const ParetoInput& input);
+
+/// Estimates every layout (FASOP's space, FASOP's order) of every placement of every shape
+/// (cluster_shapes order), handing them to `sink` in that order. Two passes: every candidate
+/// at its quick partition (never slower than FASOP's), then best_partition for each candidate
+/// whose floor (no partition is faster) is not beaten by the quick pass's front. The front is
+/// therefore what best_partition on every candidate would give, at a fraction of the work.
+/// The output does not depend on the thread count.
+ParetoStats run_pareto_search(const ParetoInput& input, CandidateSink& sink, const ProgressFn& progress = {});
+
+/// Keeps the front of the candidates that `constraints` admit, and nothing else.
+class FrontTracker : public CandidateSink {
+ public:
+  explicit FrontTracker(PlanConstraints constraints) : constraints_(constraints) {}
+  void consume(std::vector<CandidateResult>& chunk, size_t first_index) override;
+  /// The front, cheapest first.
+  const std::vector<CandidateResult>& front() const { return front_; }
+  size_t admitted() const { return admitted_; }
+
+ private:
+  PlanConstraints constraints_;
+  std::vector<CandidateResult> front_;
+  size_t admitted_ = 0;
+};
+
+/// Keeps every candidate, in enumeration order.
+class CandidateCollector : public CandidateSink {
+ public:
+  void consume(std::vector<CandidateResult>& chunk, size_t) override {
+    all_.insert(all_.end(), std::make_move_iterator(chunk.begin()), std::make_move_iterator(chunk.end()));
+  }
+  std::vector<CandidateResult>& all() { return all_; }
+
+ private:
+  std::vector<CandidateResult> all_;
+};
+
+/// Hands each chunk to several sinks in turn.
+class SinkFanOut : public CandidateSink {
+ public:
+  explicit SinkFanOut(std::vector<CandidateSink*> sinks) : sinks_(std::move(sinks)) {}
+  void consume(std::vector<CandidateResult>& chunk, size_t first_index) override {
+    for (CandidateSink* sink : sinks_) sink->consume(chunk, first_index);
+  }
+
+ private:
+  std::vector<CandidateSink*> sinks_;
+};
+
+}  // namespace fasop
