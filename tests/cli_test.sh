@@ -15,6 +15,7 @@ expect_error() {
   local what=$1 needle=$2; shift 2
   local out rc
   out=$("$bin" "$@" 2>&1 >/dev/null); rc=$?
+  out=$(printf '%s\n' "$out" | grep -vx 'Run with --help for more information.')  # CLI11's hint
   if [ "$rc" -eq 0 ]; then fail "$what: exit 0"; return; fi
   if [ "$(printf '%s\n' "$out" | wc -l)" -ne 1 ]; then fail "$what: message is not one line: $out"; return; fi
   case "$out" in *"$needle"*) ok ;; *) fail "$what: message '$out' lacks '$needle'" ;; esac
@@ -66,6 +67,41 @@ done
 step=$(printf '%s' "$json" | sed 's/.*"step_time": \([0-9.e-]*\).*/\1/')
 awk -v s="$step" 'BEGIN { d = s - 1.0682228803634644; if (d < 0) d = -d; exit !(d < 1e-5 * 1.0682228803634644) }' && ok ||
   fail "step_time $step is not FASOP's 1.0682228803634644"
+
+# --pareto: FASOP's cluster shapes, the front, constraints, errors.
+expect_error "negative budget" "--max-cost" search --model gpt2xl --pareto --max-cost -1 --out-dir "$work/p"
+expect_error "node type the cluster lacks" "H100" search --model gpt2xl --pareto --max-nodes H100=2 --out-dir "$work/p"
+expect_error "node count that is not a number" "--max-nodes" search --model gpt2xl --pareto --max-nodes A100=two --out-dir "$work/p"
+expect_error "pareto options without --pareto" "need --pareto" search --model gpt2xl --max-nodes A100=2 --out-dir "$work/p"
+expect_error "constraints nothing meets" "relax them" search --model gpt2xl --pareto --max-step-time 0.01 --out-dir "$work/none"
+if [ -z "$(ls -A "$work/none" 2>/dev/null)" ]; then ok; else fail "unmet constraints left files: $(ls "$work/none")"; fi
+"$bin" search --model gpt2xl --heterogeneous --pareto --max-nodes A100=3 --max-nodes A10=3 --out-dir "$work/p1" --quiet --threads 1 > "$work/p1.out" &&
+"$bin" search --model gpt2xl --heterogeneous --pareto --max-nodes A100=3 --max-nodes A10=3 --out-dir "$work/p2" --quiet --threads 2 >/dev/null &&
+"$bin" search --model gpt2xl --heterogeneous --pareto --max-nodes A100=3 --max-nodes A10=3 --out-dir "$work/p3" --quiet --hold-limit 100 \
+  2> "$work/p3.err" >/dev/null || fail "pareto search"
+for f in gpt2_heterogeneous_pareto.csv gpt2_heterogeneous_pareto_front.csv gpt2_heterogeneous_pareto_front.svg; do
+  if cmp -s "$work/p1/$f" "$work/p2/$f"; then ok; else fail "$f differs between 1 and 2 threads"; fi
+done
+[ "$(wc -l < "$work/p1/gpt2_heterogeneous_pareto.csv")" -eq 2599 ] && ok || fail "pareto table rows (2,598 candidates)"
+cmp -s "$work/p1/gpt2_heterogeneous_pareto_front.csv" "$work/p3/gpt2_heterogeneous_pareto_front.csv" && ok || fail "streamed front differs"
+grep -q "streamed in enumeration order" "$work/p3.err" && ok || fail "streaming not said on stderr"
+[ "$(sort "$work/p1/gpt2_heterogeneous_pareto.csv" | md5sum)" = "$(sort "$work/p3/gpt2_heterogeneous_pareto.csv" | md5sum)" ] && ok ||
+  fail "streamed table holds other rows"
+grep -q "fastest:" "$work/p1.out" && grep -q "cheapest:" "$work/p1.out" && ok || fail "best plans not printed"
+grep -q "<svg" "$work/p1/gpt2_heterogeneous_pareto_front.svg" && ok || fail "front SVG"
+# Constraints: every front plan respects them.
+"$bin" search --model gpt2xl --pareto --max-nodes A100=3 --max-nodes A10=3 --max-cost 150000 --exclude-oom \
+  --front-only --out-dir "$work/c" --quiet >/dev/null || fail "constrained pareto search"
+[ ! -e "$work/c/gpt2_pareto.csv" ] && ok || fail "--front-only wrote the full table"
+awk -F, 'NR > 1 && ($NF > 150000 || $(NF-4) != "False") { bad = 1 } END { exit bad }' "$work/c/gpt2_pareto_front.csv" && ok ||
+  fail "front plan breaks the constraints"
+[ "$(wc -l < "$work/c/gpt2_pareto_front.csv")" -gt 1 ] && ok || fail "constrained front is empty"
+# estimate --nodes reproduces a row of FASOP's pareto table (2 A100 + 4 A10 nodes, pp < nodes).
+out=$("$bin" estimate --model gpt2xl --cluster fasop-pareto --nodes A100=2 --nodes A10=4 --mbs 1 --tp 1 --dp 16 --pp 3 \
+  --partition 22,14,14 --json)
+step=$(printf '%s' "$out" | sed 's/.*"step_time": \([0-9.e-]*\).*/\1/')
+awk -v s="$step" 'BEGIN { d = s - 0.77894526720047; if (d < 0) d = -d; exit !(d < 1e-5 * 0.77894526720047) }' && ok ||
+  fail "pareto row: step_time $step is not FASOP's 0.77894526720047"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

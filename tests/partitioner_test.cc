@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <limits>
 #include <random>
@@ -145,4 +146,32 @@ TEST_CASE("local search never returns a worse partition", "[partitioner]") {
   std::vector<int> start = {23, 1, 1, 1};
   std::vector<int> improved = improve_partition(ctx, p.policy, start);
   CHECK(step_time_s(ctx, p.policy, improved) < step_time_s(ctx, p.policy, start));
+}
+
+TEST_CASE("the step-time floor is below every partition, and quick partitions beat FASOP's", "[partitioner]") {
+  // Brute force over every partition of small heterogeneous layouts (bert: 26 units).
+  Presets p("bert", "fasop-bert-heterogeneous");
+  for (auto [mbs, tp, dp, pp] : std::vector<std::array<int, 4>>{{1, 1, 4, 4}, {8, 1, 2, 8}, {4, 2, 2, 4}, {2, 4, 2, 2}}) {
+    PlanContext ctx = p.context(mbs, tp, dp, pp);
+    // 8 stages of 26 units are 480,700 partitions: those take a sample.
+    double floor = step_time_floor_s(ctx, p.policy);
+    double best = std::numeric_limits<double>::infinity(), best_bound = best;
+    std::vector<int> prefix;
+    size_t visited = 0;
+    compositions(ctx.num_units(), pp, prefix, [&](const std::vector<int>& partition) {
+      if (pp == 8 && visited++ % 97 != 0) return;
+      best = std::min(best, step_time_s(ctx, p.policy, partition));
+      best_bound = std::min(best_bound, p.policy.step_time_lower_bound(ctx, partition));
+    });
+    INFO("mbs " << mbs << " tp " << tp << " dp " << dp << " pp " << pp);
+    CHECK(floor <= best_bound * (1 + 1e-9));
+    CHECK(best_bound <= best * (1 + 1e-9));
+    CHECK(floor >= 0.8 * best);  // tight enough to prune
+    QuickPartition quick = quick_partition(ctx, p.policy);
+    double quick_best = std::numeric_limits<double>::infinity();
+    for (const std::vector<int>& c : quick.candidates) quick_best = std::min(quick_best, step_time_s(ctx, p.policy, c));
+    CHECK(quick_best <= step_time_s(ctx, p.policy, fasop_greedy_partition(ctx, p.policy)));
+    CHECK(quick.lower_bound_s == floor);
+    CHECK(step_time_s(ctx, p.policy, best_partition(ctx, p.policy)) <= quick_best);
+  }
 }

@@ -1,6 +1,8 @@
 // The 1F1B simulation against schedules worked out by hand.
 #include <catch2/catch.hpp>
 
+#include <random>
+
 #include "costmodel/pipeline_1f1b.h"
 
 using namespace fasop;
@@ -41,4 +43,31 @@ TEST_CASE("the slowest stage sets the steady-state pace", "[pipeline]") {
   // Stage 1 works without a gap from t=1: 8 x 9 = 72, ends at 73; stage 0's last backward follows.
   CHECK(r.stage_end_s[1] == Approx(73.0));
   CHECK(r.pipeline_s == Approx(75.0));
+}
+
+TEST_CASE("the pipeline lower bound never exceeds the simulation and is tight without bubbles", "[pipeline]") {
+  // Two equal stages, m = 4: the chain through the last stage is the schedule itself.
+  CHECK(pipeline_1f1b_lower_bound({{1, 2, 0, 0}, {1, 2, 0, 0}}, 4) == Approx(15.0));
+  // Random stages, with FASOP's sends (stage 0 forward, last stage backward) and with sends on
+  // every boundary: the bound is a chain of the schedule's dependencies, so never later.
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> time(0.5, 2.0);
+  double worst_ratio = 1;
+  for (int trial = 0; trial < 20000; ++trial) {
+    int pp = 2 + int(rng() % 40), m = 1 + int(rng() % 64);
+    std::vector<StageTiming> stages(pp);
+    for (StageTiming& s : stages) {
+      double f = time(rng) * (rng() % 4 == 0 ? 3 : 1);
+      s.forward_s = f;
+      s.backward_s = 2 * f;
+      if (trial % 2) s.forward_send_s = 0.2 * time(rng), s.backward_send_s = 0.2 * time(rng);
+    }
+    if (trial % 2 == 0) stages.front().forward_send_s = 0.3 * time(rng), stages.back().backward_send_s = 0.3 * time(rng);
+    double simulated = simulate_1f1b(stages, m).pipeline_s;
+    double bound = pipeline_1f1b_lower_bound(stages, m);
+    INFO("trial " << trial << " pp " << pp << " m " << m);
+    REQUIRE(bound <= simulated * (1 + 1e-12));
+    worst_ratio = std::min(worst_ratio, bound / simulated);
+  }
+  CHECK(worst_ratio > 0.6);  // a bound, but not a useless one
 }

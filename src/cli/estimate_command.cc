@@ -8,6 +8,7 @@
 #include "costmodel/make_context.h"
 #include "report/fasop_csv.h"
 #include "report/plan_table.h"
+#include "search/cluster_shapes.h"
 #include "search/search_space.h"
 #include "specs/spec_error.h"
 
@@ -17,6 +18,7 @@ namespace {
 struct EstimateOptions {
   PlannerOptions planner;
   PlanKey key;
+  std::vector<std::string> nodes;
   std::string placement;
   std::string partition;
   bool json = false;
@@ -61,7 +63,14 @@ std::vector<int> parse_placement(const std::string& text, const ClusterSpec& clu
 }
 
 void run(EstimateOptions options) {
-  std::unique_ptr<PlannerSetup> setup = PlannerSetup::load(options.planner);
+  std::unique_ptr<PlannerSetup> setup = PlannerSetup::load_specs(options.planner);
+  // --nodes: a shape of the cluster's inventory, as `search --pareto` tries them.
+  std::vector<int> counts = inventory_limits(setup->cluster);
+  if (!options.nodes.empty()) {
+    counts = apply_node_counts(setup->cluster, "--nodes", options.nodes, std::vector<int>(counts.size(), 0));
+    setup->cluster = shape_cluster(setup->cluster, counts);
+  }
+  setup->load_profiles(options.planner, counts);
   options.key.node_order = parse_placement(options.placement, setup->cluster);
   validate_plan_key(setup->model, setup->cluster, options.key);
   std::vector<int> partition = options.partition.empty() ? std::vector<int>{} : parse_partition(options.partition);
@@ -89,6 +98,10 @@ void add_estimate_command(CLI::App& app) {
   command->add_option("--tp", options->key.tp, "tensor-parallel degree")->required();
   command->add_option("--dp", options->key.dp, "data-parallel degree")->required();
   command->add_option("--pp", options->key.pp, "pipeline stages")->required();
+  command->add_option("--nodes", options->nodes,
+                      "plan on N nodes of TYPE (node type or GPU name) of the cluster, the others 0: a cluster "
+                      "shape as `search --pareto` tries; repeatable")
+      ->type_name("TYPE=N");
   command->add_option("--placement", options->placement,
                       "node types in rank order, comma-separated (default: the cluster's order)");
   command->add_option("--partition", options->partition,

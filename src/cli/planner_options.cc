@@ -22,6 +22,37 @@ void PlannerOptions::add_to(CLI::App& command) {
   command.add_flag("--quiet,-q", quiet, "no progress on stderr");
 }
 
+std::vector<int> apply_node_counts(const ClusterSpec& cluster, const std::string& option,
+                                   const std::vector<std::string>& specs, std::vector<int> counts) {
+  for (const std::string& spec : specs) {
+    size_t eq = spec.find('=');
+    std::string type_name = spec.substr(0, eq);
+    int type = cluster.find_node_type(type_name);
+    for (size_t t = 0; type < 0 && t < cluster.node_types.size(); ++t)
+      if (cluster.node_types[t].gpu == type_name) type = static_cast<int>(t);
+    if (type < 0) {
+      std::string known;
+      for (const NodeType& t : cluster.node_types) known += (known.empty() ? "" : ", ") + t.name + " (" + t.gpu + ")";
+      throw SpecError(option + " " + spec + ": cluster '" + cluster.name + "' (" + cluster.source +
+                      ") has no node type '" + type_name + "'; its node types: " + known);
+    }
+    size_t used = 0;
+    int count = -1;
+    try {
+      count = eq == std::string::npos ? -1 : std::stoi(spec.substr(eq + 1), &used);
+    } catch (const std::exception&) {
+    }
+    if (count < 0 || used != spec.size() - eq - 1)
+      throw SpecError(option + " " + spec + ": expected TYPE=N with N a whole number >= 0, e.g. " +
+                      cluster.node_types[type].gpu + "=4");
+    counts[type] = count;
+  }
+  bool any = false;
+  for (int c : counts) any = any || c > 0;
+  if (!any) throw SpecError(option + ": every node type has 0 nodes; give at least one a node");
+  return counts;
+}
+
 bool show_progress(const PlannerOptions& options) { return !options.quiet && ::isatty(STDERR_FILENO); }
 
 std::unique_ptr<PlannerSetup> PlannerSetup::load_specs(const PlannerOptions& options) {

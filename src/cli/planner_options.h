@@ -42,6 +42,12 @@ struct PlannerSetup {
   void load_profiles(const PlannerOptions& options, const std::vector<int>& counts);
 };
 
+/// `counts` with each TYPE=N of `specs` applied (TYPE: a node type's name or its GPU), for
+/// --max-nodes and --nodes; `option` names the option in messages. At least one count must
+/// stay positive.
+std::vector<int> apply_node_counts(const ClusterSpec& cluster, const std::string& option,
+                                   const std::vector<std::string>& specs, std::vector<int> counts);
+
 /// True when progress should be drawn on stderr.
 bool show_progress(const PlannerOptions& options);
 

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <sstream>
 
 #include "cli/planner_options.h"
 #include "report/atomic_file.h"
@@ -55,44 +56,17 @@ void run_search_command(const SearchOptions& options) {
             << best_plans_table(setup->cluster, results, options.top) << "wrote " << path << "\n";
 }
 
-/// The inventory's limits with each --max-nodes TYPE=N applied (TYPE: node type or GPU name).
-NodeCounts parse_max_nodes(const ClusterSpec& inventory, const std::vector<std::string>& specs) {
-  NodeCounts limits = inventory_limits(inventory);
-  for (const std::string& spec : specs) {
-    size_t eq = spec.find('=');
-    std::string type_name = spec.substr(0, eq);
-    int type = inventory.find_node_type(type_name);
-    for (size_t t = 0; type < 0 && t < inventory.node_types.size(); ++t)
-      if (inventory.node_types[t].gpu == type_name) type = static_cast<int>(t);
-    if (type < 0) {
-      std::string known;
-      for (const NodeType& t : inventory.node_types) known += (known.empty() ? "" : ", ") + t.name + " (" + t.gpu + ")";
-      throw SpecError("--max-nodes " + spec + ": cluster '" + inventory.name + "' (" + inventory.source +
-                      ") has no node type '" + type_name + "'; its node types: " + known);
-    }
-    size_t used = 0;
-    int count = -1;
-    try {
-      count = eq == std::string::npos ? -1 : std::stoi(spec.substr(eq + 1), &used);
-    } catch (const std::exception&) {
-    }
-    if (count < 0 || used != spec.size() - eq - 1)
-      throw SpecError("--max-nodes " + spec + ": expected TYPE=N with N a whole number >= 0, e.g. " +
-                      inventory.node_types[type].gpu + "=4");
-    limits[type] = count;
-  }
-  bool any = false;
-  for (int c : limits) any = any || c > 0;
-  if (!any) throw SpecError("--max-nodes: every node type is limited to 0 nodes; allow at least one");
-  return limits;
-}
-
 std::string constraints_text(const SearchOptions& options) {
   const PlanConstraints& c = options.constraints;
   std::string text;
   auto add = [&](const std::string& part) { text += (text.empty() ? "" : ", ") + part; };
-  if (c.max_step_time_s < std::numeric_limits<double>::infinity()) add("step <= " + std::to_string(c.max_step_time_s) + " s");
-  if (c.max_cost_usd < std::numeric_limits<double>::infinity()) add("cost <= $" + std::to_string(c.max_cost_usd));
+  auto number = [](double v) {
+    std::ostringstream out;
+    out << v;
+    return out.str();
+  };
+  if (c.max_step_time_s < std::numeric_limits<double>::infinity()) add("step <= " + number(c.max_step_time_s) + " s");
+  if (c.max_cost_usd < std::numeric_limits<double>::infinity()) add("cost <= $" + number(c.max_cost_usd));
   if (c.exclude_oom) add("fits in memory");
   return text.empty() ? "none" : text;
 }
@@ -101,7 +75,7 @@ void run_pareto_command(const SearchOptions& options) {
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<PlannerSetup> setup = PlannerSetup::load_specs(options.planner);
   ParetoInput input;
-  input.limits = parse_max_nodes(setup->cluster, options.max_nodes);
+  input.limits = apply_node_counts(setup->cluster, "--max-nodes", options.max_nodes, inventory_limits(setup->cluster));
   setup->load_profiles(options.planner, input.limits);
   setup->input.threads = options.threads;
   input.search = setup->input;
@@ -122,12 +96,15 @@ void run_pareto_command(const SearchOptions& options) {
   if (!options.front_only) {
     report_options.table_path = base + ".csv";
     report_options.stream_table = size.candidates > options.hold_limit;
-    if (report_options.stream_table && !options.planner.quiet)
+    if (report_options.stream_table)  // a warning, not progress: --quiet keeps it
       std::cerr << "search: " << size.candidates << " candidates exceed --hold-limit " << options.hold_limit
                 << ": " << report_options.table_path << " is streamed in enumeration order, not sorted\n";
   }
   ParetoReport report(setup->cluster, report_options);
   ParetoStats stats = run_pareto_search(input, report, progress_printer(options.planner));
+  if (report.front().empty())  // a failed run writes no report
+    throw SpecError("no plan of the " + std::to_string(size.candidates) + " candidates meets the constraints (" +
+                    constraints_text(options) + "); relax them");
   report.finish();
 
   const std::vector<CandidateResult>& front = report.front();
@@ -135,17 +112,12 @@ void run_pareto_command(const SearchOptions& options) {
             << ": " << report.candidates() << " candidates in " << seconds_since(start) << " s ("
             << stats.refined << " could reach the front and got the full partitioner)\n"
             << "constraints: " << constraints_text(options) << " (" << report.admitted() << " candidates meet them)\n";
-  if (front.empty()) {
-    std::cout << "no plan meets the constraints\n";
-  } else {
-    std::cout << "pareto front: " << front.size() << " plans, cheapest first\n"
-              << best_plans_table(setup->cluster, front, front.size())
-              << "best under the constraints:\n  fastest:  " << plan_summary(setup->cluster, front.back())
-              << "\n  cheapest: " << plan_summary(setup->cluster, front.front()) << "\n";
-  }
+  std::cout << "pareto front: " << front.size() << " plans, cheapest first\n"
+            << best_plans_table(setup->cluster, front, front.size())
+            << "best under the constraints:\n  fastest:  " << plan_summary(setup->cluster, front.back())
+            << "\n  cheapest: " << plan_summary(setup->cluster, front.front()) << "\n";
   if (!report_options.table_path.empty()) std::cout << "wrote " << report_options.table_path << "\n";
   std::cout << "wrote " << report_options.front_csv_path << "\nwrote " << report_options.front_svg_path << "\n";
-  if (front.empty()) throw SpecError("no plan meets the constraints (" + constraints_text(options) + "); relax them");
 }
 
 CLI::Validator positive(const std::string& what) {

@@ -13,8 +13,10 @@ namespace {
 
 // Cells per decade when thinning dots: finer than the picture's pixels.
 constexpr double kCellsPerDecade = 600;
-constexpr double kWidth = 1000, kHeight = 680;
-constexpr double kLeft = 90, kRight = 30, kTop = 60, kBottom = 60;
+// The plot on the left, the list of front plans on the right.
+constexpr double kWidth = 1240, kHeight = 680;
+constexpr double kLeft = 90, kRight = 420, kTop = 60, kBottom = 60;
+constexpr size_t kListedPlans = 40;
 
 std::string fmt(const char* format, double value) {
   char buffer[64];
@@ -60,6 +62,13 @@ std::string tick_label(double v) {
   if (v >= 1e6) return fmt("%gM", v / 1e6);
   if (v >= 1e3) return fmt("%gk", v / 1e3);
   return fmt("%g", v);
+}
+
+/// "$123.4k": dollars, short.
+std::string tick_label_money(double usd) {
+  if (usd >= 1e6) return fmt("%.2fM", usd / 1e6);
+  if (usd >= 1e3) return fmt("%.1fk", usd / 1e3);
+  return fmt("%.0f", usd);
 }
 
 std::string front_label(const ClusterSpec& inventory, const CandidateResult& r) {
@@ -129,7 +138,8 @@ std::string ParetoPlot::svg(const ClusterSpec& inventory, const std::vector<Cand
         << fmt("%.1f", y.pixel(dot.cost_usd)) << "\" r=\"1.6\" fill=\"" << (dot.oom ? "#d62728" : "#7f7f7f")
         << "\"/>\n";
   out << "</g>\n";
-  // The front: a line through its plans, cheapest first, each labelled.
+  // The front: a line through its plans, cheapest first, each numbered; hollow where the
+  // plan runs out of memory.
   if (!front.empty()) {
     out << "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"";
     for (const CandidateResult& r : front)
@@ -139,27 +149,45 @@ std::string ParetoPlot::svg(const ClusterSpec& inventory, const std::vector<Cand
     for (size_t i = 0; i < front.size(); ++i) {
       const CandidateResult& r = front[i];
       double px = x.pixel(r.estimate.step_time_s), py = y.pixel(r.estimate.train_cost_usd);
-      // Alternate sides so that neighbours' labels do not overlap.
+      bool oom = r.estimate.memory.is_oom;
+      out << "<circle cx=\"" << fmt("%.1f", px) << "\" cy=\"" << fmt("%.1f", py) << "\" r=\"3.5\" fill=\""
+          << (oom ? "white" : "#1f77b4") << "\" stroke=\"#1f77b4\"><title>" << escape(front_label(inventory, r))
+          << ": " << fmt("%.4f", r.estimate.step_time_s) << " s/step, $" << fmt("%.0f", r.estimate.train_cost_usd)
+          << "</title></circle>\n";
+      // Alternate sides so that neighbours' numbers do not overlap.
       bool right = i % 2 == 0;
-      out << "<circle cx=\"" << fmt("%.1f", px) << "\" cy=\"" << fmt("%.1f", py)
-          << "\" r=\"3.5\" fill=\"#1f77b4\"><title>" << escape(front_label(inventory, r)) << ": "
-          << fmt("%.4f", r.estimate.step_time_s) << " s/step, $" << fmt("%.0f", r.estimate.train_cost_usd)
-          << "</title></circle>\n<text x=\"" << fmt("%.1f", px + (right ? 6 : -6)) << "\" y=\""
-          << fmt("%.1f", py + (right ? -5 : 12)) << "\" font-size=\"9\" text-anchor=\""
-          << (right ? "start" : "end") << "\">" << escape(front_label(inventory, r)) << "</text>\n";
+      out << "<text x=\"" << fmt("%.1f", px + (right ? 6 : -6)) << "\" y=\"" << fmt("%.1f", py + (right ? -4 : 11))
+          << "\" font-size=\"10\" fill=\"#1f77b4\" text-anchor=\"" << (right ? "start" : "end") << "\">" << i + 1
+          << "</text>\n";
     }
   }
   // Legend.
   double lx = kWidth - kRight - 220, ly = kTop + 16;
   out << "<g font-size=\"11\"><rect x=\"" << lx - 8 << "\" y=\"" << ly - 12
-      << "\" width=\"218\" height=\"56\" fill=\"white\" stroke=\"#ccc\"/>\n"
+      << "\" width=\"218\" height=\"72\" fill=\"white\" stroke=\"#ccc\"/>\n"
       << "<line x1=\"" << lx << "\" y1=\"" << ly << "\" x2=\"" << lx + 20 << "\" y2=\"" << ly
       << "\" stroke=\"#1f77b4\" stroke-width=\"2\"/><text x=\"" << lx + 26 << "\" y=\"" << ly + 4
       << "\">pareto front (" << front.size() << " plans)</text>\n"
-      << "<circle cx=\"" << lx + 10 << "\" cy=\"" << ly + 16 << "\" r=\"3\" fill=\"#7f7f7f\"/><text x=\""
-      << lx + 26 << "\" y=\"" << ly + 20 << "\">candidate plan</text>\n"
-      << "<circle cx=\"" << lx + 10 << "\" cy=\"" << ly + 32 << "\" r=\"3\" fill=\"#d62728\"/><text x=\""
-      << lx + 26 << "\" y=\"" << ly + 36 << "\">candidate, out of memory</text></g>\n";
+      << "<circle cx=\"" << lx + 10 << "\" cy=\"" << ly + 16 << "\" r=\"3.5\" fill=\"white\" stroke=\"#1f77b4\"/>"
+      << "<text x=\"" << lx + 26 << "\" y=\"" << ly + 20 << "\">front plan, out of memory</text>\n"
+      << "<circle cx=\"" << lx + 10 << "\" cy=\"" << ly + 32 << "\" r=\"3\" fill=\"#7f7f7f\"/><text x=\""
+      << lx + 26 << "\" y=\"" << ly + 36 << "\">candidate plan</text>\n"
+      << "<circle cx=\"" << lx + 10 << "\" cy=\"" << ly + 48 << "\" r=\"3\" fill=\"#d62728\"/><text x=\""
+      << lx + 26 << "\" y=\"" << ly + 52 << "\">candidate, out of memory</text></g>\n";
+  // The front plans, listed.
+  double tx = kWidth - kRight + 24, ty = kTop + 4;
+  out << "<g font-size=\"11\"><text x=\"" << tx << "\" y=\"" << ty << "\" font-weight=\"bold\">"
+      << "#  cluster (tp dp pp mbs): s/step, training $</text>\n";
+  for (size_t i = 0; i < front.size() && i < kListedPlans; ++i) {
+    const CandidateResult& r = front[i];
+    out << "<text x=\"" << tx << "\" y=\"" << ty + 14 * (i + 1) << "\">" << i + 1 << "  "
+        << escape(front_label(inventory, r)) << ": " << fmt("%.3f", r.estimate.step_time_s) << ", $"
+        << tick_label_money(r.estimate.train_cost_usd) << (r.estimate.memory.is_oom ? " (OOM)" : "") << "</text>\n";
+  }
+  if (front.size() > kListedPlans)
+    out << "<text x=\"" << tx << "\" y=\"" << ty + 14 * (kListedPlans + 1) << "\">... " << front.size() - kListedPlans
+        << " more in the front CSV</text>\n";
+  out << "</g>\n";
   out << "</svg>\n";
   return out.str();
 }
