@@ -1,21 +1,37 @@
 #!/usr/bin/env bash
-# Times each of FASOP's six searches as a whole process (best of N runs, default 5).
-# FASOP itself takes 0.3 s to 63 s for them on a 2-core machine.
+# Times searches as whole processes (best of N runs, default 5): FASOP's six searches, then the
+# pareto search over FASOP's 0..8 A100 x 0..8 A10 inventory on 1 thread and on every core.
+# FASOP itself takes 2.4 s to 62 s for the six and 577-630 s for the pareto search on a
+# 2-core machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-5}
 [ -x build/fasop-cpp ] || bash scripts/build.sh
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-printf "%-28s %10s %12s\n" search candidates best_ms
-for spec in "bert" "bert --heterogeneous" "gpt2xl" "gpt2xl --heterogeneous" "t5" "t5 --heterogeneous"; do
-  best=""
+
+# best_ms ARGS...: the fastest of $runs runs of `fasop-cpp search ARGS`, in milliseconds.
+best_ms() {
+  local best="" start ms
   for _ in $(seq "$runs"); do
     start=$(date +%s%N)
-    build/fasop-cpp search --model $spec --out-dir "$out" --quiet > "$out/stdout"
+    build/fasop-cpp search "$@" --out-dir "$out" --quiet > "$out/stdout"
     ms=$(( ($(date +%s%N) - start) / 1000000 ))
     if [ -z "$best" ] || [ "$ms" -lt "$best" ]; then best=$ms; fi
   done
+  echo "$best"
+}
+
+printf "%-44s %10s %10s\n" search candidates best_ms
+for spec in "bert" "bert --heterogeneous" "gpt2xl" "gpt2xl --heterogeneous" "t5" "t5 --heterogeneous"; do
+  ms=$(best_ms --model $spec)
   candidates=$(( $(ls -t "$out"/*.csv | head -1 | xargs wc -l | awk '{print $1}') - 1 ))
-  printf "%-28s %10s %12s\n" "$spec" "$candidates" "$best"
+  printf "%-44s %10s %10s\n" "$spec" "$candidates" "$ms"
 done
+pareto="gpt2xl --heterogeneous --pareto"
+one=$(best_ms --model $pareto --threads 1)
+all=$(best_ms --model $pareto)
+candidates=$(( $(wc -l < "$out/gpt2_heterogeneous_pareto.csv") - 1 ))
+printf "%-44s %10s %10s\n" "$pareto --threads 1" "$candidates" "$one"
+printf "%-44s %10s %10s\n" "$pareto ($(nproc) threads)" "$candidates" "$all"
+awk -v a="$one" -v b="$all" 'BEGIN { printf "pareto speed-up from 1 to %d threads: %.2fx\n", '"$(nproc)"', a / b }'

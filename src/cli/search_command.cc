@@ -1,5 +1,6 @@
 #include "cli/search_command.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -101,7 +102,14 @@ void run_pareto_command(const SearchOptions& options) {
                 << ": " << report_options.table_path << " is streamed in enumeration order, not sorted\n";
   }
   ParetoReport report(setup->cluster, report_options);
-  ParetoStats stats = run_pareto_search(input, report, progress_printer(options.planner));
+  PassProgressFn progress;
+  if (show_progress(options.planner))
+    progress = [streamed = report_options.stream_table](int pass, size_t done, size_t total) {
+      const char* what = pass == 1 ? "estimating" : streamed ? "refining and writing" : "refining";
+      std::fprintf(stderr, "\rsearch: pass %d/2, %s: %zu/%zu candidates   ", pass, what, done, total);
+      if (done == total) std::fprintf(stderr, "\n");
+    };
+  ParetoStats stats = run_pareto_search(input, report, progress);
   if (report.front().empty())  // a failed run writes no report
     throw SpecError("no plan of the " + std::to_string(size.candidates) + " candidates meets the constraints (" +
                     constraints_text(options) + "); relax them");
@@ -116,6 +124,10 @@ void run_pareto_command(const SearchOptions& options) {
             << best_plans_table(setup->cluster, front, front.size())
             << "best under the constraints:\n  fastest:  " << plan_summary(setup->cluster, front.back())
             << "\n  cheapest: " << plan_summary(setup->cluster, front.front()) << "\n";
+  size_t oom = std::count_if(front.begin(), front.end(), [](const CandidateResult& r) { return r.estimate.memory.is_oom; });
+  if (oom > 0)
+    std::cout << oom << " of the front's plans fit only with ZeRO or not at all; --exclude-oom keeps plans that fit "
+                 "without ZeRO\n";
   if (!report_options.table_path.empty()) std::cout << "wrote " << report_options.table_path << "\n";
   std::cout << "wrote " << report_options.front_csv_path << "\nwrote " << report_options.front_svg_path << "\n";
 }

@@ -114,8 +114,14 @@ ParetoSize count_pareto_candidates(const ParetoInput& input) {
   return size;
 }
 
-ParetoStats run_pareto_search(const ParetoInput& input, CandidateSink& sink, const ProgressFn& progress) {
+ParetoStats run_pareto_search(const ParetoInput& input, CandidateSink& sink, const PassProgressFn& progress) {
   const size_t total = count_pareto_candidates(input).candidates;
+  const bool streamed = total > input.hold_limit;
+  ProgressFn first_pass, second_pass;
+  if (progress) {
+    first_pass = [&](size_t done, size_t all) { progress(1, done, all); };
+    second_pass = [&](size_t done, size_t all) { progress(2, done, all); };
+  }
   ParetoStats stats;
   stats.candidates = total;
   // Pass 1: every candidate at its quick partition; the front of those is what a candidate's
@@ -132,28 +138,31 @@ ParetoStats run_pareto_search(const ParetoInput& input, CandidateSink& sink, con
         refine.push_back(i);
     }
     stats.refined += refine.size();
-    std::vector<CandidateResult> refined =
-        evaluate_in_parallel(refine.size(), input.search.threads, [&](size_t j) {
+    std::vector<CandidateResult> refined = evaluate_in_parallel(
+        refine.size(), input.search.threads,
+        [&](size_t j) {
           const auto& candidate = chunk.candidates[refine[j]];
           CandidateResult r = evaluate_candidate(input_for(input, *candidate.first), *candidate.second);
           drop_stage_detail(r);
           return r;
-        });
+        },
+        streamed ? ProgressFn{} : second_pass);
+    if (streamed && second_pass) second_pass(chunk.first_index + results.size(), total);
     for (size_t j = 0; j < refine.size(); ++j) results[refine[j]] = std::move(refined[j]);
     sink.consume(results, chunk.first_index);
   };
   std::vector<double> floors;
-  if (total <= input.hold_limit) {
+  if (!streamed) {
     // Everything in one chunk: each pass is one parallel loop, and nothing is computed twice.
     for_each_chunk(input, total, [&](const Chunk& chunk) {
-      std::vector<CandidateResult> results = quick_results(input, chunk, floors, progress, total);
+      std::vector<CandidateResult> results = quick_results(input, chunk, floors, first_pass, total);
       quick_front.consume(results, chunk.first_index);
       refine_and_emit(chunk, results, floors);
     });
   } else {
     // Bounded memory: chunk by chunk, the quick results computed again in the second pass.
     for_each_chunk(input, kChunkCandidates, [&](const Chunk& chunk) {
-      std::vector<CandidateResult> results = quick_results(input, chunk, floors, progress, total);
+      std::vector<CandidateResult> results = quick_results(input, chunk, floors, first_pass, total);
       quick_front.consume(results, chunk.first_index);
     });
     for_each_chunk(input, kChunkCandidates, [&](const Chunk& chunk) {

@@ -50,7 +50,11 @@ ParetoSize count_pareto_candidates(const ParetoInput& input);
 /// whose floor (no partition is faster) is not beaten by the quick pass's front. The front is
 /// therefore what best_partition on every candidate would give, at a fraction of the work.
 /// The output does not depend on the thread count.
-ParetoStats run_pareto_search(const ParetoInput& input, CandidateSink& sink, const ProgressFn& progress = {});
+/// Called now and then with (pass 1 or 2, done, total): pass 1 counts candidates estimated
+/// quickly, pass 2 the candidates refined (held) or handed on (streamed).
+using PassProgressFn = std::function<void(int, size_t, size_t)>;
+
+ParetoStats run_pareto_search(const ParetoInput& input, CandidateSink& sink, const PassProgressFn& progress = {});
 
 /// Keeps the front of the candidates that `constraints` admit, and nothing else.
 class FrontTracker : public CandidateSink {
