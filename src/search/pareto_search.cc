@@ -1,6 +1,7 @@
 #include "search/pareto_search.h"
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 
 #include "search/parallel_evaluate.h"
@@ -70,21 +71,6 @@ void drop_stage_detail(CandidateResult& result) {
   result.estimate.stages.shrink_to_fit();
 }
 
-/// The quick pass over one chunk: results and floors.
-std::vector<CandidateResult> quick_results(const ParetoInput& input, const Chunk& chunk, std::vector<double>& floors,
-                                           const ProgressFn& progress, size_t total) {
-  floors.assign(chunk.candidates.size(), 0);
-  return evaluate_in_parallel(
-      chunk.candidates.size(), input.search.threads,
-      [&](size_t i) {
-        CandidateResult r = evaluate_quickly(input_for(input, *chunk.candidates[i].first), *chunk.candidates[i].second,
-                                             &floors[i]);
-        drop_stage_detail(r);
-        return r;
-      },
-      progress, chunk.first_index, total);
-}
-
 /// True when a plan no faster than `floor_s` on a cluster costing `usd_per_s_times_steps`
 /// per second of step time could not be admitted or could not reach `front`.
 bool cannot_reach_front(const std::vector<CandidateResult>& front, const PlanConstraints& constraints,
@@ -101,6 +87,45 @@ bool cannot_reach_front(const std::vector<CandidateResult>& front, const PlanCon
   });
   if (dearer == front.begin()) return false;
   return std::prev(dearer)->estimate.step_time_s <= floor_s * (1 - kFloorMargin);
+}
+
+/// True when `result`, whose step time cannot go below `floor_s`, could not reach `front`.
+bool ruled_out(const FrontTracker& front, const PlanConstraints& constraints, const CandidateResult& result,
+               double floor_s) {
+  const PlanEstimate& e = result.estimate;
+  if (result.plan.partition.empty() || !(e.step_time_s > 0) || e.step_time_s == std::numeric_limits<double>::infinity())
+    return false;
+  return cannot_reach_front(front.front(), constraints, floor_s, e.train_cost_usd / e.step_time_s);
+}
+
+/// Step 1 on one chunk: every candidate at FASOP's partitions, with its coarse floor.
+std::vector<CandidateResult> fasop_results(const ParetoInput& input, const Chunk& chunk, std::vector<double>& floors,
+                                           const ProgressFn& progress, size_t total) {
+  floors.assign(chunk.candidates.size(), 0);
+  std::vector<CandidateResult> results = evaluate_in_parallel(
+      chunk.candidates.size(), input.search.threads,
+      [&](size_t i) {
+        CandidateResult r = evaluate_fasop_partitions(input_for(input, *chunk.candidates[i].first),
+                                                      *chunk.candidates[i].second, &floors[i]);
+        drop_stage_detail(r);
+        return r;
+      },
+      progress, chunk.first_index, total);
+  return results;
+}
+
+/// Step 2: the floor partition and the exact floor for each candidate `front` does not rule out.
+void try_floor_partitions(const ParetoInput& input, const Chunk& chunk, std::vector<CandidateResult>& results,
+                          std::vector<double>& floors, const FrontTracker& front) {
+  std::vector<size_t> open;
+  for (size_t i = 0; i < results.size(); ++i)
+    if (!ruled_out(front, input.constraints, results[i], floors[i])) open.push_back(i);
+  evaluate_in_parallel(open.size(), input.search.threads, [&](size_t j) {
+    size_t i = open[j];
+    try_floor_partition(input_for(input, *chunk.candidates[i].first), results[i], &floors[i]);
+    drop_stage_detail(results[i]);
+    return CandidateResult{};
+  });
 }
 
 }  // namespace
@@ -124,19 +149,15 @@ ParetoStats run_pareto_search(const ParetoInput& input, CandidateSink& sink, con
   }
   ParetoStats stats;
   stats.candidates = total;
-  // Pass 1: every candidate at its quick partition; the front of those is what a candidate's
-  // floor must beat for best_partition to be worth running on it.
-  FrontTracker quick_front(input.constraints);
-  // Pass 2: best_partition on the candidates that could still reach the front; all to the sink.
+  // Step 1: every candidate at FASOP's partitions. Their front rules out the candidates whose
+  // coarse floor it beats; step 2 gives the others the floor partition and the exact floor.
+  // The front after that rules out more; step 3 gives the rest best_partition.
+  FrontTracker fasop_front(input.constraints), cheap_front(input.constraints);
   auto refine_and_emit = [&](const Chunk& chunk, std::vector<CandidateResult>& results,
                              const std::vector<double>& floors) {
     std::vector<size_t> refine;
-    for (size_t i = 0; i < results.size(); ++i) {
-      const PlanEstimate& e = results[i].estimate;
-      double usd_per_step_second = e.step_time_s > 0 ? e.train_cost_usd / e.step_time_s : 0;
-      if (!cannot_reach_front(quick_front.front(), input.constraints, floors[i], usd_per_step_second))
-        refine.push_back(i);
-    }
+    for (size_t i = 0; i < results.size(); ++i)
+      if (!ruled_out(cheap_front, input.constraints, results[i], floors[i])) refine.push_back(i);
     stats.refined += refine.size();
     std::vector<CandidateResult> refined = evaluate_in_parallel(
         refine.size(), input.search.threads,
@@ -153,20 +174,28 @@ ParetoStats run_pareto_search(const ParetoInput& input, CandidateSink& sink, con
   };
   std::vector<double> floors;
   if (!streamed) {
-    // Everything in one chunk: each pass is one parallel loop, and nothing is computed twice.
+    // Everything in one chunk: each step is one parallel loop, and nothing is computed twice.
     for_each_chunk(input, total, [&](const Chunk& chunk) {
-      std::vector<CandidateResult> results = quick_results(input, chunk, floors, first_pass, total);
-      quick_front.consume(results, chunk.first_index);
+      std::vector<CandidateResult> results = fasop_results(input, chunk, floors, first_pass, total);
+      fasop_front.consume(results, chunk.first_index);
+      try_floor_partitions(input, chunk, results, floors, fasop_front);
+      cheap_front.consume(results, chunk.first_index);
       refine_and_emit(chunk, results, floors);
     });
   } else {
-    // Bounded memory: chunk by chunk, the quick results computed again in the second pass.
+    // Bounded memory: chunk by chunk, one pass a step, each recomputing the cheaper steps.
     for_each_chunk(input, kChunkCandidates, [&](const Chunk& chunk) {
-      std::vector<CandidateResult> results = quick_results(input, chunk, floors, first_pass, total);
-      quick_front.consume(results, chunk.first_index);
+      std::vector<CandidateResult> results = fasop_results(input, chunk, floors, first_pass, total);
+      fasop_front.consume(results, chunk.first_index);
     });
     for_each_chunk(input, kChunkCandidates, [&](const Chunk& chunk) {
-      std::vector<CandidateResult> results = quick_results(input, chunk, floors, {}, total);
+      std::vector<CandidateResult> results = fasop_results(input, chunk, floors, {}, total);
+      try_floor_partitions(input, chunk, results, floors, fasop_front);
+      cheap_front.consume(results, chunk.first_index);
+    });
+    for_each_chunk(input, kChunkCandidates, [&](const Chunk& chunk) {
+      std::vector<CandidateResult> results = fasop_results(input, chunk, floors, {}, total);
+      try_floor_partitions(input, chunk, results, floors, fasop_front);
       refine_and_emit(chunk, results, floors);
     });
   }

@@ -358,31 +358,49 @@ std::vector<std::pair<double, std::vector<int>>> scored_seeds(const PlanContext&
 
 }  // namespace
 
-QuickPartition quick_partition(const PlanContext& ctx, const CostPolicy& policy) {
-  QuickPartition quick;
-  if (ctx.pp() == 1) {
-    quick.candidates = {{ctx.num_units()}};
-    quick.lower_bound_s = step_time_s(ctx, policy, quick.candidates.front());
-    return quick;
-  }
+std::vector<std::vector<int>> fasop_partitions(const PlanContext& ctx, const CostPolicy& policy) {
+  if (ctx.pp() == 1) return {{ctx.num_units()}};
   std::vector<int> timed;
   std::vector<int> greedy = fasop_greedy_partition(ctx, policy, &timed);
+  std::vector<std::vector<int>> out;
+  for (const std::vector<int>* c : {&greedy, &timed})
+    if (is_valid_partition(*ctx.model, *c) && (out.empty() || out.front() != *c)) out.push_back(*c);
+  return out;
+}
+
+FloorPartition floor_partition(const PlanContext& ctx, const CostPolicy& policy) {
+  if (ctx.pp() == 1) return {{ctx.num_units()}, step_time_s(ctx, policy, {ctx.num_units()})};
   LowerBoundPartition bound = min_lower_bound(ctx, policy, CutCosts(ctx));
-  quick.lower_bound_s = bound.value_s;
-  for (const std::vector<int>* c : {&greedy, &timed, &bound.partition}) {
-    if (!is_valid_partition(*ctx.model, *c)) continue;
-    if (std::find(quick.candidates.begin(), quick.candidates.end(), *c) == quick.candidates.end())
-      quick.candidates.push_back(*c);
-  }
-  if (quick.candidates.empty())
+  if (bound.partition.empty())
     throw SpecError("pp " + std::to_string(ctx.pp()) + ": no partition gives every stage a unit of one segment; "
                     "use fewer stages");
+  return {bound.partition, bound.value_s};
+}
+
+double coarse_step_time_floor_s(const PlanContext& ctx, const CostPolicy& policy) {
+  // Every unit at the fastest speed any stage has.
+  double whole_model = 0;
+  for (int u = 0; u < ctx.num_units(); ++u) {
+    double fastest = std::numeric_limits<double>::infinity();
+    for (int type : ctx.stage_node_type) fastest = std::min(fastest, ctx.unit_compute_s[type][u]);
+    whole_model += fastest;
+  }
+  // The pipeline runs the whole model once, and some stage m times its 1/pp share or more.
+  return std::max(whole_model, ctx.num_microbatches * whole_model / ctx.pp()) + policy.embedding_allreduce_s(ctx);
+}
+
+QuickPartition quick_partition(const PlanContext& ctx, const CostPolicy& policy) {
+  QuickPartition quick;
+  quick.candidates = fasop_partitions(ctx, policy);
+  FloorPartition floor = floor_partition(ctx, policy);
+  quick.lower_bound_s = floor.floor_s;
+  if (std::find(quick.candidates.begin(), quick.candidates.end(), floor.partition) == quick.candidates.end())
+    quick.candidates.push_back(floor.partition);
   return quick;
 }
 
 double step_time_floor_s(const PlanContext& ctx, const CostPolicy& policy) {
-  if (ctx.pp() == 1) return step_time_s(ctx, policy, {ctx.num_units()});
-  return min_lower_bound(ctx, policy, CutCosts(ctx)).value_s;
+  return floor_partition(ctx, policy).floor_s;
 }
 
 std::vector<int> best_partition(const PlanContext& ctx, const CostPolicy& policy) {

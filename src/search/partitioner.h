@@ -42,17 +42,28 @@ std::pair<double, std::vector<int>> descend(const PlanContext& ctx, const CostPo
 /// Never slower than FASOP's greedy one.
 std::vector<int> best_partition(const PlanContext& ctx, const CostPolicy& policy);
 
-/// Good partitions found fast, and a floor under every partition's step time.
-struct QuickPartition {
-  /// FASOP's greedy partition (and the one its figures describe, if different) and the
-  /// minimiser of the step time's lower bound: valid, distinct, in that order.
-  std::vector<std::vector<int>> candidates;
-  double lower_bound_s = 0;  ///< no partition of this layout has a lower step time
-};
+/// FASOP's greedy partition, and the partition its figures describe if that differs (valid
+/// ones, distinct, in that order).
+std::vector<std::vector<int>> fasop_partitions(const PlanContext& ctx, const CostPolicy& policy);
 
-/// The pareto search's first pass: the fastest of its candidates is never slower than FASOP's
-/// greedy partition, at about a tenth of best_partition's work; the floor tells which layouts
-/// best_partition could still improve onto the front.
+/// The exact minimiser of CostPolicy::step_time_lower_bound's chains over partitions (dynamic
+/// programming), and that minimum: a floor no partition's step time goes below.
+struct FloorPartition {
+  std::vector<int> partition;
+  double floor_s = 0;
+};
+FloorPartition floor_partition(const PlanContext& ctx, const CostPolicy& policy);
+
+/// A floor under every partition's step time without a dynamic program: the pipeline runs the
+/// whole model once and some stage at least m times its 1/pp share, each unit at the fastest
+/// speed of any stage. Looser than floor_partition's, and far cheaper.
+double coarse_step_time_floor_s(const PlanContext& ctx, const CostPolicy& policy);
+
+/// FASOP's partitions and the floor partition together, with the floor.
+struct QuickPartition {
+  std::vector<std::vector<int>> candidates;  ///< fasop_partitions, then the floor partition
+  double lower_bound_s = 0;                  ///< no partition of this layout has a lower step time
+};
 QuickPartition quick_partition(const PlanContext& ctx, const CostPolicy& policy);
 
 /// The least step time any partition of this layout could have (CostPolicy's lower bound,

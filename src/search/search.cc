@@ -1,6 +1,7 @@
 #include "search/search.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "costmodel/make_context.h"
 #include "search/parallel_evaluate.h"
@@ -35,20 +36,33 @@ CandidateResult evaluate_candidate(const SearchInput& input, const PlanKey& key,
   return result;
 }
 
-CandidateResult evaluate_quickly(const SearchInput& input, const PlanKey& key, double* floor_s) {
+CandidateResult evaluate_fasop_partitions(const SearchInput& input, const PlanKey& key, double* coarse_floor_s) {
   PlanContext ctx = make_plan_context(*input.model, *input.cluster, input.profiles, *input.policy, key);
-  QuickPartition quick = quick_partition(ctx, *input.policy);
-  *floor_s = quick.lower_bound_s;
+  *coarse_floor_s = coarse_step_time_floor_s(ctx, *input.policy);
   CandidateResult best;
-  for (const std::vector<int>& partition : quick.candidates) {
+  best.plan.key = key;
+  for (const std::vector<int>& partition : fasop_partitions(ctx, *input.policy)) {
     PlanEstimate e = estimate_plan(ctx, *input.policy, partition, input.iterations);
     if (best.plan.partition.empty() || e.step_time_s < best.estimate.step_time_s) {
       best.plan.partition = partition;
       best.estimate = std::move(e);
     }
   }
-  best.plan.key = key;
+  if (best.plan.partition.empty())  // FASOP's greedy left a stage empty: start from the floor's
+    best.estimate.step_time_s = std::numeric_limits<double>::infinity();
   return best;
+}
+
+void try_floor_partition(const SearchInput& input, CandidateResult& result, double* floor_s) {
+  PlanContext ctx = make_plan_context(*input.model, *input.cluster, input.profiles, *input.policy, result.plan.key);
+  FloorPartition floor = floor_partition(ctx, *input.policy);
+  *floor_s = floor.floor_s;
+  if (floor.partition == result.plan.partition) return;
+  PlanEstimate e = estimate_plan(ctx, *input.policy, floor.partition, input.iterations);
+  if (result.plan.partition.empty() || e.step_time_s < result.estimate.step_time_s) {
+    result.plan.partition = floor.partition;
+    result.estimate = std::move(e);
+  }
 }
 
 std::vector<CandidateResult> run_search(const SearchInput& input, const ProgressFn& progress) {

@@ -52,8 +52,11 @@ CandidateResult evaluate_candidate(const SearchInput& input, const PlanKey& key,
                                    PartitionTiming timing = PartitionTiming::kExact,
                                    std::vector<int>* timed_as = nullptr);
 
-/// Evaluates one layout at quick_partition's partition (partitioner.h); `floor_s` receives the
-/// least step time any partition of the layout could have.
-CandidateResult evaluate_quickly(const SearchInput& input, const PlanKey& key, double* floor_s);
+/// The pareto search's cheap steps on one layout.
+/// First: the faster of fasop_partitions; `coarse_floor_s` receives coarse_step_time_floor_s.
+CandidateResult evaluate_fasop_partitions(const SearchInput& input, const PlanKey& key, double* coarse_floor_s);
+/// Then, where that floor leaves a chance: the floor partition replaces `result`'s if it is
+/// faster; `floor_s` receives the exact floor.
+void try_floor_partition(const SearchInput& input, CandidateResult& result, double* floor_s);
 
 }  // namespace fasop
