@@ -89,6 +89,10 @@ grep -q "streamed in enumeration order" "$work/p3.err" && ok || fail "streaming 
   fail "streamed table holds other rows"
 grep -q "fastest:" "$work/p1.out" && grep -q "cheapest:" "$work/p1.out" && ok || fail "best plans not printed"
 grep -q "<svg" "$work/p1/gpt2_heterogeneous_pareto_front.svg" && ok || fail "front SVG"
+"$bin" search --model gpt2xl --heterogeneous --pareto --max-nodes A100=3 --max-nodes A10=3 --refine-all --front-only \
+  --out-dir "$work/p4" --quiet >/dev/null || fail "pareto --refine-all"
+cmp -s "$work/p1/gpt2_heterogeneous_pareto_front.csv" "$work/p4/gpt2_heterogeneous_pareto_front.csv" && ok ||
+  fail "--refine-all changes the front"
 # Constraints: every front plan respects them.
 "$bin" search --model gpt2xl --pareto --max-nodes A100=3 --max-nodes A10=3 --max-cost 150000 --exclude-oom \
   --front-only --out-dir "$work/c" --quiet >/dev/null || fail "constrained pareto search"

@@ -29,6 +29,7 @@ struct SearchOptions {
   PlanConstraints constraints;
   bool front_only = false;
   size_t hold_limit = 250000;
+  bool refine_all = false;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -82,6 +83,7 @@ void run_pareto_command(const SearchOptions& options) {
   input.search = setup->input;
   input.constraints = options.constraints;
   input.hold_limit = options.hold_limit;
+  input.refine_all = options.refine_all;
   const ParetoSize size = count_pareto_candidates(input);
 
   std::string name = setup->model.report_name + (options.planner.heterogeneous ? "_heterogeneous" : "") + "_pareto";
@@ -118,7 +120,8 @@ void run_pareto_command(const SearchOptions& options) {
   const std::vector<CandidateResult>& front = report.front();
   std::cout << "model " << setup->model.name << " on " << size.shapes << " cluster shapes of " << setup->cluster.name
             << ": " << report.candidates() << " candidates in " << seconds_since(start) << " s ("
-            << stats.refined << " could reach the front and got the full partitioner)\n"
+            << (options.refine_all ? "every one" : std::to_string(stats.refined) + " that could reach the front")
+            << " got the full partitioner)\n"
             << "constraints: " << constraints_text(options) << " (" << report.admitted() << " candidates meet them)\n";
   std::cout << "pareto front: " << front.size() << " plans, cheapest first\n"
             << best_plans_table(setup->cluster, front, front.size())
@@ -173,16 +176,19 @@ void add_search_command(CLI::App& app) {
                     "with --pareto: keep only plans that fit in GPU memory without ZeRO");
   command->add_flag("--front-only", options->front_only,
                     "with --pareto: write only the front, hold no table of every candidate");
+  command->add_flag("--refine-all", options->refine_all,
+                    "with --pareto: the full partitioner on every candidate, not only those that could reach "
+                    "the front (same front, better table, slower)");
   command->add_option("--hold-limit", options->hold_limit,
                       "with --pareto: above this many candidates the full table is streamed unsorted (default 250000)")
       ->check(CLI::PositiveNumber);
   command->callback([options, command] {
     bool pareto_only = !options->max_nodes.empty() || options->front_only || options->constraints.exclude_oom ||
                        command->count("--max-step-time") || command->count("--max-cost") ||
-                       command->count("--hold-limit");
+                       command->count("--hold-limit") || options->refine_all;
     if (pareto_only && !options->planner.pareto)
-      throw SpecError("--max-nodes, --max-step-time, --max-cost, --exclude-oom, --front-only and --hold-limit "
-                      "need --pareto");
+      throw SpecError("--max-nodes, --max-step-time, --max-cost, --exclude-oom, --front-only, --hold-limit and "
+                      "--refine-all need --pareto");
     if (options->planner.pareto) run_pareto_command(*options);
     else run_search_command(*options);
   });

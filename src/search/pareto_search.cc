@@ -157,7 +157,7 @@ ParetoStats run_pareto_search(const ParetoInput& input, CandidateSink& sink, con
                              const std::vector<double>& floors) {
     std::vector<size_t> refine;
     for (size_t i = 0; i < results.size(); ++i)
-      if (!ruled_out(cheap_front, input.constraints, results[i], floors[i])) refine.push_back(i);
+      if (input.refine_all || !ruled_out(cheap_front, input.constraints, results[i], floors[i])) refine.push_back(i);
     stats.refined += refine.size();
     std::vector<CandidateResult> refined = evaluate_in_parallel(
         refine.size(), input.search.threads,
