@@ -71,8 +71,8 @@ void drop_stage_detail(CandidateResult& result) {
   result.estimate.stages.shrink_to_fit();
 }
 
-/// True when a plan no faster than `floor_s` on a cluster costing `usd_per_s_times_steps`
-/// per second of step time could not be admitted or could not reach `front`.
+/// True when a plan no faster than `floor_s`, whose training cost is `usd_per_step_second`
+/// times its step time, could not be admitted or could not reach `front`.
 bool cannot_reach_front(const std::vector<CandidateResult>& front, const PlanConstraints& constraints,
                         double floor_s, double usd_per_step_second) {
   const double floor_cost = floor_s * usd_per_step_second;

@@ -48,8 +48,10 @@ CandidateResult evaluate_fasop_partitions(const SearchInput& input, const PlanKe
       best.estimate = std::move(e);
     }
   }
-  if (best.plan.partition.empty())  // FASOP's greedy left a stage empty: start from the floor's
+  if (best.plan.partition.empty()) {  // FASOP's greedy left a stage empty: the floor's comes next
     best.estimate.step_time_s = std::numeric_limits<double>::infinity();
+    best.estimate.train_cost_usd = std::numeric_limits<double>::infinity();
+  }
   return best;
 }
 
