@@ -72,6 +72,8 @@ void run(EstimateOptions options) {
   }
   setup->load_profiles(options.planner, counts);
   options.key.node_order = parse_placement(options.placement, setup->cluster);
+  if (!options.planner.zero_stages.empty()) options.key.zero_stage = options.planner.zero_stages.front();
+  options.key.recompute = !options.planner.recompute.empty() && options.planner.recompute.front() == "full";
   validate_plan_key(setup->model, setup->cluster, options.key);
   std::vector<int> partition = options.partition.empty() ? std::vector<int>{} : parse_partition(options.partition);
   PartitionTiming timing = options.as_given ? PartitionTiming::kExact : PartitionTiming::kAsFasopReports;

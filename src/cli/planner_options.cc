@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include "costmodel/analytic_policy.h"
+#include "profiles/analytic_profile.h"
 #include "specs/spec_error.h"
 #include "specs/spec_store.h"
 
@@ -20,6 +22,21 @@ void PlannerOptions::add_to(CLI::App& command) {
   command.add_option("--iterations", iterations, "training steps priced as the whole run (default 12.5M)")
       ->check(CLI::PositiveNumber);
   command.add_flag("--quiet,-q", quiet, "no progress on stderr");
+  command.add_option("--policy", policy,
+                     "cost model: fasop (FASOP's formulas and space), analytic (alpha-beta network, per-stage GPU "
+                     "types, ZeRO, recomputation, memory-feasible partitions), auto (default: fasop unless the "
+                     "cluster gives its GPUs' specs)")
+      ->check(CLI::IsMember({"auto", "fasop", "analytic"}));
+  command.add_option("--zero", zero_stages, "analytic: ZeRO stages to search, e.g. 0,1 (default 0,1,2,3)")
+      ->delimiter(',')->check(CLI::Range(0, 3));
+  command.add_option("--recompute", recompute, "analytic: activation recomputation to search: none,full (default both)")
+      ->delimiter(',')->check(CLI::IsMember({"none", "full"}));
+  command.add_option("--max-tp", max_tp, "largest tensor-parallel degree (default: FASOP's 4, analytic: a node)")
+      ->check(CLI::PositiveNumber);
+  command.add_option("--placements", placements,
+                     "node orders: cyclic (FASOP's rotations) or blocks (each order of node types; analytic default)")
+      ->check(CLI::IsMember({"cyclic", "blocks"}));
+  command.add_flag("--no-overlap", no_overlap, "analytic: the DP all-reduce does not overlap the last backward pass");
 }
 
 std::vector<int> apply_node_counts(const ClusterSpec& cluster, const std::string& option,
@@ -55,6 +72,49 @@ std::vector<int> apply_node_counts(const ClusterSpec& cluster, const std::string
 
 bool show_progress(const PlannerOptions& options) { return !options.quiet && ::isatty(STDERR_FILENO); }
 
+namespace {
+
+bool cluster_gives_gpu_specs(const ClusterSpec& cluster) {
+  for (const NodeType& type : cluster.node_types)
+    if (type.has_gpu_spec()) return true;
+  return false;
+}
+
+/// The cost policy and search space the options ask for.
+void choose_policy(const PlannerOptions& options, PlannerSetup& setup) {
+  std::string policy = options.policy;
+  if (policy == "auto") policy = cluster_gives_gpu_specs(setup.cluster) ? "analytic" : "fasop";
+  if (policy == "fasop") {
+    setup.policy = std::make_unique<FasopPolicy>();
+    setup.input.space = SearchSpaceOptions();
+  } else {
+    AnalyticOptions analytic;
+    analytic.overlap_dp_allreduce = !options.no_overlap;
+    setup.policy = std::make_unique<AnalyticPolicy>(analytic);
+    setup.input.space = SearchSpaceOptions::beyond_fasop();
+    setup.input.memory_aware = true;
+    setup.input.refine_top = 5;
+    if (!options.zero_stages.empty()) setup.input.space.zero_stages = options.zero_stages;
+    if (!options.recompute.empty()) {
+      setup.input.space.recompute.clear();
+      for (const std::string& r : options.recompute) setup.input.space.recompute.push_back(r == "full");
+    }
+  }
+  if (options.max_tp > 0) setup.input.space.max_tp = options.max_tp;
+  if (options.placements == "cyclic") setup.input.space.placements = PlacementKind::kCyclic;
+  if (options.placements == "blocks") setup.input.space.placements = PlacementKind::kTypeBlocks;
+  setup.input.policy = setup.policy.get();
+}
+
+std::vector<int> divisors(int n) {
+  std::vector<int> out;
+  for (int d = 1; d <= n; ++d)
+    if (n % d == 0) out.push_back(d);
+  return out;
+}
+
+}  // namespace
+
 std::unique_ptr<PlannerSetup> PlannerSetup::load_specs(const PlannerOptions& options) {
   auto setup = std::make_unique<PlannerSetup>();
   DiskSource disk;
@@ -72,8 +132,8 @@ std::unique_ptr<PlannerSetup> PlannerSetup::load_specs(const PlannerOptions& opt
   setup->cluster = store.load_cluster(cluster);
   setup->input.model = &setup->model;
   setup->input.cluster = &setup->cluster;
-  setup->input.policy = &setup->policy;
   setup->input.iterations = options.iterations;
+  choose_policy(options, *setup);
   return setup;
 }
 
@@ -86,7 +146,11 @@ void PlannerSetup::load_profiles(const PlannerOptions& options, const std::vecto
   input.profiles.assign(cluster.node_types.size(), nullptr);
   for (size_t type = 0; type < cluster.node_types.size(); ++type) {
     if (counts[type] == 0) continue;
-    profile_storage.push_back(store.load_profile(model, cluster.node_types[type].gpu, options.profile_dir));
+    const NodeType& node = cluster.node_types[type];
+    if (store.has_profile(model, node.gpu, options.profile_dir) || !node.has_gpu_spec())
+      profile_storage.push_back(store.load_profile(model, node.gpu, options.profile_dir));
+    else
+      profile_storage.push_back(analytic_profile(model, node, divisors(node.gpus_per_node), divisors(model.global_batch)));
     input.profiles[type] = &profile_storage.back();
   }
 }

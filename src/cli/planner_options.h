@@ -22,6 +22,13 @@ struct PlannerOptions {
   bool pareto = false;  ///< set by `search --pareto`: the default cluster is the model's inventory
   double iterations = kFasopIterations;
   bool quiet = false;
+  // The cost model and the space beyond FASOP's.
+  std::string policy = "auto";          ///< fasop, analytic, or auto: fasop unless the cluster specifies its GPUs
+  std::vector<int> zero_stages;         ///< ZeRO stages to search (analytic); empty: 0-3
+  std::vector<std::string> recompute;   ///< none and/or full (analytic); empty: both
+  int max_tp = 0;                       ///< 0: FASOP's 4 (fasop) or the GPUs in a node (analytic)
+  std::string placements;               ///< cyclic or blocks; empty: the policy's default
+  bool no_overlap = false;              ///< the DP all-reduce does not overlap the backward pass
 
   void add_to(CLI::App& command);
 };
@@ -31,14 +38,15 @@ struct PlannerSetup {
   ModelSpec model;
   ClusterSpec cluster;
   std::vector<ProfileSpec> profile_storage;
-  FasopPolicy policy;
+  std::unique_ptr<CostPolicy> policy;
   SearchInput input;
 
   /// Loads the model, the cluster and a profile for every node type that has nodes.
   static std::unique_ptr<PlannerSetup> load(const PlannerOptions& options);
   /// Loads the model and cluster only; load_profiles() must follow.
   static std::unique_ptr<PlannerSetup> load_specs(const PlannerOptions& options);
-  /// Loads a profile for every node type whose count in `counts` is positive.
+  /// Loads a profile for every node type whose count in `counts` is positive: a measured one
+  /// where there is one, else (for a node type that gives its GPU's specs) an analytic one.
   void load_profiles(const PlannerOptions& options, const std::vector<int>& counts);
 };
 

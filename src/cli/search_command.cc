@@ -44,22 +44,41 @@ ProgressFn progress_printer(const PlannerOptions& planner) {
   };
 }
 
+/// A memory-aware search fails, writing nothing, when no plan fits: it says how far off the
+/// least demanding plan is.
+void require_a_fitting_plan(const PlannerSetup& setup, const std::vector<CandidateResult>& results) {
+  if (results.empty() || !results.front().estimate.memory.is_oom) return;  // fitting plans sort first
+  const CandidateResult* least = &results.front();
+  for (const CandidateResult& r : results)
+    if (r.estimate.memory.oom_gpumem_gib < least->estimate.memory.oom_gpumem_gib) least = &r;
+  std::ostringstream message;
+  message.precision(3);
+  message << "no plan of model '" << setup.model.name << "' fits in the GPU memory of cluster '" << setup.cluster.name
+          << "' (" << setup.cluster.source << "): of " << results.size()
+          << " layouts, the least demanding needs " << least->estimate.memory.oom_gpumem_gib
+          << " GiB on a GPU (tp " << least->plan.key.tp << ", dp " << least->plan.key.dp << ", pp "
+          << least->plan.key.pp << ", ZeRO-" << least->plan.key.zero_stage
+          << (least->plan.key.recompute ? ", recomputation" : "") << "); add nodes or GPUs with more memory";
+  throw SpecError(message.str());
+}
+
 void run_search_command(const SearchOptions& options) {
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<PlannerSetup> setup = PlannerSetup::load(options.planner);
   setup->input.threads = options.threads;
+  if (setup->input.refine_top > 0) setup->input.refine_top = std::max<size_t>(options.top, 1);
   std::vector<CandidateResult> results = run_search(setup->input, progress_printer(options.planner));
   std::string name = setup->model.report_name;
   if (options.planner.heterogeneous || setup->cluster.is_heterogeneous()) name += "_heterogeneous";
   std::string path = options.out_dir + "/" + name + ".csv";
-  write_file_atomically(path, fasop_csv(setup->cluster, results));
+  if (setup->input.memory_aware) require_a_fitting_plan(*setup, results);
+  write_file_atomically(path, fasop_csv(setup->cluster, results, setup->input.memory_aware));
   std::cout << "model " << setup->model.name << " on cluster " << setup->cluster.name << ": "
             << results.size() << " candidates in " << seconds_since(start) << " s\n"
             << best_plans_table(setup->cluster, results, options.top) << "wrote " << path << "\n";
 }
 
-std::string constraints_text(const SearchOptions& options) {
-  const PlanConstraints& c = options.constraints;
+std::string constraints_text(const PlanConstraints& c) {
   std::string text;
   auto add = [&](const std::string& part) { text += (text.empty() ? "" : ", ") + part; };
   auto number = [](double v) {
@@ -77,11 +96,14 @@ void run_pareto_command(const SearchOptions& options) {
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<PlannerSetup> setup = PlannerSetup::load_specs(options.planner);
   ParetoInput input;
+  // A memory-aware policy's out-of-memory plans cannot run: they are never on its front.
+  PlanConstraints constraints = options.constraints;
+  if (setup->input.memory_aware) constraints.exclude_oom = true;
   input.limits = apply_node_counts(setup->cluster, "--max-nodes", options.max_nodes, inventory_limits(setup->cluster));
   setup->load_profiles(options.planner, input.limits);
   setup->input.threads = options.threads;
   input.search = setup->input;
-  input.constraints = options.constraints;
+  input.constraints = constraints;
   input.hold_limit = options.hold_limit;
   input.refine_all = options.refine_all;
   const ParetoSize size = count_pareto_candidates(input);
@@ -89,8 +111,9 @@ void run_pareto_command(const SearchOptions& options) {
   std::string name = setup->model.report_name + (options.planner.heterogeneous ? "_heterogeneous" : "") + "_pareto";
   std::string base = options.out_dir + "/" + name;
   ParetoReportOptions report_options;
-  report_options.constraints = options.constraints;
+  report_options.constraints = constraints;
   report_options.threads = options.threads;
+  report_options.plan_dims = setup->input.memory_aware;
   report_options.front_csv_path = base + "_front.csv";
   report_options.front_svg_path = base + "_front.svg";
   report_options.title = setup->model.name + " on " + setup->cluster.name + " (" +
@@ -114,7 +137,7 @@ void run_pareto_command(const SearchOptions& options) {
   ParetoStats stats = run_pareto_search(input, report, progress);
   if (report.front().empty())  // a failed run writes no report
     throw SpecError("no plan of the " + std::to_string(size.candidates) + " candidates meets the constraints (" +
-                    constraints_text(options) + "); relax them");
+                    constraints_text(constraints) + "); relax them");
   report.finish();
 
   const std::vector<CandidateResult>& front = report.front();
@@ -122,7 +145,7 @@ void run_pareto_command(const SearchOptions& options) {
             << ": " << report.candidates() << " candidates in " << seconds_since(start) << " s ("
             << (options.refine_all ? "every one" : std::to_string(stats.refined) + " that could reach the front")
             << " got the full partitioner)\n"
-            << "constraints: " << constraints_text(options) << " (" << report.admitted() << " candidates meet them)\n";
+            << "constraints: " << constraints_text(constraints) << " (" << report.admitted() << " candidates meet them)\n";
   std::cout << "pareto front: " << front.size() << " plans, cheapest first\n"
             << best_plans_table(setup->cluster, front, front.size())
             << "best under the constraints:\n  fastest:  " << plan_summary(setup->cluster, front.back())

@@ -1,7 +1,9 @@
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "costmodel/memory_model.h"
 #include "costmodel/pipeline_1f1b.h"
 #include "costmodel/plan_context.h"
 
@@ -52,6 +54,11 @@ class CostPolicy {
   virtual PipelineResult pipeline(const PlanContext& ctx, const std::vector<StageTiming>& stages) const {
     return simulate_1f1b(stages, ctx.num_microbatches);
   }
+  /// The stages' memory as a linear model of their units, for partitioners that must keep
+  /// every stage within its GPU's memory; none for a policy whose partitions may overflow
+  /// (FASOP's: it reports OOM after partitioning for time). make_plan_context stores it.
+  virtual std::optional<MemoryModel> memory_model(const PlanContext&) const { return std::nullopt; }
+
   /// A cheap lower bound on the step time of `partition` (no simulation), so that a search
   /// can skip partitions that cannot win: the pipeline's lower bound (pipeline_1f1b.h) plus
   /// stage 0's all-reduce and the embedding sync, as stage 0 ends the pipeline.

@@ -109,6 +109,7 @@ PlanContext make_plan_context(const ModelSpec& model, const ClusterSpec& cluster
   }
   ctx.stage_node_type = policy.stage_node_types(ctx);
   ctx.boundary_send_s = policy.boundary_send_s(ctx);
+  ctx.partition_memory = policy.memory_model(ctx);
   return ctx;
 }
 

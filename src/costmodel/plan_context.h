@@ -1,6 +1,8 @@
 #pragma once
+#include <optional>
 #include <vector>
 
+#include "costmodel/memory_model.h"
 #include "specs/cluster_spec.h"
 #include "specs/model_spec.h"
 #include "specs/plan.h"
@@ -24,6 +26,8 @@ struct PlanContext {
   std::vector<int> stage_node_type;
   /// Seconds to send one micro-batch's activations across boundary b (stage b -> b+1).
   std::vector<double> boundary_send_s;
+  /// The stages' memory as the policy models it, where partitions must fit (CostPolicy::memory_model).
+  std::optional<MemoryModel> partition_memory;
 
   int pp() const { return key.pp; }
   int num_units() const { return model->num_units(); }

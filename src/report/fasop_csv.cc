@@ -52,16 +52,16 @@ std::string partition_text(const std::vector<int>& partition) {
   return text;
 }
 
-std::string fasop_csv_header(const ClusterSpec& cluster) {
+std::string fasop_csv_header(const ClusterSpec& cluster, bool plan_dims) {
   std::string header = "mbs,tp,dp,pp,node placement";
   for (const NodeType& type : cluster.node_types) header += ",num_" + lower(type.gpu);
   return header +
          ",partition,estimated time (s/step),pipeline time,DP all-reduce time,"
          "embedding layer all-reduce time,price_per_step,is_oom,oom_gpumem,is_fsdp_oom,"
-         "fsdpoom_gpumem,train_cost\n";
+         "fsdpoom_gpumem,train_cost" + std::string(plan_dims ? ",zero_stage,recompute\n" : "\n");
 }
 
-void append_fasop_csv_row(std::string& row, const ClusterSpec& cluster, const CandidateResult& r) {
+void append_fasop_csv_row(std::string& row, const ClusterSpec& cluster, const CandidateResult& r, bool plan_dims) {
   const PlanKey& k = r.plan.key;
   const PlanEstimate& e = r.estimate;
   auto number = [&row](const std::string& text) { row += text, row += ','; };
@@ -84,18 +84,22 @@ void append_fasop_csv_row(std::string& row, const ClusterSpec& cluster, const Ca
   number(python_bool(e.memory.is_zero_oom));
   number(format_double(e.memory.zero_oom_gpumem_gib));
   row += format_double(e.train_cost_usd);
+  if (plan_dims) {
+    row += ',' + std::to_string(k.zero_stage);
+    row += k.recompute ? ",full" : ",none";
+  }
   row += '\n';
 }
 
-std::string fasop_csv_row(const ClusterSpec& cluster, const CandidateResult& r) {
+std::string fasop_csv_row(const ClusterSpec& cluster, const CandidateResult& r, bool plan_dims) {
   std::string row;
-  append_fasop_csv_row(row, cluster, r);
+  append_fasop_csv_row(row, cluster, r, plan_dims);
   return row;
 }
 
-std::string fasop_csv(const ClusterSpec& cluster, const std::vector<CandidateResult>& results) {
-  std::string text = fasop_csv_header(cluster);
-  for (const CandidateResult& r : results) append_fasop_csv_row(text, cluster, r);
+std::string fasop_csv(const ClusterSpec& cluster, const std::vector<CandidateResult>& results, bool plan_dims) {
+  std::string text = fasop_csv_header(cluster, plan_dims);
+  for (const CandidateResult& r : results) append_fasop_csv_row(text, cluster, r, plan_dims);
   return text;
 }
 

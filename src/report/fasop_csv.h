@@ -9,11 +9,14 @@ namespace fasop {
 
 /// FASOP's result table (FASOP.py): one row per candidate, FASOP's columns in FASOP's order,
 /// with a num_<gpu> column per node type where FASOP has num_a100 and num_a10.
-std::string fasop_csv(const ClusterSpec& cluster, const std::vector<CandidateResult>& results);
+/// With `plan_dims`, two more columns close each row: zero_stage and recompute (the dimensions
+/// beyond FASOP's space; FASOP's own tables stay byte for byte FASOP's).
+std::string fasop_csv(const ClusterSpec& cluster, const std::vector<CandidateResult>& results, bool plan_dims = false);
 /// The table's header line and one row (each ending in a newline), for streaming it.
-std::string fasop_csv_header(const ClusterSpec& cluster);
-std::string fasop_csv_row(const ClusterSpec& cluster, const CandidateResult& result);
-void append_fasop_csv_row(std::string& out, const ClusterSpec& cluster, const CandidateResult& result);
+std::string fasop_csv_header(const ClusterSpec& cluster, bool plan_dims = false);
+std::string fasop_csv_row(const ClusterSpec& cluster, const CandidateResult& result, bool plan_dims = false);
+void append_fasop_csv_row(std::string& out, const ClusterSpec& cluster, const CandidateResult& result,
+                          bool plan_dims = false);
 
 /// "['p4d.24xlarge', 'g5.24xlarge']": a node order as FASOP prints it.
 std::string placement_text(const ClusterSpec& cluster, const std::vector<int>& node_order);

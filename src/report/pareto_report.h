@@ -18,6 +18,7 @@ struct ParetoReportOptions {
   std::string title;           ///< heading of the plot
   PlanConstraints constraints;
   int threads = 0;             ///< for formatting the table; 0: OpenMP's default
+  bool plan_dims = false;      ///< add the zero_stage and recompute columns
 };
 
 /// The sink that turns a pareto search into its reports: it keeps the front, the plot's dots

@@ -53,21 +53,23 @@ std::string best_plans_table(const ClusterSpec& cluster, const std::vector<Candi
                              size_t count) {
   std::ostringstream out;
   char line[512];
-  std::snprintf(line, sizeof line, "%4s %10s %4s %3s %3s %3s  %-12s %5s %12s  %s\n", "rank", "s/step",
-                "mbs", "tp", "dp", "pp", "$/step", "OOM", "train $", "placement / partition");
+  std::snprintf(line, sizeof line, "%4s %10s %4s %3s %3s %3s %4s %4s  %-12s %5s %12s  %s\n", "rank", "s/step",
+                "mbs", "tp", "dp", "pp", "zero", "rc", "$/step", "OOM", "train $", "placement / partition");
   out << line;
   for (size_t i = 0; i < results.size() && i < count; ++i) {
     const CandidateResult& r = results[i];
     const PlanEstimate& e = r.estimate;
     const char* oom = e.memory.is_oom ? (e.memory.is_zero_oom ? "yes" : "zero") : "no";
-    std::snprintf(line, sizeof line, "%4zu %10.6f %4d %3d %3d %3d  %-12s %5s %12.0f  %s %s\n", i + 1,
-                  e.step_time_s, r.plan.key.mbs, r.plan.key.tp, r.plan.key.dp, r.plan.key.pp,
+    std::snprintf(line, sizeof line, "%4zu %10.6f %4d %3d %3d %3d %4d %4s  %-12s %5s %12.0f  %s %s\n", i + 1,
+                  e.step_time_s, r.plan.key.mbs, r.plan.key.tp, r.plan.key.dp, r.plan.key.pp, r.plan.key.zero_stage,
+                  r.plan.key.recompute ? "full" : "-",
                   fixed(e.price_per_step_usd, 6).c_str(), oom, e.train_cost_usd,
                   short_placement(cluster, r.plan.key.node_order).c_str(),
                   partition_text(r.plan.partition).c_str());
     out << line;
   }
-  out << "OOM: no = fits; zero = fits only with ZeRO sharding; yes = does not fit.\n";
+  out << "OOM: no = fits; zero = fits only with ZeRO-3 sharding; yes = does not fit. zero: ZeRO stage; rc: "
+         "activation recomputation.\n";
   return out.str();
 }
 
@@ -77,7 +79,9 @@ std::string plan_summary(const ClusterSpec& inventory, const CandidateResult& r)
   return fixed(e.step_time_s, 6) + " s/step, $" + fixed(e.train_cost_usd, 0) + " for the run" +
          (e.memory.is_oom ? " (out of memory)" : "") + ": " +
          shape_label(inventory, counts_of(inventory, k.node_order)) + ", tp " + std::to_string(k.tp) + " dp " +
-         std::to_string(k.dp) + " pp " + std::to_string(k.pp) + " mbs " + std::to_string(k.mbs) + ", placement " +
+         std::to_string(k.dp) + " pp " + std::to_string(k.pp) + " mbs " + std::to_string(k.mbs) +
+         (k.zero_stage ? " ZeRO-" + std::to_string(k.zero_stage) : "") + (k.recompute ? " recompute" : "") +
+         ", placement " +
          short_placement(inventory, k.node_order) + ", partition " + partition_text(r.plan.partition);
 }
 

@@ -105,8 +105,11 @@ std::vector<CandidateResult> fasop_results(const ParetoInput& input, const Chunk
   std::vector<CandidateResult> results = evaluate_in_parallel(
       chunk.candidates.size(), input.search.threads,
       [&](size_t i) {
-        CandidateResult r = evaluate_fasop_partitions(input_for(input, *chunk.candidates[i].first),
-                                                      *chunk.candidates[i].second, &floors[i]);
+        // Memory-aware policies start from the fitting partition, whose floor is exact already.
+        SearchInput shape_input = input_for(input, *chunk.candidates[i].first);
+        CandidateResult r = input.search.memory_aware
+                                ? evaluate_fitting_start(shape_input, *chunk.candidates[i].second, &floors[i])
+                                : evaluate_fasop_partitions(shape_input, *chunk.candidates[i].second, &floors[i]);
         drop_stage_detail(r);
         return r;
       },
@@ -117,6 +120,7 @@ std::vector<CandidateResult> fasop_results(const ParetoInput& input, const Chunk
 /// Step 2: the floor partition and the exact floor for each candidate `front` does not rule out.
 void try_floor_partitions(const ParetoInput& input, const Chunk& chunk, std::vector<CandidateResult>& results,
                           std::vector<double>& floors, const FrontTracker& front) {
+  if (input.search.memory_aware) return;  // step 1 gave the fitting start and the exact floor
   std::vector<size_t> open;
   for (size_t i = 0; i < results.size(); ++i)
     if (!ruled_out(front, input.constraints, results[i], floors[i])) open.push_back(i);

@@ -94,6 +94,19 @@ bool is_valid_partition(const ModelSpec& model, const std::vector<int>& partitio
   return find_partition_fault(model, static_cast<int>(partition.size()), partition).kind == PartitionFault::kNone;
 }
 
+/// True when every stage of `partition` fits its GPU (always, for a policy without a memory model).
+bool fits_memory(const PlanContext& ctx, const std::vector<int>& partition) {
+  if (!ctx.partition_memory) return true;
+  for (int s = 0, first = 0; s < int(partition.size()); first += partition[s], ++s)
+    if (!ctx.partition_memory->fits(s, first, first + partition[s])) return false;
+  return true;
+}
+
+/// A partition the search may use: valid, and within memory where the policy requires it.
+bool is_allowed(const PlanContext& ctx, const std::vector<int>& partition) {
+  return is_valid_partition(*ctx.model, partition) && fits_memory(ctx, partition);
+}
+
 }  // namespace
 
 std::vector<int> fasop_greedy_partition(const PlanContext& ctx, const CostPolicy& policy,
@@ -279,6 +292,53 @@ LowerBoundPartition min_lower_bound(const PlanContext& ctx, const CostPolicy& po
 
 }  // namespace
 
+std::vector<int> exact_bottleneck_partition(const PlanContext& ctx) {
+  const CutCosts costs(ctx);
+  const int n = ctx.num_units(), pp = ctx.pp();
+  const MemoryModel* memory = ctx.partition_memory ? &*ctx.partition_memory : nullptr;
+  // What a stage sends per micro-batch besides its compute: forward to the next stage,
+  // gradients to the previous one.
+  std::vector<double> sends(pp, 0);
+  for (int s = 0; s < pp; ++s) {
+    if (s + 1 < pp) sends[s] += ctx.boundary_send_s[s];
+    if (s > 0) sends[s] += ctx.boundary_send_s[s - 1];
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  static thread_local std::vector<double> best;
+  static thread_local std::vector<int> cut;
+  best.assign(size_t(pp) * (n + 1), inf);
+  cut.assign(size_t(pp) * (n + 1), -1);
+  auto at = [n](int s, int u) { return size_t(s) * (n + 1) + u; };
+  for (int u = 1; u <= n - (pp - 1) && costs.segment_start[u - 1] == 0; ++u) {
+    if (memory && !memory->fits(0, 0, u)) break;  // memory only grows with the stage
+    best[at(0, u)] = costs.stage(0, 0, u) + sends[0];
+  }
+  for (int s = 1; s < pp; ++s) {
+    for (int u = s + 1; u <= n - (pp - 1 - s); ++u) {
+      double& here = best[at(s, u)];
+      // Widen the stage leftwards: its time and memory only grow.
+      for (int first = u - 1; first >= s; --first) {
+        double stage = costs.stage(s, first, u) + sends[s];
+        if (stage >= here || costs.segment_start[first] != costs.segment_start[u - 1]) break;
+        if (memory && !memory->fits(s, first, u)) break;
+        double value = std::max(best[at(s - 1, first)], stage);
+        if (value < here) {
+          here = value;
+          cut[at(s, u)] = first;
+        }
+      }
+    }
+  }
+  if (best[at(pp - 1, n)] == inf) return {};
+  std::vector<int> partition(pp);
+  for (int s = pp - 1, end = n; s >= 0; --s) {
+    int first = s == 0 ? 0 : cut[at(s, end)];
+    partition[s] = end - first;
+    end = first;
+  }
+  return partition;
+}
+
 std::vector<int> min_bottleneck_partition(const PlanContext& ctx) {
   return min_bottleneck(CutCosts(ctx), ctx.pp());
 }
@@ -312,7 +372,7 @@ std::pair<double, std::vector<int>> descend(const PlanContext& ctx, const CostPo
         std::vector<int> candidate = current;
         candidate[b] += direction;
         candidate[b + 1] -= direction;
-        if (!is_valid_partition(*ctx.model, candidate)) continue;
+        if (!is_allowed(ctx, candidate)) continue;
         moves.emplace_back(policy.step_time_lower_bound(ctx, candidate), std::move(candidate));
       }
     }
@@ -403,8 +463,50 @@ double step_time_floor_s(const PlanContext& ctx, const CostPolicy& policy) {
   return floor_partition(ctx, policy).floor_s;
 }
 
+FittingStart fitting_start_partition(const PlanContext& ctx, const CostPolicy& policy) {
+  FittingStart start;
+  start.floor_s = ctx.pp() == 1 ? step_time_s(ctx, policy, {ctx.num_units()})
+                                : min_lower_bound(ctx, policy, CutCosts(ctx)).value_s;
+  if (ctx.pp() == 1) {
+    start.partition = {ctx.num_units()};
+    start.fits = fits_memory(ctx, start.partition);
+    return start;
+  }
+  start.partition = exact_bottleneck_partition(ctx);
+  if (start.partition.empty()) {
+    // Nothing fits: the fastest partition regardless of memory, reported out of memory.
+    PlanContext unconstrained = ctx;
+    unconstrained.partition_memory.reset();
+    start.partition = exact_bottleneck_partition(unconstrained);
+    start.fits = false;
+    if (start.partition.empty())
+      throw SpecError("pp " + std::to_string(ctx.pp()) + ": no partition gives every stage a unit of one segment; "
+                      "use fewer stages");
+    return start;
+  }
+  std::vector<int> floor = min_lower_bound(ctx, policy, CutCosts(ctx)).partition;
+  if (!floor.empty() && floor != start.partition && fits_memory(ctx, floor) &&
+      step_time_s(ctx, policy, floor) < step_time_s(ctx, policy, start.partition))
+    start.partition = floor;
+  return start;
+}
+
+namespace {
+
+/// best_partition where stages must fit their GPUs: the start (fitting_start_partition),
+/// polished by descent among partitions that fit.
+std::vector<int> best_fitting_partition(const PlanContext& ctx, const CostPolicy& policy) {
+  FittingStart start = fitting_start_partition(ctx, policy);
+  if (!start.fits) return start.partition;
+  std::set<std::vector<int>> visited;
+  return descend(ctx, policy, start.partition, step_time_s(ctx, policy, start.partition), visited).second;
+}
+
+}  // namespace
+
 std::vector<int> best_partition(const PlanContext& ctx, const CostPolicy& policy) {
   if (ctx.pp() == 1) return {ctx.num_units()};
+  if (ctx.partition_memory) return best_fitting_partition(ctx, policy);
   std::vector<int> timed;
   std::vector<std::vector<int>> candidates = {fasop_greedy_partition(ctx, policy, &timed), timed};
   // 1F1B costs about (m-1) x the slowest stage + the sum of all stages: balance the slowest

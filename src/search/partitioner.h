@@ -17,6 +17,22 @@ namespace fasop {
 std::vector<int> fasop_greedy_partition(const PlanContext& ctx, const CostPolicy& policy,
                                         std::vector<int>* timed = nullptr);
 
+/// The exact layer partitioner: the partition that minimises the slowest stage's time per
+/// micro-batch (compute plus the sends it makes), each stage within its GPU's memory where the
+/// policy models memory (PlanContext::partition_memory); stages never span two segments.
+/// Dynamic programming over cut points, O(pp x units x widest stage); {} if nothing fits.
+std::vector<int> exact_bottleneck_partition(const PlanContext& ctx);
+
+/// Where best_partition starts when stages must fit their GPUs: the exact bottleneck partition,
+/// or the floor partition if it fits and is faster; if nothing fits, the exact bottleneck
+/// partition regardless of memory (fits = false). With the floor (as step_time_floor_s).
+struct FittingStart {
+  std::vector<int> partition;
+  bool fits = true;
+  double floor_s = 0;
+};
+FittingStart fitting_start_partition(const PlanContext& ctx, const CostPolicy& policy);
+
 /// The partition that minimises the slowest stage's compute time, exactly (dynamic
 /// programming over cut points); stages never span two segments.
 std::vector<int> min_bottleneck_partition(const PlanContext& ctx);

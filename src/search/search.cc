@@ -67,11 +67,46 @@ void try_floor_partition(const SearchInput& input, CandidateResult& result, doub
   }
 }
 
+CandidateResult evaluate_fitting_start(const SearchInput& input, const PlanKey& key, double* floor_s) {
+  PlanContext ctx = make_plan_context(*input.model, *input.cluster, input.profiles, *input.policy, key);
+  FittingStart start = fitting_start_partition(ctx, *input.policy);
+  *floor_s = start.floor_s;
+  CandidateResult result;
+  result.plan.key = key;
+  result.plan.partition = start.partition;
+  result.estimate = estimate_plan(ctx, *input.policy, start.partition, input.iterations);
+  return result;
+}
+
 std::vector<CandidateResult> run_search(const SearchInput& input, const ProgressFn& progress) {
   const std::vector<PlanKey> keys = enumerate_plan_keys(*input.model, *input.cluster, input.space);
-  std::vector<CandidateResult> results = evaluate_in_parallel(
-      keys.size(), input.threads, [&](size_t i) { return evaluate_candidate(input, keys[i]); }, progress);
-  std::stable_sort(results.begin(), results.end(), [](const CandidateResult& a, const CandidateResult& b) {
+  std::vector<CandidateResult> results;
+  if (input.refine_top == 0) {
+    results = evaluate_in_parallel(
+        keys.size(), input.threads, [&](size_t i) { return evaluate_candidate(input, keys[i]); }, progress);
+  } else {
+    std::vector<double> floors(keys.size());
+    results = evaluate_in_parallel(
+        keys.size(), input.threads, [&](size_t i) { return evaluate_fitting_start(input, keys[i], &floors[i]); },
+        progress);
+    // A layout whose floor is above the K-th fastest fitting plan cannot enter the K best.
+    std::vector<double> fitting;
+    for (const CandidateResult& r : results)
+      if (!r.estimate.memory.is_oom) fitting.push_back(r.estimate.step_time_s);
+    double threshold = std::numeric_limits<double>::infinity();
+    if (fitting.size() >= input.refine_top) {
+      std::nth_element(fitting.begin(), fitting.begin() + (input.refine_top - 1), fitting.end());
+      threshold = fitting[input.refine_top - 1];
+    }
+    std::vector<size_t> refine;
+    for (size_t i = 0; i < results.size(); ++i)
+      if (!results[i].estimate.memory.is_oom && floors[i] <= threshold * (1 + 1e-6)) refine.push_back(i);
+    std::vector<CandidateResult> refined = evaluate_in_parallel(
+        refine.size(), input.threads, [&](size_t j) { return evaluate_candidate(input, keys[refine[j]]); });
+    for (size_t j = 0; j < refine.size(); ++j) results[refine[j]] = std::move(refined[j]);
+  }
+  std::stable_sort(results.begin(), results.end(), [&](const CandidateResult& a, const CandidateResult& b) {
+    if (input.memory_aware && a.estimate.memory.is_oom != b.estimate.memory.is_oom) return !a.estimate.memory.is_oom;
     return a.estimate.step_time_s < b.estimate.step_time_s;
   });
   return results;

@@ -28,6 +28,14 @@ struct SearchInput {
   SearchSpaceOptions space;
   double iterations = kFasopIterations;
   int threads = 0;  ///< 0: OpenMP's default
+  /// 0: best_partition on every layout (FASOP's space is small). K > 0: every layout at
+  /// fitting_start_partition first, then best_partition only on those whose floor could put
+  /// them among the K fastest: the K best are the same, at a fraction of the work.
+  size_t refine_top = 0;
+  /// The policy keeps partitions within memory (it has a memory model): plans that fit sort
+  /// before those that do not (FASOP sorts by time alone), and quick evaluations start from
+  /// fitting_start_partition rather than FASOP's greedy partition.
+  bool memory_aware = false;
 };
 
 /// Called now and then with (candidates done, candidates in all).
@@ -51,6 +59,9 @@ CandidateResult evaluate_candidate(const SearchInput& input, const PlanKey& key,
                                    const std::vector<int>& partition = {},
                                    PartitionTiming timing = PartitionTiming::kExact,
                                    std::vector<int>* timed_as = nullptr);
+
+/// Evaluates one layout at fitting_start_partition's partition; `floor_s` receives the floor.
+CandidateResult evaluate_fitting_start(const SearchInput& input, const PlanKey& key, double* floor_s);
 
 /// The pareto search's cheap steps on one layout.
 /// First: the faster of fasop_partitions; `coarse_floor_s` receives coarse_step_time_floor_s.

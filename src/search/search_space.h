@@ -7,18 +7,37 @@
 
 namespace fasop {
 
-/// Bounds of the layouts the search tries.
+/// How the search orders a cluster's nodes into ranks.
+enum class PlacementKind {
+  kCyclic,      ///< FASOP: every cyclic rotation of the node list
+  kTypeBlocks,  ///< every order of the node types, each type's nodes together: stages are
+                ///< contiguous ranks, so only which types follow which matters (k! orders)
+};
+
+/// Bounds and dimensions of the layouts the search tries. The defaults are FASOP's space.
 struct SearchSpaceOptions {
-  int max_tp = 4;  ///< FASOP: tp divides min(GPUs per node, 4)
+  int max_tp = 4;  ///< FASOP: tp divides min(GPUs per node, 4); 0: up to the GPUs in a node
+  std::vector<int> zero_stages = {0};
+  std::vector<bool> recompute = {false};
+  PlacementKind placements = PlacementKind::kCyclic;
+
+  /// Everything beyond FASOP: tp up to a node, ZeRO 0-3, recomputation off and on, type blocks.
+  static SearchSpaceOptions beyond_fasop();
 };
 
 /// The node orders FASOP tries: the distinct cyclic rotations of the cluster's node list.
 std::vector<std::vector<int>> cyclic_placements(const ClusterSpec& cluster);
 
+/// Every order of the cluster's node types, each type's nodes kept together (in the order
+/// the types first appear, then its permutations).
+std::vector<std::vector<int>> type_block_placements(const ClusterSpec& cluster);
+
 /// Every layout FASOP tries, in FASOP's enumeration order: for each placement, for each
 /// micro-batch size (ascending), each tp (ascending) and dp (ascending) such that tp divides
 /// min(GPUs per node, max_tp), dp divides the GPUs / tp and the global batch, pp = GPUs/(tp*dp)
-/// is at most the number of transformer layers, and mbs divides the global batch / dp.
+/// is at most the number of transformer layers, and mbs divides the global batch / dp; then
+/// each ZeRO stage and recomputation setting of `options`. Beyond FASOP's space (max_tp 0), tp
+/// must also divide the attention heads and key/value heads.
 std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSpec& cluster,
                                          const SearchSpaceOptions& options = {});
 

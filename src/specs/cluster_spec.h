@@ -1,4 +1,5 @@
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,15 @@ struct NodeType {
   double intra_node_bandwidth_bits_per_s = 0;
   double inter_node_bandwidth_bits_per_s = 0;
   double price_usd_per_hour = 0;  ///< USD per node-hour
+  // The GPU as hardware, for analytic profiles and the analytic cost policy (optional for
+  // FASOP's clusters, whose layer times are measured):
+  std::map<std::string, double> peak_tflops;  ///< dense peak per precision: fp32, tf32, fp16, bf16, fp8
+  double memory_bandwidth_bytes_per_s = 0;     ///< GPU memory (HBM/GDDR) bandwidth
+  double compute_efficiency = 0.5;  ///< share of peak the model's GEMMs reach; a measured profile calibrates it
+  double intra_node_latency_s = 5e-6;  ///< per message, alpha of the alpha-beta model
+  double inter_node_latency_s = 20e-6;
+
+  bool has_gpu_spec() const { return !peak_tflops.empty() && memory_bandwidth_bytes_per_s > 0; }
 };
 
 /// A set of nodes: the node types and, in order, the nodes available.

@@ -13,7 +13,13 @@ struct LayerUnit {
   std::string type;      ///< profile key, e.g. "transformer" or "encoder_last"
   LayerRole role = LayerRole::kTransformer;
   std::string segment;   ///< "" or e.g. "encoder"/"decoder": a stage never spans two segments
+  bool cross_attention = false;  ///< a decoder layer that also attends to the encoder (T5)
 };
+
+/// The MLP's activation: GELU (two matrices) or SwiGLU (three, LLaMA).
+enum class Activation { kGelu, kSwiglu };
+/// The normalisation layers: LayerNorm (scale and bias) or RMSNorm (scale only).
+enum class Norm { kLayerNorm, kRmsNorm };
 
 /// A transformer model: dimensions, training batch and its pipeline units in order.
 struct ModelSpec {
@@ -27,6 +33,12 @@ struct ModelSpec {
   int vocab = 0;
   int global_batch = 0;
   int precision_bits = 16;
+  std::string dtype = "fp16";  ///< training precision of the GEMMs: fp16, bf16 or fp32
+  int ffn_hidden = 0;          ///< MLP inner width (4 x hidden unless given)
+  int kv_heads = 0;            ///< key/value heads: heads, or fewer with grouped-query attention
+  Activation activation = Activation::kGelu;
+  Norm norm = Norm::kLayerNorm;
+  bool tied_embeddings = true;  ///< the output head shares the input embedding's weights
   std::vector<LayerUnit> units;
   std::map<std::string, std::string> default_clusters;  ///< "homogeneous"/"heterogeneous"/"pareto" -> preset
 

@@ -96,6 +96,30 @@ ModelSpec parse_model(const std::string& yaml_text, const std::string& source) {
     model.precision_bits = root.child("precision_bits").positive_int();
   if (model.hidden % model.heads != 0)
     root.child("heads").fail("must divide hidden (" + std::to_string(model.hidden) + ")");
+  model.dtype = model.precision_bits == 32 ? "fp32" : "fp16";
+  if (root.child("dtype").present()) {
+    model.dtype = root.child("dtype").text();
+    if (model.dtype != "fp16" && model.dtype != "bf16" && model.dtype != "fp32" && model.dtype != "fp8")
+      root.child("dtype").fail("unknown precision '" + model.dtype + "'; use fp16, bf16, fp32 or fp8");
+  }
+  model.ffn_hidden = root.child("ffn_hidden").present() ? root.child("ffn_hidden").positive_int() : 4 * model.hidden;
+  model.kv_heads = root.child("kv_heads").present() ? root.child("kv_heads").positive_int() : model.heads;
+  if (model.heads % model.kv_heads != 0)
+    root.child("kv_heads").fail("must divide heads (" + std::to_string(model.heads) +
+                                "): grouped-query attention shares each key/value head among heads / kv_heads heads");
+  if (root.child("activation").present()) {
+    std::string activation = root.child("activation").text();
+    if (activation == "gelu") model.activation = Activation::kGelu;
+    else if (activation == "swiglu") model.activation = Activation::kSwiglu;
+    else root.child("activation").fail("unknown activation '" + activation + "'; use gelu or swiglu");
+  }
+  if (root.child("norm").present()) {
+    std::string norm = root.child("norm").text();
+    if (norm == "layernorm") model.norm = Norm::kLayerNorm;
+    else if (norm == "rmsnorm") model.norm = Norm::kRmsNorm;
+    else root.child("norm").fail("unknown norm '" + norm + "'; use layernorm or rmsnorm");
+  }
+  if (root.child("tied_embeddings").present()) model.tied_embeddings = root.child("tied_embeddings").as<bool>("true or false");
 
   Field layers = root.child("layers");
   if (!layers.node.IsSequence() || layers.node.size() == 0)
@@ -106,6 +130,8 @@ ModelSpec parse_model(const std::string& yaml_text, const std::string& source) {
     unit.type = entry.child("type").text();
     unit.role = parse_role(entry.child("role"));
     if (entry.child("segment").present()) unit.segment = entry.child("segment").text();
+    if (entry.child("cross_attention").present())
+      unit.cross_attention = entry.child("cross_attention").as<bool>("true or false");
     int repeat = entry.child("repeat").present() ? entry.child("repeat").positive_int() : 1;
     for (int r = 0; r < repeat; ++r) model.units.push_back(unit);
   }
@@ -142,6 +168,25 @@ ClusterSpec parse_cluster(const std::string& yaml_text, const std::string& sourc
     type.inter_node_bandwidth_bits_per_s =
         entry.child("inter_node_bandwidth_bits_per_s").positive_double();
     type.price_usd_per_hour = entry.child("price_usd_per_hour").non_negative_double();
+    Field peak = entry.child("peak_tflops");
+    if (peak.present()) {
+      if (!peak.node.IsMap() || peak.node.size() == 0) peak.fail("expected a map: precision -> dense TFLOP/s");
+      for (const auto& item : peak.node) {
+        std::string precision = item.first.as<std::string>();
+        type.peak_tflops[precision] = Field{source, item.second, peak.path + "." + precision}.positive_double();
+      }
+      entry.child("memory_bandwidth_bytes_per_s").require();
+    }
+    if (entry.child("memory_bandwidth_bytes_per_s").present())
+      type.memory_bandwidth_bytes_per_s = entry.child("memory_bandwidth_bytes_per_s").positive_double();
+    if (entry.child("compute_efficiency").present()) {
+      type.compute_efficiency = entry.child("compute_efficiency").positive_double();
+      if (type.compute_efficiency > 1) entry.child("compute_efficiency").fail("is a share of peak: at most 1");
+    }
+    if (entry.child("intra_node_latency_s").present())
+      type.intra_node_latency_s = entry.child("intra_node_latency_s").non_negative_double();
+    if (entry.child("inter_node_latency_s").present())
+      type.inter_node_latency_s = entry.child("inter_node_latency_s").non_negative_double();
     if (!cluster.node_types.empty() && type.gpus_per_node != cluster.gpus_per_node())
       entry.child("gpus_per_node")
           .fail("all node types must have the same GPUs per node for now (" +

@@ -95,6 +95,11 @@ ClusterSpec SpecStore::load_cluster(const std::string& name_or_path, const std::
   return parse_cluster(text, source);
 }
 
+bool SpecStore::has_profile(const ModelSpec& model, const std::string& gpu, const std::string& profile_dir) const {
+  const std::string file = model.name + "_" + lower(gpu) + ".yaml";
+  return (!profile_dir.empty() && disk_.read(profile_dir + "/" + file)) || preset("configs/profiles/" + file);
+}
+
 ProfileSpec SpecStore::load_profile(const ModelSpec& model, const std::string& gpu,
                                     const std::string& profile_dir) const {
   const std::string file = model.name + "_" + lower(gpu) + ".yaml";

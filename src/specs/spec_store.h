@@ -45,6 +45,9 @@ class SpecStore {
   ProfileSpec load_profile(const ModelSpec& model, const std::string& gpu,
                            const std::string& profile_dir) const;
 
+  /// True when load_profile would find a profile (on disk or shipped) for `model` on `gpu`.
+  bool has_profile(const ModelSpec& model, const std::string& gpu, const std::string& profile_dir) const;
+
   /// Names of the presets in `dir` (e.g. "configs/models").
   std::vector<std::string> preset_names(const std::string& dir) const;
 

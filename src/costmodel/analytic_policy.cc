@@ -1,0 +1,245 @@
+#include "costmodel/analytic_policy.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "costmodel/fasop_policy.h"
+#include "costmodel/rank_layout.h"
+
+namespace fasop {
+namespace {
+
+constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
+// An estimate: the CUDA context, NCCL buffers and allocator slack each GPU loses.
+constexpr double kReservedBytes = 1.0 * kGib;
+
+/// One link between two ranks: its latency and bandwidth as one rank sees it.
+struct Link {
+  double latency_s;
+  double bits_per_s;
+  double seconds(double bytes) const { return latency_s + 8 * bytes / bits_per_s; }
+};
+
+int first_rank(const PlanContext& ctx, int stage) { return stage * ctx.key.tp * ctx.key.dp; }
+int last_rank(const PlanContext& ctx, int stage) { return (stage + 1) * ctx.key.tp * ctx.key.dp - 1; }
+
+const NodeType& type_of_node(const PlanContext& ctx, int node) {
+  return ctx.cluster->node_types[ctx.key.node_order[node]];
+}
+
+/// The link between two ranks: inside a node, or the network, whose bandwidth the node's GPUs
+/// of one stage (up to a node's worth) share as they send at once.
+Link link_between(const PlanContext& ctx, int rank_a, int rank_b) {
+  int a = ctx.node_of(rank_a), b = ctx.node_of(rank_b);
+  const NodeType &ta = type_of_node(ctx, a), &tb = type_of_node(ctx, b);
+  if (a == b) return {ta.intra_node_latency_s, ta.intra_node_bandwidth_bits_per_s};
+  double sharing = std::min(ctx.cluster->gpus_per_node(), ctx.key.tp * ctx.key.dp);
+  return {std::max(ta.inter_node_latency_s, tb.inter_node_latency_s),
+          std::min(ta.inter_node_bandwidth_bits_per_s, tb.inter_node_bandwidth_bits_per_s) / sharing};
+}
+
+double element_bytes(const ModelSpec& model) { return model.dtype == "fp32" ? 4 : 2; }
+
+double total(const std::vector<double>& values) {
+  double sum = 0;
+  for (double v : values) sum += v;
+  return sum;
+}
+
+/// Parameters of stage `stage` of `partition` on one GPU.
+double stage_params(const PlanContext& ctx, const std::vector<int>& partition, int stage) {
+  int first = 0;
+  for (int s = 0; s < stage; ++s) first += partition[s];
+  double params = 0;
+  for (int u = first; u < first + partition[stage]; ++u) params += unit_params(*ctx.model, ctx.model->units[u], ctx.key.tp);
+  return params;
+}
+
+}  // namespace
+
+double unit_params(const ModelSpec& m, const LayerUnit& unit, int tp) {
+  const double h = m.hidden, f = m.ffn_hidden, v = m.vocab, kv_share = double(m.kv_heads) / m.heads;
+  const double norm = m.norm == Norm::kLayerNorm ? 2 * h : h;  // replicated on every tp rank
+  switch (unit.role) {
+    case LayerRole::kEmbedding:
+      return h * v / tp;
+    case LayerRole::kPostProcess:
+      return h * v / tp + norm;  // the head (a copy of the embedding when tied) and final norm
+    case LayerRole::kTransformer: {
+      double attention = h * (h + 2 * h * kv_share) + h * h;
+      if (unit.cross_attention) attention *= 2;
+      double mlp = (m.activation == Activation::kSwiglu ? 3 : 2) * h * f;
+      return (attention + mlp) / tp + 2 * norm;
+    }
+  }
+  return 0;
+}
+
+double unit_activation_bytes(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs, bool recompute) {
+  const double s = m.sequence, b = mbs, h = m.hidden, a = m.heads, f = m.ffn_hidden, v = m.vocab, t = tp;
+  switch (unit.role) {
+    case LayerRole::kEmbedding:
+      return 2 * s * b * h;
+    case LayerRole::kPostProcess:
+      return 2 * s * b * h + 4 * s * b * v / t;  // norm input and fp32 logits for the loss
+    case LayerRole::kTransformer: {
+      if (recompute) return 2 * s * b * h;  // the layer's input; the rest is recomputed
+      // Korthikanti et al.: sbh(10 + 24/t) + 5as^2b/t for a 4h GELU MLP; the MLP's share
+      // 16sbh/t generalises to 4sbf/t (GELU) or 6sbf/t (SwiGLU's gate, up and product).
+      double mlp = (m.activation == Activation::kSwiglu ? 6 : 4) * s * b * f / t;
+      double bytes = s * b * h * (10 + 8 / t) + 5 * a * s * s * b / t + mlp;
+      return unit.cross_attention ? bytes + s * b * h * (10 + 8 / t) + 5 * a * s * s * b / t : bytes;
+    }
+  }
+  return 0;
+}
+
+double AnalyticPolicy::bytes_per_param(int zero_stage, int dp) {
+  // Mixed-precision Adam: 2 (bf16 weights) + 4 (fp32 gradients) + 12 (fp32 master, m, v).
+  switch (zero_stage) {
+    case 0: return 18;
+    case 1: return 6 + 12.0 / dp;
+    case 2: return 2 + 16.0 / dp;
+    default: return 18.0 / dp;
+  }
+}
+
+std::vector<int> AnalyticPolicy::stage_node_types(const PlanContext& ctx) const {
+  std::vector<int> types;
+  for (int s = 0; s < ctx.pp(); ++s) {
+    int slowest = -1;
+    for (int node = ctx.node_of(first_rank(ctx, s)); node <= ctx.node_of(last_rank(ctx, s)); ++node) {
+      int type = ctx.key.node_order[node];
+      if (slowest < 0 || total(ctx.unit_compute_s[type]) > total(ctx.unit_compute_s[slowest])) slowest = type;
+    }
+    types.push_back(slowest);
+  }
+  return types;
+}
+
+std::vector<double> AnalyticPolicy::boundary_send_s(const PlanContext& ctx) const {
+  const PlanKey& k = ctx.key;
+  const double bytes = double(k.mbs) * ctx.model->sequence * ctx.model->hidden * element_bytes(*ctx.model) / k.tp;
+  std::vector<double> sends;
+  for (int b = 0; b + 1 < k.pp; ++b) {
+    double slowest = 0;
+    // The corner ranks of the stage meet every kind of link its ranks use.
+    for (int d : {0, k.dp - 1})
+      for (int t : {0, k.tp - 1})
+        slowest = std::max(slowest, link_between(ctx, rank_of(b, d, t, k.tp, k.dp), rank_of(b + 1, d, t, k.tp, k.dp))
+                                        .seconds(bytes));
+    sends.push_back(slowest);
+  }
+  return sends;
+}
+
+double AnalyticPolicy::ring_allreduce_s(const PlanContext& ctx, int stage, double bytes) const {
+  const PlanKey& k = ctx.key;
+  if (k.dp == 1) return 0;
+  Link link = link_between(ctx, rank_of(stage, 0, 0, k.tp, k.dp), rank_of(stage, k.dp - 1, k.tp - 1, k.tp, k.dp));
+  return 2.0 * (k.dp - 1) / k.dp * 8 * bytes / link.bits_per_s + 2.0 * (k.dp - 1) * link.latency_s;
+}
+
+std::vector<StageTiming> AnalyticPolicy::stage_timings(const PlanContext& ctx, const std::vector<int>& partition) const {
+  const PlanKey& k = ctx.key;
+  std::vector<StageTiming> stages(k.pp);
+  int first = 0;
+  for (int s = 0; s < k.pp; ++s) {
+    double compute = stage_compute_s(ctx.unit_compute_s[ctx.stage_node_type[s]], first, partition[s]);
+    first += partition[s];
+    stages[s].forward_s = compute / 3;
+    stages[s].backward_s = 2 * compute / 3 + (k.recompute ? compute / 3 : 0);
+    if (k.zero_stage == 3 && k.dp > 1) {
+      // Each pass first gathers the stage's bf16 parameters: half a ring all-reduce.
+      double gather = ring_allreduce_s(ctx, s, 2 * stage_params(ctx, partition, s)) / 2;
+      stages[s].forward_s += gather;
+      stages[s].backward_s += gather;
+    }
+    if (s + 1 < k.pp) stages[s].forward_send_s = ctx.boundary_send_s[s];
+    if (s > 0) stages[s].backward_send_s = ctx.boundary_send_s[s - 1];
+  }
+  return stages;
+}
+
+std::vector<double> AnalyticPolicy::dp_allreduce_s(const PlanContext& ctx, const std::vector<int>& partition) const {
+  const PlanKey& k = ctx.key;
+  std::vector<StageTiming> timings = options_.overlap_dp_allreduce ? stage_timings(ctx, partition)
+                                                                   : std::vector<StageTiming>();
+  std::vector<double> costs;
+  for (int s = 0; s < k.pp; ++s) {
+    double params = stage_params(ctx, partition, s);
+    // ZeRO 0: all-reduce of fp32 gradients. ZeRO 1-2: reduce-scatter of them and all-gather of
+    // the updated bf16 weights; ZeRO 3: the reduce-scatter only (weights gathered per pass).
+    double ring = ring_allreduce_s(ctx, s, 4 * params);
+    if (k.zero_stage == 1 || k.zero_stage == 2) ring = ring / 2 + ring_allreduce_s(ctx, s, 2 * params) / 2;
+    if (k.zero_stage == 3) ring /= 2;
+    if (options_.overlap_dp_allreduce) ring = std::max(0.0, ring - timings[s].backward_s);
+    costs.push_back(ring);
+  }
+  return costs;
+}
+
+double AnalyticPolicy::embedding_allreduce_s(const PlanContext& ctx) const {
+  const ModelSpec& m = *ctx.model;
+  const PlanKey& k = ctx.key;
+  if (!m.tied_embeddings || k.pp == 1) return 0;
+  bool has_head = std::any_of(m.units.begin(), m.units.end(), [](const LayerUnit& u) { return u.role == LayerRole::kPostProcess; });
+  if (!has_head) return 0;
+  // Two ranks (first and last stage) all-reduce the fp32 embedding gradient: one exchange.
+  return link_between(ctx, rank_of(0, 0, 0, k.tp, k.dp), rank_of(k.pp - 1, 0, 0, k.tp, k.dp))
+      .seconds(4.0 * m.hidden * m.vocab / k.tp);
+}
+
+std::optional<MemoryModel> AnalyticPolicy::memory_model(const PlanContext& ctx) const {
+  const ModelSpec& m = *ctx.model;
+  const PlanKey& k = ctx.key;
+  MemoryModel model;
+  model.params_prefix.assign(m.units.size() + 1, 0);
+  model.activation_prefix.assign(m.units.size() + 1, 0);
+  double working_layer = 0;  // with recomputation, one layer's full activations at a time
+  for (size_t u = 0; u < m.units.size(); ++u) {
+    model.params_prefix[u + 1] = model.params_prefix[u] + unit_params(m, m.units[u], k.tp);
+    model.activation_prefix[u + 1] =
+        model.activation_prefix[u] + unit_activation_bytes(m, m.units[u], k.tp, k.mbs, k.recompute);
+    if (k.recompute) working_layer = std::max(working_layer, unit_activation_bytes(m, m.units[u], k.tp, k.mbs, false));
+  }
+  for (int s = 0; s < k.pp; ++s) {
+    model.bytes_per_param.push_back(bytes_per_param(k.zero_stage, k.dp));
+    model.in_flight.push_back(std::min(k.pp - s, ctx.num_microbatches));
+    model.fixed_bytes.push_back(kReservedBytes + working_layer);
+    double memory_gib = std::numeric_limits<double>::infinity();
+    for (int node = ctx.node_of(first_rank(ctx, s)); node <= ctx.node_of(last_rank(ctx, s)); ++node)
+      memory_gib = std::min(memory_gib, type_of_node(ctx, node).gpu_memory_gib);
+    model.limit_bytes.push_back(memory_gib * kGib);
+  }
+  return model;
+}
+
+std::vector<StageMemory> AnalyticPolicy::stage_memory(const PlanContext& ctx, const std::vector<int>& partition) const {
+  const MemoryModel& model = *ctx.partition_memory;
+  const double zero3_per_param = bytes_per_param(3, ctx.key.dp);
+  std::vector<StageMemory> stages;
+  for (int s = 0, first = 0; s < ctx.pp(); first += partition[s], ++s) {
+    StageMemory mem;
+    int end = first + partition[s];
+    mem.gib = model.stage_bytes(s, first, end) / kGib;
+    mem.zero_gib = mem.gib - (model.params_prefix[end] - model.params_prefix[first]) *
+                                 (model.bytes_per_param[s] - zero3_per_param) / kGib;
+    mem.limit_gib = model.limit_bytes[s] / kGib;
+    stages.push_back(mem);
+  }
+  return stages;
+}
+
+MemoryVerdict AnalyticPolicy::memory_verdict(const std::vector<StageMemory>& stages) const {
+  MemoryVerdict verdict;
+  for (const StageMemory& mem : stages) {
+    verdict.oom_gpumem_gib = std::max(verdict.oom_gpumem_gib, mem.gib);
+    verdict.zero_oom_gpumem_gib = std::max(verdict.zero_oom_gpumem_gib, mem.zero_gib);
+    verdict.is_oom = verdict.is_oom || mem.gib > mem.limit_gib;
+    verdict.is_zero_oom = verdict.is_zero_oom || mem.zero_gib > mem.limit_gib;
+  }
+  return verdict;
+}
+
+}  // namespace fasop

@@ -1,0 +1,118 @@
+#include "profiles/analytic_profile.h"
+
+#include <cmath>
+#include <string>
+
+#include "specs/spec_error.h"
+
+namespace fasop {
+namespace {
+
+// Estimates, not measurements: launch overhead of the ~20 kernels of a transformer layer's
+// forward pass, and of the few of an embedding or a head.
+constexpr double kLayerOverheadS = 60e-6;
+constexpr double kSmallUnitOverheadS = 15e-6;
+// Element-wise kernels reach about this share of memory bandwidth.
+constexpr double kMemoryEfficiency = 0.7;
+
+double bytes_per_element(const std::string& dtype) {
+  if (dtype == "fp32") return 4;
+  if (dtype == "fp8") return 1;
+  return 2;
+}
+
+}  // namespace
+
+LayerWork forward_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs) {
+  const double b = mbs, s = m.sequence, h = m.hidden, f = m.ffn_hidden, v = m.vocab, t = tp;
+  const double kv_share = double(m.kv_heads) / m.heads;  // key/value width relative to hidden
+  const double heads_per_gpu = double(m.heads) / tp;
+  const double bytes = bytes_per_element(m.dtype);
+  const double tokens = b * s;
+  LayerWork w;
+  switch (unit.role) {
+    case LayerRole::kEmbedding:
+      // A gather: read the rows, write the activations (and positions where learned).
+      w.memory_bytes = 3 * tokens * h * bytes;
+      w.kernel_overhead_s = kSmallUnitOverheadS;
+      break;
+    case LayerRole::kPostProcess:
+      // Final norm, the output head's GEMM over the vocabulary shard, softmax and loss.
+      w.gemm_flops = 2 * tokens * h * v / t;
+      w.memory_bytes = (4 * tokens * h + 3 * tokens * v / t + h * v / t) * bytes;
+      w.kernel_overhead_s = kSmallUnitOverheadS;
+      break;
+    case LayerRole::kTransformer: {
+      double qkv = 2 * tokens * h * (h + 2 * h * kv_share);
+      double scores = 2 * 2 * tokens * s * h;  // QK^T and attention x V
+      double projection = 2 * tokens * h * h;
+      double mlp = (m.activation == Activation::kSwiglu ? 3 : 2) * 2 * tokens * h * f;
+      double flops = qkv + scores + projection + mlp;
+      double weights = h * (h + 2 * h * kv_share) + h * h + (m.activation == Activation::kSwiglu ? 3 : 2) * h * f;
+      // Element-wise traffic: two norms, two residual adds, dropouts, the activation over the
+      // MLP width, softmax over the score matrix; each reads and writes.
+      double elementwise = 16 * tokens * h + 4 * tokens * f / t + 4 * b * heads_per_gpu * s * s;
+      if (unit.cross_attention) {
+        flops += 2 * tokens * h * h + 2 * tokens * h * 2 * h * kv_share + scores + projection;
+        weights += 2 * h * h + 2 * h * h * kv_share;
+        elementwise += 8 * tokens * h + 4 * b * heads_per_gpu * s * s;
+      }
+      w.gemm_flops = flops / t;
+      w.memory_bytes = (elementwise + weights / t) * bytes;
+      w.kernel_overhead_s = kLayerOverheadS;
+      break;
+    }
+  }
+  return w;
+}
+
+double roofline_time_s(const LayerWork& work, const NodeType& node, const std::string& dtype, double efficiency) {
+  auto peak = node.peak_tflops.find(dtype);
+  if (peak == node.peak_tflops.end() && dtype == "bf16") peak = node.peak_tflops.find("fp16");  // e.g. V100
+  if (peak == node.peak_tflops.end())
+    throw SpecError("node type '" + node.name + "': field 'peak_tflops." + dtype + "': missing; give the " + node.gpu +
+                    "'s dense " + dtype + " TFLOP/s or train the model in a precision it lists");
+  return work.gemm_flops / (peak->second * 1e12 * efficiency) +
+         work.memory_bytes / (node.memory_bandwidth_bytes_per_s * kMemoryEfficiency) + work.kernel_overhead_s;
+}
+
+ProfileSpec analytic_profile(const ModelSpec& model, const NodeType& node, const std::vector<int>& tps,
+                             const std::vector<int>& micro_batches) {
+  ProfileSpec profile;
+  profile.model = model.name;
+  profile.gpu = node.gpu;
+  profile.source = "analytic roofline of " + model.name + " on " + node.gpu + " (node type " + node.name + ")";
+  for (const LayerUnit& unit : model.units)
+    for (int tp : tps)
+      for (int mbs : micro_batches)
+        profile.forward_s[unit.type][tp][mbs] =
+            roofline_time_s(forward_work(model, unit, tp, mbs), node, model.dtype, node.compute_efficiency);
+  return profile;
+}
+
+double calibrated_efficiency(const ModelSpec& model, const NodeType& node, const ProfileSpec& measured) {
+  // The squared log error is unimodal in the efficiency: golden-section search on [0.01, 1].
+  auto error = [&](double efficiency) {
+    double sum = 0;
+    for (const LayerUnit& unit : model.units) {
+      auto layer = measured.forward_s.find(unit.type);
+      if (layer == measured.forward_s.end()) continue;
+      for (const auto& [tp, points] : layer->second)
+        for (const auto& [mbs, seconds] : points) {
+          double d = std::log(roofline_time_s(forward_work(model, unit, tp, mbs), node, model.dtype, efficiency) / seconds);
+          sum += d * d;
+        }
+    }
+    return sum;
+  };
+  const double ratio = (std::sqrt(5.0) - 1) / 2;
+  double lo = 0.01, hi = 1.0;
+  for (int i = 0; i < 80; ++i) {
+    double a = hi - ratio * (hi - lo), b = lo + ratio * (hi - lo);
+    if (error(a) < error(b)) hi = b;
+    else lo = a;
+  }
+  return (lo + hi) / 2;
+}
+
+}  // namespace fasop

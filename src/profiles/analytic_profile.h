@@ -1,0 +1,36 @@
+#pragma once
+// Layer times without measurements: a roofline of each layer's FLOPs and bytes against a GPU's
+// peak, scaled by the GPU's compute efficiency, which a measured profile calibrates.
+#include <vector>
+
+#include "specs/cluster_spec.h"
+#include "specs/model_spec.h"
+#include "specs/profile_spec.h"
+
+namespace fasop {
+
+/// The work of one forward pass of one pipeline unit on one GPU (its 1/tp share).
+struct LayerWork {
+  double gemm_flops = 0;        ///< matrix multiplications: run at the GPU's peak x efficiency
+  double memory_bytes = 0;      ///< element-wise traffic and weight reads: run at memory bandwidth
+  double kernel_overhead_s = 0; ///< launches and small kernels, independent of size
+};
+
+/// FLOPs and bytes of one forward pass of unit `unit` of `model` at micro-batch `mbs` and
+/// tensor-parallel degree `tp` (Megatron-style sharding: attention heads and MLP columns split).
+LayerWork forward_work(const ModelSpec& model, const LayerUnit& unit, int tp, int mbs);
+
+/// Seconds of `work` on a GPU of `node` at `efficiency` (share of dense peak for GEMMs).
+double roofline_time_s(const LayerWork& work, const NodeType& node, const std::string& dtype, double efficiency);
+
+/// A profile of `model` on `node`'s GPU from forward_work and roofline_time_s: forward seconds
+/// per layer type, for every tp in `tps` and micro-batch in `micro_batches` (backward is taken
+/// as twice the forward, as for measured profiles). Needs node.has_gpu_spec().
+ProfileSpec analytic_profile(const ModelSpec& model, const NodeType& node, const std::vector<int>& tps,
+                             const std::vector<int>& micro_batches);
+
+/// The compute efficiency at which analytic times best match a measured profile of the same
+/// model and GPU (least squared log error over every measured point).
+double calibrated_efficiency(const ModelSpec& model, const NodeType& node, const ProfileSpec& measured);
+
+}  // namespace fasop
