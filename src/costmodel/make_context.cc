@@ -28,6 +28,12 @@ void validate_plan_key(const ModelSpec& model, const ClusterSpec& cluster, const
   if (key.pp > model.num_units())
     throw SpecError("--pp: " + str(key.pp) + " stages but model '" + model.name + "' has only " +
                     str(model.num_units()) + " pipeline units");
+  if (model.heads % key.tp != 0 || model.kv_heads % key.tp != 0)
+    throw SpecError("--tp: " + str(key.tp) + " does not divide model '" + model.name + "''s " + str(model.heads) +
+                    " attention heads and " + str(model.kv_heads) + " key/value heads; tensor parallelism splits "
+                    "whole heads: choose a tp that divides both");
+  if (key.zero_stage < 0 || key.zero_stage > 3)
+    throw SpecError("--zero: ZeRO stage " + str(key.zero_stage) + " does not exist; use 0, 1, 2 or 3");
   if (static_cast<int>(key.node_order.size()) != cluster.num_nodes())
     throw SpecError("--placement: names " + str(int(key.node_order.size())) + " nodes but cluster '" +
                     cluster.name + "' has " + str(cluster.num_nodes()));

@@ -1,0 +1,237 @@
+// Beyond FASOP: the exact memory-feasible partitioner against brute force, memory against hand
+// calculations, analytic layer work against FLOP counts, placements, and bad spec files.
+#include <catch2/catch.hpp>
+
+#include <functional>
+#include <limits>
+#include <random>
+
+#include "costmodel/analytic_policy.h"
+#include "profiles/analytic_profile.h"
+#include "search/partitioner.h"
+#include "search/search_space.h"
+#include "specs/spec_error.h"
+#include "specs/spec_loader.h"
+#include "test_support.h"
+
+using namespace fasop;
+using fasop::testing::MapSource;
+
+namespace {
+
+void compositions(int n, int k, std::vector<int>& prefix, const std::function<void(const std::vector<int>&)>& visit) {
+  if (k == 1) {
+    prefix.push_back(n);
+    visit(prefix);
+    prefix.pop_back();
+    return;
+  }
+  for (int first = 1; first <= n - k + 1; ++first) {
+    prefix.push_back(first);
+    compositions(n - first, k - 1, prefix, visit);
+    prefix.pop_back();
+  }
+}
+
+/// Specs from the shipped presets, by name.
+struct Loaded {
+  ModelSpec model;
+  ClusterSpec cluster;
+  Loaded(const std::string& model_name, const std::string& cluster_name) {
+    MapSource none;
+    SpecStore store(none, embedded_presets());
+    model = store.load_model(model_name);
+    cluster = store.load_cluster(cluster_name);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("the exact partitioner equals brute force, memory limits and sends included", "[analytic][partitioner]") {
+  std::mt19937 rng(2024);
+  std::uniform_real_distribution<double> cost(0.1, 1.0), param(1.0, 3.0);
+  for (int trial = 0; trial < 300; ++trial) {
+    int n = 2 + int(rng() % 10), pp = 1 + int(rng() % std::min(n, 5));
+    ModelSpec model;
+    for (int u = 0; u < n; ++u) model.units.push_back({"layer", LayerRole::kTransformer, ""});
+    PlanContext ctx;
+    ctx.model = &model;
+    ctx.key.pp = pp;
+    ctx.unit_compute_s.assign(2, std::vector<double>(n));
+    for (int u = 0; u < n; ++u) ctx.unit_compute_s[0][u] = cost(rng), ctx.unit_compute_s[1][u] = 2.5 * ctx.unit_compute_s[0][u];
+    for (int s = 0; s < pp; ++s) ctx.stage_node_type.push_back(int(rng() % 2));
+    for (int b = 0; b + 1 < pp; ++b) ctx.boundary_send_s.push_back(0.3 * cost(rng));
+    MemoryModel memory;
+    memory.params_prefix.assign(n + 1, 0);
+    memory.activation_prefix.assign(n + 1, 0);
+    for (int u = 0; u < n; ++u) {
+      memory.params_prefix[u + 1] = memory.params_prefix[u] + param(rng);
+      memory.activation_prefix[u + 1] = memory.activation_prefix[u] + 0.5 * param(rng);
+    }
+    for (int s = 0; s < pp; ++s) {
+      memory.bytes_per_param.push_back(1.0);
+      memory.in_flight.push_back(pp - s);
+      memory.fixed_bytes.push_back(0.5);
+      memory.limit_bytes.push_back(4.0 + 8.0 * cost(rng));  // some stages tight, some roomy
+    }
+    ctx.partition_memory = memory;
+    auto stage_time = [&](const std::vector<int>& p, int s, int first) {
+      double t = 0;
+      for (int u = first; u < first + p[s]; ++u) t += ctx.unit_compute_s[ctx.stage_node_type[s]][u];
+      if (s + 1 < pp) t += ctx.boundary_send_s[s];
+      if (s > 0) t += ctx.boundary_send_s[s - 1];
+      return t;
+    };
+    double best = std::numeric_limits<double>::infinity();
+    std::vector<int> prefix;
+    compositions(n, pp, prefix, [&](const std::vector<int>& p) {
+      double worst = 0;
+      for (int s = 0, first = 0; s < pp; first += p[s], ++s) {
+        if (!memory.fits(s, first, first + p[s])) return;
+        worst = std::max(worst, stage_time(p, s, first));
+      }
+      best = std::min(best, worst);
+    });
+    std::vector<int> exact = exact_bottleneck_partition(ctx);
+    INFO("trial " << trial << " n " << n << " pp " << pp);
+    if (best == std::numeric_limits<double>::infinity()) {
+      CHECK(exact.empty());
+      continue;
+    }
+    REQUIRE(exact.size() == size_t(pp));
+    double worst = 0;
+    for (int s = 0, first = 0; s < pp; first += exact[s], ++s) {
+      CHECK(memory.fits(s, first, first + exact[s]));
+      worst = std::max(worst, stage_time(exact, s, first));
+    }
+    CHECK(worst == Approx(best).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("the exact partitioner handles 80 layers on 128 stages", "[analytic][partitioner]") {
+  // Fast enough for LLaMA-2 70B's 82 units: the dynamic program is pp x units x widest stage.
+  Loaded l("llama2-70b", "mixed-1024gpu");
+  ModelSpec model = l.model;
+  PlanContext ctx;
+  ctx.model = &model;
+  ctx.key.pp = 80;  // at most the layers; 82 units on 80 stages
+  ctx.unit_compute_s.assign(1, std::vector<double>(model.num_units(), 1.0));
+  ctx.stage_node_type.assign(80, 0);
+  ctx.boundary_send_s.assign(79, 0.01);
+  std::vector<int> partition = exact_bottleneck_partition(ctx);
+  REQUIRE(partition.size() == 80);
+  CHECK(*std::max_element(partition.begin(), partition.end()) == 2);
+}
+
+TEST_CASE("memory per GPU follows the hand calculation", "[analytic][memory]") {
+  // Mixed-precision Adam: 2 + 4 + 12 = 18 bytes a parameter (Megatron-LM); ZeRO-1 shards the
+  // 12 optimizer bytes, ZeRO-2 also the 4 gradient bytes, ZeRO-3 all 18, over dp = 8.
+  CHECK(AnalyticPolicy::bytes_per_param(0, 8) == 18.0);
+  CHECK(AnalyticPolicy::bytes_per_param(1, 8) == 7.5);
+  CHECK(AnalyticPolicy::bytes_per_param(2, 8) == 4.0);
+  CHECK(AnalyticPolicy::bytes_per_param(3, 8) == 2.25);
+  // LLaMA-2 7B's parameters, by hand: embedding and head 32000 x 4096 each, 32 layers of
+  // attention 4 x 4096^2, SwiGLU 3 x 4096 x 11008 and two RMSNorms, a final RMSNorm.
+  Loaded l("llama2-7b", "aws-h100");
+  double params = 0;
+  for (const LayerUnit& u : l.model.units) params += unit_params(l.model, u, 1);
+  const double by_hand = 2 * 32000.0 * 4096 + 32 * (4 * 4096.0 * 4096 + 3 * 4096.0 * 11008 + 2 * 4096) + 4096;
+  CHECK(params == by_hand);
+  CHECK(params == Approx(6.738e9).epsilon(1e-3));  // the published 6.74B
+  // tp 2 halves the matrices, not the norms.
+  CHECK(unit_params(l.model, l.model.units[1], 2) == (4 * 4096.0 * 4096 + 3 * 4096.0 * 11008) / 2 + 2 * 4096);
+  // Activations of one layer, one sequence of 4096 tokens, tp 1 (Korthikanti et al. with a
+  // SwiGLU MLP): sbh(10 + 8) + 5as^2b + 6sbf; with recomputation only the input, 2sbh.
+  const double s = 4096, h = 4096, a = 32, f = 11008;
+  CHECK(unit_activation_bytes(l.model, l.model.units[1], 1, 1, false) == s * h * 18 + 5 * a * s * s + 6 * s * f);
+  CHECK(unit_activation_bytes(l.model, l.model.units[1], 1, 1, true) == 2 * s * h);
+  // One stage on 8 GPUs (dp 8), ZeRO-3, recomputation: the estimate's GiB is the sum.
+  {
+    PlanKey key{1, 1, 8, 1, {0}};
+    key.zero_stage = 3;
+    key.recompute = true;
+    ClusterSpec one_node = l.cluster;
+    one_node.nodes = {0};
+    NodeType node = one_node.node_types[0];
+    ProfileSpec profile = analytic_profile(l.model, node, {1}, {1});
+    AnalyticPolicy policy;
+    PlanContext ctx = make_plan_context(l.model, one_node, {&profile}, policy, key);
+    std::vector<StageMemory> memory = policy.stage_memory(ctx, {l.model.num_units()});
+    // One micro-batch in flight (pp 1): the embedding's output, 32 layer inputs and the head's
+    // input (2sbh each) and fp32 logits (4 s v); one layer's full activations while recomputed;
+    // 1 GiB reserved for the CUDA context and NCCL.
+    double activations = 34 * 2 * s * h + 4 * s * 32000;
+    double working = s * h * 18 + 5 * a * s * s + 6 * s * f;
+    double reserved = 1024.0 * 1024 * 1024;
+    double expected = (by_hand * 2.25 + activations + working + reserved) / (1024.0 * 1024 * 1024);
+    CHECK(memory[0].gib == Approx(expected).epsilon(1e-12));
+    CHECK(memory[0].limit_gib == 80);
+    CHECK_FALSE(policy.memory_verdict(memory).is_oom);
+  }
+}
+
+TEST_CASE("analytic layer work counts the FLOPs by hand", "[analytic][profile]") {
+  Loaded l("gpt2xl", "fasop-8nodes");
+  const LayerUnit& layer = l.model.units[1];
+  // GPT-2 XL, one sequence: 24 b s h^2 + 4 b s^2 h for a 4h GELU layer.
+  const double b = 1, s = 1024, h = 1600;
+  LayerWork one = forward_work(l.model, layer, 1, 1);
+  CHECK(one.gemm_flops == 24 * b * s * h * h + 4 * b * s * s * h);
+  CHECK(forward_work(l.model, layer, 2, 1).gemm_flops == one.gemm_flops / 2);  // tp 2: half the work
+  CHECK(forward_work(l.model, layer, 1, 8).gemm_flops == 8 * one.gemm_flops);
+  // A profile made at one efficiency is calibrated back to it.
+  Loaded h100("gpt2xl", "aws-h100");
+  NodeType node = h100.cluster.node_types[0];
+  node.compute_efficiency = 0.37;
+  ProfileSpec measured = analytic_profile(l.model, node, {1, 2, 4}, {1, 2, 4, 8});
+  node.compute_efficiency = 0.5;
+  CHECK(calibrated_efficiency(l.model, node, measured) == Approx(0.37).epsilon(1e-3));
+}
+
+TEST_CASE("type-block placements: every order of the node types, no symmetric duplicates", "[analytic][search]") {
+  Loaded l("llama2-70b", "mixed-h100-a100-l4");
+  std::vector<std::vector<int>> placements = type_block_placements(l.cluster);
+  REQUIRE(placements.size() == 6);  // 3! orders of three types
+  CHECK(placements.front() == std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2});
+  CHECK(placements.back() == std::vector<int>{2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0});
+  // Beyond FASOP's space: tp up to 8 (dividing 64 heads and 8 key/value heads), ZeRO 1-3 only
+  // with dp > 1, recomputation off and on.
+  std::vector<PlanKey> keys = enumerate_plan_keys(l.model, l.cluster, SearchSpaceOptions::beyond_fasop());
+  bool tp8 = false;
+  for (const PlanKey& k : keys) {
+    tp8 = tp8 || k.tp == 8;
+    CHECK((k.zero_stage == 0 || k.dp > 1));
+    CHECK(k.tp * k.dp * k.pp == 96);
+  }
+  CHECK(tp8);
+}
+
+TEST_CASE("bad model and cluster files name the file and the field", "[analytic][specs]") {
+  const std::string cluster =
+      "name: c\nnode_types:\n  - {name: n, gpu: H100, gpus_per_node: 8, gpu_memory_gib: 80, "
+      "peak_tflops: {bf16: 989}, memory_bandwidth_bytes_per_s: 3.35e12, "
+      "intra_node_bandwidth_bits_per_s: BW, inter_node_bandwidth_bits_per_s: 3.2e12, price_usd_per_hour: PRICE}\n"
+      "nodes:\n  - {type: n, count: 2}\n";
+  auto with = [&](std::string text, const std::string& key, const std::string& value) {
+    text.replace(text.find(key), key.size(), value);
+    return text;
+  };
+  std::string good = with(with(cluster, "BW", "3.6e12"), "PRICE", "98.32");
+  CHECK_NOTHROW(parse_cluster(good, "c.yaml"));
+  CHECK_THROWS_WITH(parse_cluster(with(with(cluster, "BW", "0"), "PRICE", "1"), "c.yaml"),
+                    Catch::Contains("c.yaml") && Catch::Contains("intra_node_bandwidth_bits_per_s"));
+  CHECK_THROWS_WITH(parse_cluster(with(with(cluster, "BW", "1e12"), "PRICE", "-3"), "c.yaml"),
+                    Catch::Contains("c.yaml") && Catch::Contains("price_usd_per_hour"));
+  const std::string model =
+      "name: m\nhidden: 4096\nheads: HEADS\nkv_heads: KV\nsequence: 4096\nvocab: 32000\nglobal_batch: 64\n"
+      "layers:\n  - {type: embedding, role: embedding}\n  - {type: t, role: transformer, repeat: 4}\n";
+  CHECK_NOTHROW(parse_model(with(with(model, "HEADS", "32"), "KV", "8"), "m.yaml"));
+  CHECK_THROWS_WITH(parse_model(with(with(model, "HEADS", "30"), "KV", "6"), "m.yaml"),
+                    Catch::Contains("m.yaml") && Catch::Contains("'heads'"));
+  CHECK_THROWS_WITH(parse_model(with(with(model, "HEADS", "32"), "KV", "6"), "m.yaml"),
+                    Catch::Contains("m.yaml") && Catch::Contains("'kv_heads'"));
+  // tp must split whole heads.
+  Loaded l("llama2-70b", "mixed-h100-a100-l4");
+  PlanKey key{1, 3, 32, 1, l.cluster.nodes};  // 3 does not divide 64 heads
+  CHECK_THROWS_WITH(validate_plan_key(l.model, l.cluster, key), Catch::Contains("--tp") && Catch::Contains("heads"));
+}
