@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Times searches as whole processes (best of N runs, default 5): FASOP's six searches, then the
-# pareto search over FASOP's 0..8 A100 x 0..8 A10 inventory on 1 thread and on every core.
+# Times searches as whole processes (best of N runs, default 5): FASOP's six searches, the
+# pareto search over FASOP's 0..8 A100 x 0..8 A10 inventory on 1 thread and on every core, and
+# LLaMA-2 70B on a 1,024-GPU cluster of four GPU types (with its peak memory).
 # FASOP itself takes 2.4 s to 62 s for the six and 577-630 s for the pareto search on a
 # 2-core machine.
 set -euo pipefail
@@ -35,3 +36,20 @@ candidates=$(( $(wc -l < "$out/gpt2_heterogeneous_pareto.csv") - 1 ))
 printf "%-44s %10s %10s\n" "$pareto --threads 1" "$candidates" "$one"
 printf "%-44s %10s %10s\n" "$pareto ($(nproc) threads)" "$candidates" "$all"
 awk -v a="$one" -v b="$all" 'BEGIN { printf "pareto speed-up from 1 to %d threads: %.2fx\n", '"$(nproc)"', a / b }'
+
+# Beyond FASOP: LLaMA-2 70B on 1,024 GPUs of four types (clusters/mixed-1024gpu.yaml), the
+# analytic policy's whole space (tp up to 8, ZeRO 0-3, recomputation, type-block placements).
+big="llama2-70b --cluster mixed-1024gpu"
+ms=$(best_ms --model $big)
+candidates=$(( $(wc -l < "$out/llama2-70b_heterogeneous.csv") - 1 ))
+printf "%-44s %10s %10s\n" "$big" "$candidates" "$ms"
+build/fasop-cpp search --model $big --out-dir "$out" --quiet > /dev/null &
+pid=$!
+peak=0
+while kill -0 "$pid" 2>/dev/null; do
+  hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$pid/status" 2>/dev/null || true)
+  [ -n "$hwm" ] && [ "$hwm" -gt "$peak" ] && peak=$hwm
+  sleep 0.1
+done
+wait "$pid"
+echo "$big: peak memory $peak KiB"
