@@ -235,3 +235,58 @@ TEST_CASE("bad model and cluster files name the file and the field", "[analytic]
   PlanKey key{1, 3, 32, 1, l.cluster.nodes};  // 3 does not divide 64 heads
   CHECK_THROWS_WITH(validate_plan_key(l.model, l.cluster, key), Catch::Contains("--tp") && Catch::Contains("heads"));
 }
+
+TEST_CASE("per-stage data parallelism: layouts per node type, ranks, micro-batches and checks", "[analytic][stage-dp]") {
+  Loaded l("llama2-13b", "mixed-h100-a100-l4");  // 4 nodes each of H100, A100-80G, L4: 32 GPUs a type
+  SearchSpaceOptions space = SearchSpaceOptions::beyond_fasop();
+  space.zero_stages = {0};
+  space.recompute = {false};
+  space.per_stage_dp = true;
+  size_t per_stage = 0;
+  for (const PlanKey& k : enumerate_plan_keys(l.model, l.cluster, space)) {
+    if (k.stage_dp.empty()) continue;
+    ++per_stage;
+    int gpus = 0, largest = 0;
+    for (int d : k.stage_dp) gpus += k.tp * d, largest = std::max(largest, d);
+    CHECK(gpus == 96);
+    CHECK(k.dp == largest);
+    CHECK(int(k.stage_dp.size()) == k.pp);
+    // Every stage lies within one node type's block of 32 GPUs.
+    PlanContext ctx;
+    ctx.model = &l.model;
+    ctx.cluster = &l.cluster;
+    ctx.key = k;
+    for (int s = 0; s < k.pp; ++s) {
+      int first = ctx.stage_first_rank(s), last = first + k.tp * ctx.stage_dp(s) - 1;
+      CHECK(first / 32 == last / 32);
+      CHECK((k.mbs * k.dp) % ctx.stage_dp(s) == 0);
+    }
+  }
+  CHECK(per_stage > 0);
+  // A hand-made layout: tp 2; L4 as one stage of dp 16, A100 and H100 as two stages of dp 8.
+  PlanKey key{1, 2, 16, 5, type_block_placements(l.cluster)[5]};  // L4, A100-80G, H100 order
+  key.stage_dp = {16, 8, 8, 8, 8};
+  CHECK_NOTHROW(validate_plan_key(l.model, l.cluster, key));
+  ProfileSpec h100 = analytic_profile(l.model, l.cluster.node_types[0], {2}, {1, 2});
+  ProfileSpec a100 = analytic_profile(l.model, l.cluster.node_types[1], {2}, {1, 2});
+  ProfileSpec l4 = analytic_profile(l.model, l.cluster.node_types[2], {2}, {1, 2});
+  AnalyticPolicy policy;
+  PlanContext ctx = make_plan_context(l.model, l.cluster, {&h100, &a100, &l4}, policy, key);
+  CHECK(ctx.num_microbatches == 1024 / 16);
+  CHECK(ctx.stage_mbs(0) == 1);  // 16 samples a micro-batch over 16 L4 replicas
+  CHECK(ctx.stage_mbs(1) == 2);  // and over 8 replicas elsewhere
+  CHECK(ctx.stage_node_type == std::vector<int>{2, 1, 1, 0, 0});
+  // The units of an H100 stage are timed at its 2 samples, the L4 stage's at 1.
+  CHECK(ctx.unit_compute_s[0][1] == 3 * h100.forward_time_s("transformer", 2, 2));
+  CHECK(ctx.unit_compute_s[2][1] == 3 * l4.forward_time_s("transformer", 2, 1));
+  // ZeRO shards over each stage's own replicas.
+  key.zero_stage = 1;
+  PlanContext zero = make_plan_context(l.model, l.cluster, {&h100, &a100, &l4}, policy, key);
+  CHECK(zero.partition_memory->bytes_per_param[0] == 6 + 12.0 / 16);
+  CHECK(zero.partition_memory->bytes_per_param[1] == 6 + 12.0 / 8);
+  key.stage_dp = {16, 8, 8, 8, 4};
+  CHECK_THROWS_WITH(validate_plan_key(l.model, l.cluster, key), Catch::Contains("--stage-dp"));
+  key.stage_dp = {16, 8, 8, 8, 8};
+  key.dp = 8;
+  CHECK_THROWS_WITH(validate_plan_key(l.model, l.cluster, key), Catch::Contains("--dp"));
+}

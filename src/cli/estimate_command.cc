@@ -19,6 +19,7 @@ struct EstimateOptions {
   PlannerOptions planner;
   PlanKey key;
   std::vector<std::string> nodes;
+  std::vector<int> stage_dp;
   std::string placement;
   std::string partition;
   bool json = false;
@@ -74,6 +75,7 @@ void run(EstimateOptions options) {
   options.key.node_order = parse_placement(options.placement, setup->cluster);
   if (!options.planner.zero_stages.empty()) options.key.zero_stage = options.planner.zero_stages.front();
   options.key.recompute = !options.planner.recompute.empty() && options.planner.recompute.front() == "full";
+  options.key.stage_dp = options.stage_dp;
   validate_plan_key(setup->model, setup->cluster, options.key);
   std::vector<int> partition = options.partition.empty() ? std::vector<int>{} : parse_partition(options.partition);
   PartitionTiming timing = options.as_given ? PartitionTiming::kExact : PartitionTiming::kAsFasopReports;
@@ -104,6 +106,9 @@ void add_estimate_command(CLI::App& app) {
                       "plan on N nodes of TYPE (node type or GPU name) of the cluster, the others 0: a cluster "
                       "shape as `search --pareto` tries; repeatable")
       ->type_name("TYPE=N");
+  command->add_option("--stage-dp", options->stage_dp,
+                      "data-parallel degree of each stage, e.g. 4,4,8 (Metis-style; --dp is the largest)")
+      ->delimiter(',');
   command->add_option("--placement", options->placement,
                       "node types in rank order, comma-separated (default: the cluster's order)");
   command->add_option("--partition", options->partition,

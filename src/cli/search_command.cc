@@ -30,6 +30,7 @@ struct SearchOptions {
   bool front_only = false;
   size_t hold_limit = 250000;
   bool refine_all = false;
+  bool per_stage_dp = false;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -66,6 +67,7 @@ void run_search_command(const SearchOptions& options) {
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<PlannerSetup> setup = PlannerSetup::load(options.planner);
   setup->input.threads = options.threads;
+  setup->input.space.per_stage_dp = options.per_stage_dp;
   if (setup->input.refine_top > 0) setup->input.refine_top = std::max<size_t>(options.top, 1);
   std::vector<CandidateResult> results = run_search(setup->input, progress_printer(options.planner));
   std::string name = setup->model.report_name;
@@ -102,6 +104,7 @@ void run_pareto_command(const SearchOptions& options) {
   input.limits = apply_node_counts(setup->cluster, "--max-nodes", options.max_nodes, inventory_limits(setup->cluster));
   setup->load_profiles(options.planner, input.limits);
   setup->input.threads = options.threads;
+  setup->input.space.per_stage_dp = options.per_stage_dp;
   input.search = setup->input;
   input.constraints = constraints;
   input.hold_limit = options.hold_limit;
@@ -183,6 +186,8 @@ void add_search_command(CLI::App& app) {
   command->add_option("--top", options->top, "how many of the best plans to print (default 5)");
   command->add_option("--threads", options->threads, "OpenMP threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);
+  command->add_flag("--stage-dp", options->per_stage_dp,
+                    "also try a data-parallel degree per node type (Metis-style; with type-block placements)");
   command->add_flag("--pareto", options->planner.pareto,
                     "search every cluster shape of the inventory (default: FASOP's 0..8 A100 and A10 nodes) "
                     "and write the cost-versus-time pareto front");

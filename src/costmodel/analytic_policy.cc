@@ -4,7 +4,6 @@
 #include <limits>
 
 #include "costmodel/fasop_policy.h"
-#include "costmodel/rank_layout.h"
 
 namespace fasop {
 namespace {
@@ -20,20 +19,23 @@ struct Link {
   double seconds(double bytes) const { return latency_s + 8 * bytes / bits_per_s; }
 };
 
-int first_rank(const PlanContext& ctx, int stage) { return stage * ctx.key.tp * ctx.key.dp; }
-int last_rank(const PlanContext& ctx, int stage) { return (stage + 1) * ctx.key.tp * ctx.key.dp - 1; }
+int first_rank(const PlanContext& ctx, int stage) { return ctx.stage_first_rank(stage); }
+int last_rank(const PlanContext& ctx, int stage) {
+  return ctx.stage_first_rank(stage) + ctx.key.tp * ctx.stage_dp(stage) - 1;
+}
 
 const NodeType& type_of_node(const PlanContext& ctx, int node) {
   return ctx.cluster->node_types[ctx.key.node_order[node]];
 }
 
-/// The link between two ranks: inside a node, or the network, whose bandwidth the node's GPUs
-/// of one stage (up to a node's worth) share as they send at once.
-Link link_between(const PlanContext& ctx, int rank_a, int rank_b) {
+/// The link between two ranks of stage `stage` (or of it and a neighbour): inside a node, or
+/// the network, whose bandwidth the node's GPUs of the stage (up to a node's worth) share as
+/// they send at once.
+Link link_between(const PlanContext& ctx, int stage, int rank_a, int rank_b) {
   int a = ctx.node_of(rank_a), b = ctx.node_of(rank_b);
   const NodeType &ta = type_of_node(ctx, a), &tb = type_of_node(ctx, b);
   if (a == b) return {ta.intra_node_latency_s, ta.intra_node_bandwidth_bits_per_s};
-  double sharing = std::min(ctx.cluster->gpus_per_node(), ctx.key.tp * ctx.key.dp);
+  double sharing = std::min(ctx.cluster->gpus_per_node(), ctx.key.tp * ctx.stage_dp(stage));
   return {std::max(ta.inter_node_latency_s, tb.inter_node_latency_s),
           std::min(ta.inter_node_bandwidth_bits_per_s, tb.inter_node_bandwidth_bits_per_s) / sharing};
 }
@@ -119,25 +121,28 @@ std::vector<int> AnalyticPolicy::stage_node_types(const PlanContext& ctx) const 
 
 std::vector<double> AnalyticPolicy::boundary_send_s(const PlanContext& ctx) const {
   const PlanKey& k = ctx.key;
-  const double bytes = double(k.mbs) * ctx.model->sequence * ctx.model->hidden * element_bytes(*ctx.model) / k.tp;
   std::vector<double> sends;
   for (int b = 0; b + 1 < k.pp; ++b) {
+    // A pipeline micro-batch crosses the boundary; the side with fewer replicas moves the
+    // larger share per rank.
+    int replicas = std::min(ctx.stage_dp(b), ctx.stage_dp(b + 1));
+    double bytes = double(k.mbs) * k.dp / replicas * ctx.model->sequence * ctx.model->hidden *
+                   element_bytes(*ctx.model) / k.tp;
     double slowest = 0;
-    // The corner ranks of the stage meet every kind of link its ranks use.
-    for (int d : {0, k.dp - 1})
+    // The corner ranks of the stages meet every kind of link their ranks use.
+    for (int d : {0, replicas - 1})
       for (int t : {0, k.tp - 1})
-        slowest = std::max(slowest, link_between(ctx, rank_of(b, d, t, k.tp, k.dp), rank_of(b + 1, d, t, k.tp, k.dp))
-                                        .seconds(bytes));
+        slowest = std::max(slowest, link_between(ctx, b, ctx.stage_rank(b, d, t), ctx.stage_rank(b + 1, d, t)).seconds(bytes));
     sends.push_back(slowest);
   }
   return sends;
 }
 
 double AnalyticPolicy::ring_allreduce_s(const PlanContext& ctx, int stage, double bytes) const {
-  const PlanKey& k = ctx.key;
-  if (k.dp == 1) return 0;
-  Link link = link_between(ctx, rank_of(stage, 0, 0, k.tp, k.dp), rank_of(stage, k.dp - 1, k.tp - 1, k.tp, k.dp));
-  return 2.0 * (k.dp - 1) / k.dp * 8 * bytes / link.bits_per_s + 2.0 * (k.dp - 1) * link.latency_s;
+  const int dp = ctx.stage_dp(stage);
+  if (dp == 1) return 0;
+  Link link = link_between(ctx, stage, ctx.stage_rank(stage, 0, 0), ctx.stage_rank(stage, dp - 1, ctx.key.tp - 1));
+  return 2.0 * (dp - 1) / dp * 8 * bytes / link.bits_per_s + 2.0 * (dp - 1) * link.latency_s;
 }
 
 std::vector<StageTiming> AnalyticPolicy::stage_timings(const PlanContext& ctx, const std::vector<int>& partition) const {
@@ -149,7 +154,7 @@ std::vector<StageTiming> AnalyticPolicy::stage_timings(const PlanContext& ctx, c
     first += partition[s];
     stages[s].forward_s = compute / 3;
     stages[s].backward_s = 2 * compute / 3 + (k.recompute ? compute / 3 : 0);
-    if (k.zero_stage == 3 && k.dp > 1) {
+    if (k.zero_stage == 3 && ctx.stage_dp(s) > 1) {
       // Each pass first gathers the stage's bf16 parameters: half a ring all-reduce.
       double gather = ring_allreduce_s(ctx, s, 2 * stage_params(ctx, partition, s)) / 2;
       stages[s].forward_s += gather;
@@ -186,8 +191,7 @@ double AnalyticPolicy::embedding_allreduce_s(const PlanContext& ctx) const {
   bool has_head = std::any_of(m.units.begin(), m.units.end(), [](const LayerUnit& u) { return u.role == LayerRole::kPostProcess; });
   if (!has_head) return 0;
   // Two ranks (first and last stage) all-reduce the fp32 embedding gradient: one exchange.
-  return link_between(ctx, rank_of(0, 0, 0, k.tp, k.dp), rank_of(k.pp - 1, 0, 0, k.tp, k.dp))
-      .seconds(4.0 * m.hidden * m.vocab / k.tp);
+  return link_between(ctx, 0, ctx.stage_rank(0, 0, 0), ctx.stage_rank(k.pp - 1, 0, 0)).seconds(4.0 * m.hidden * m.vocab / k.tp);
 }
 
 std::optional<MemoryModel> AnalyticPolicy::memory_model(const PlanContext& ctx) const {
@@ -196,17 +200,20 @@ std::optional<MemoryModel> AnalyticPolicy::memory_model(const PlanContext& ctx) 
   MemoryModel model;
   model.params_prefix.assign(m.units.size() + 1, 0);
   model.activation_prefix.assign(m.units.size() + 1, 0);
+  // Activations grow in proportion to the micro-batch: the prefix holds one sample's, and each
+  // stage scales them by the samples it runs (stages may differ with per-stage dp).
   double working_layer = 0;  // with recomputation, one layer's full activations at a time
   for (size_t u = 0; u < m.units.size(); ++u) {
     model.params_prefix[u + 1] = model.params_prefix[u] + unit_params(m, m.units[u], k.tp);
     model.activation_prefix[u + 1] =
-        model.activation_prefix[u] + unit_activation_bytes(m, m.units[u], k.tp, k.mbs, k.recompute);
-    if (k.recompute) working_layer = std::max(working_layer, unit_activation_bytes(m, m.units[u], k.tp, k.mbs, false));
+        model.activation_prefix[u] + unit_activation_bytes(m, m.units[u], k.tp, 1, k.recompute);
+    if (k.recompute) working_layer = std::max(working_layer, unit_activation_bytes(m, m.units[u], k.tp, 1, false));
   }
   for (int s = 0; s < k.pp; ++s) {
-    model.bytes_per_param.push_back(bytes_per_param(k.zero_stage, k.dp));
-    model.in_flight.push_back(std::min(k.pp - s, ctx.num_microbatches));
-    model.fixed_bytes.push_back(kReservedBytes + working_layer);
+    const double samples = ctx.stage_mbs(s);
+    model.bytes_per_param.push_back(bytes_per_param(k.zero_stage, ctx.stage_dp(s)));
+    model.in_flight.push_back(std::min(k.pp - s, ctx.num_microbatches) * samples);
+    model.fixed_bytes.push_back(kReservedBytes + working_layer * samples);
     double memory_gib = std::numeric_limits<double>::infinity();
     for (int node = ctx.node_of(first_rank(ctx, s)); node <= ctx.node_of(last_rank(ctx, s)); ++node)
       memory_gib = std::min(memory_gib, type_of_node(ctx, node).gpu_memory_gib);
@@ -217,9 +224,9 @@ std::optional<MemoryModel> AnalyticPolicy::memory_model(const PlanContext& ctx) 
 
 std::vector<StageMemory> AnalyticPolicy::stage_memory(const PlanContext& ctx, const std::vector<int>& partition) const {
   const MemoryModel& model = *ctx.partition_memory;
-  const double zero3_per_param = bytes_per_param(3, ctx.key.dp);
   std::vector<StageMemory> stages;
   for (int s = 0, first = 0; s < ctx.pp(); first += partition[s], ++s) {
+    const double zero3_per_param = bytes_per_param(3, ctx.stage_dp(s));
     StageMemory mem;
     int end = first + partition[s];
     mem.gib = model.stage_bytes(s, first, end) / kGib;

@@ -12,10 +12,38 @@ std::string str(int v) { return std::to_string(v); }
 
 }  // namespace
 
+namespace {
+
+/// The checks of per-stage data parallelism (PlanKey::stage_dp).
+void validate_stage_dp(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key) {
+  if (static_cast<int>(key.stage_dp.size()) != key.pp)
+    throw SpecError("--stage-dp: gives " + str(int(key.stage_dp.size())) + " stages' dp but pp is " + str(key.pp));
+  int gpus = 0, largest = 0;
+  for (int d : key.stage_dp) {
+    if (d <= 0) throw SpecError("--stage-dp: every stage needs at least one replica");
+    gpus += key.tp * d;
+    largest = std::max(largest, d);
+  }
+  if (largest != key.dp) throw SpecError("--dp: with per-stage dp, dp is the largest stage's: " + str(largest));
+  for (int d : key.stage_dp) {
+    if ((key.mbs * key.dp) % d != 0)
+      throw SpecError("--stage-dp: a stage of " + str(d) + " replicas cannot split the pipeline's micro-batch of " +
+                      str(key.mbs * key.dp) + " samples (mbs x dp)");
+  }
+  if (gpus != cluster.num_gpus())
+    throw SpecError("--stage-dp: the stages take " + str(gpus) + " GPUs (tp x each stage's dp) but cluster '" +
+                    cluster.name + "' has " + str(cluster.num_gpus()));
+  (void)model;
+}
+
+}  // namespace
+
 void validate_plan_key(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key) {
   for (auto [name, value] : {std::pair{"mbs", key.mbs}, {"tp", key.tp}, {"dp", key.dp}, {"pp", key.pp}})
     if (value <= 0) throw SpecError(std::string("--") + name + ": must be positive, got " + str(value));
-  if (key.tp * key.dp * key.pp != cluster.num_gpus())
+  if (!key.stage_dp.empty()) {
+    validate_stage_dp(model, cluster, key);
+  } else if (key.tp * key.dp * key.pp != cluster.num_gpus())
     throw SpecError("--tp/--dp/--pp: tp * dp * pp = " + str(key.tp * key.dp * key.pp) +
                     " but cluster '" + cluster.name + "' has " + str(cluster.num_gpus()) +
                     " GPUs; choose degrees whose product is " + str(cluster.num_gpus()));
@@ -94,6 +122,11 @@ PlanContext make_plan_context(const ModelSpec& model, const ClusterSpec& cluster
   ctx.key = key;
   ctx.num_microbatches = model.global_batch / (key.dp * key.mbs);
   ctx.unit_compute_s.resize(cluster.node_types.size());
+  // With per-stage dp, a node type's stages share one dp (the search never lets a stage straddle
+  // two types) and so one micro-batch per GPU; find it from the stage on the type's first node.
+  std::vector<int> type_mbs(cluster.node_types.size(), key.mbs);
+  for (int s = key.pp - 1; s >= 0 && !key.stage_dp.empty(); --s)
+    type_mbs[key.node_order[ctx.node_of(ctx.stage_first_rank(s))]] = ctx.stage_mbs(s);
   for (size_t type = 0; type < cluster.node_types.size(); ++type) {
     const ProfileSpec* profile = profiles[type];
     // Node types the layout does not place are never consulted.
@@ -110,7 +143,7 @@ PlanContext make_plan_context(const ModelSpec& model, const ClusterSpec& cluster
         throw SpecError(profile->source + ": no forward time of layer type '" + layer + "' at tp " +
                         str(key.tp) + "; profile it or choose another --tp");
       // Backward takes twice the forward (FASOP's assumption for its measured profiles).
-      units.push_back(3 * profile->forward_time_s(layer, key.tp, key.mbs));
+      units.push_back(3 * profile->forward_time_s(layer, key.tp, type_mbs[type]));
     }
   }
   ctx.stage_node_type = policy.stage_node_types(ctx);

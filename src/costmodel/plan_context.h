@@ -30,6 +30,16 @@ struct PlanContext {
   std::optional<MemoryModel> partition_memory;
 
   int pp() const { return key.pp; }
+  /// Data-parallel replicas of stage `stage` (key.stage_dp, or dp).
+  int stage_dp(int stage) const { return key.stage_dp.empty() ? key.dp : key.stage_dp[stage]; }
+  /// Samples one GPU of stage `stage` runs per micro-batch.
+  int stage_mbs(int stage) const { return key.mbs * key.dp / stage_dp(stage); }
+  /// The first rank of stage `stage`: stages take contiguous ranks, tp x its dp each.
+  int stage_first_rank(int stage) const;
+  /// The rank of replica `dp_index`, tensor-parallel lane `tp_index` of stage `stage`.
+  int stage_rank(int stage, int dp_index, int tp_index) const {
+    return stage_first_rank(stage) + dp_index * key.tp + tp_index;
+  }
   int num_units() const { return model->num_units(); }
   /// Node holding `rank`.
   int node_of(int rank) const;

@@ -58,7 +58,7 @@ std::string fasop_csv_header(const ClusterSpec& cluster, bool plan_dims) {
   return header +
          ",partition,estimated time (s/step),pipeline time,DP all-reduce time,"
          "embedding layer all-reduce time,price_per_step,is_oom,oom_gpumem,is_fsdp_oom,"
-         "fsdpoom_gpumem,train_cost" + std::string(plan_dims ? ",zero_stage,recompute\n" : "\n");
+         "fsdpoom_gpumem,train_cost" + std::string(plan_dims ? ",zero_stage,recompute,stage_dp\n" : "\n");
 }
 
 void append_fasop_csv_row(std::string& row, const ClusterSpec& cluster, const CandidateResult& r, bool plan_dims) {
@@ -86,7 +86,12 @@ void append_fasop_csv_row(std::string& row, const ClusterSpec& cluster, const Ca
   row += format_double(e.train_cost_usd);
   if (plan_dims) {
     row += ',' + std::to_string(k.zero_stage);
-    row += k.recompute ? ",full" : ",none";
+    row += k.recompute ? ",full," : ",none,";
+    if (!k.stage_dp.empty()) {
+      row += '"';
+      append_partition(row, k.stage_dp);
+      row += '"';
+    }
   }
   row += '\n';
 }

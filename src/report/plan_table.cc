@@ -65,7 +65,9 @@ std::string best_plans_table(const ClusterSpec& cluster, const std::vector<Candi
                   r.plan.key.recompute ? "full" : "-",
                   fixed(e.price_per_step_usd, 6).c_str(), oom, e.train_cost_usd,
                   short_placement(cluster, r.plan.key.node_order).c_str(),
-                  partition_text(r.plan.partition).c_str());
+                  (partition_text(r.plan.partition) +
+                   (r.plan.key.stage_dp.empty() ? "" : " stage dp " + partition_text(r.plan.key.stage_dp)))
+                      .c_str());
     out << line;
   }
   out << "OOM: no = fits; zero = fits only with ZeRO-3 sharding; yes = does not fit. zero: ZeRO stage; rc: "
@@ -81,6 +83,7 @@ std::string plan_summary(const ClusterSpec& inventory, const CandidateResult& r)
          shape_label(inventory, counts_of(inventory, k.node_order)) + ", tp " + std::to_string(k.tp) + " dp " +
          std::to_string(k.dp) + " pp " + std::to_string(k.pp) + " mbs " + std::to_string(k.mbs) +
          (k.zero_stage ? " ZeRO-" + std::to_string(k.zero_stage) : "") + (k.recompute ? " recompute" : "") +
+         (k.stage_dp.empty() ? "" : " stage dp " + partition_text(k.stage_dp)) +
          ", placement " +
          short_placement(inventory, k.node_order) + ", partition " + partition_text(r.plan.partition);
 }

@@ -1,6 +1,7 @@
 #include "search/search_space.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace fasop {
 namespace {
@@ -10,6 +11,52 @@ std::vector<int> divisors(int n) {
   for (int d = 1; d <= n; ++d)
     if (n % d == 0) out.push_back(d);
   return out;
+}
+
+/// The layouts with a dp per node type of `placement` (type blocks): each type's GPUs form
+/// stages of tp x its dp; the pipeline micro-batch (mbs x the largest dp) splits over every
+/// stage's replicas. Layouts whose types all share one dp are the uniform ones, left out.
+template <typename Add>
+void add_per_type_dp_layouts(const ModelSpec& model, const ClusterSpec& cluster, const std::vector<int>& placement,
+                             int max_tp, bool fasop_tp, Add add) {
+  std::vector<int> blocks, block_gpus;  // node types in placement order, and their GPUs
+  for (size_t n = 0; n < placement.size(); ++n) {
+    if (n == 0 || placement[n] != placement[n - 1]) blocks.push_back(placement[n]), block_gpus.push_back(0);
+    block_gpus.back() += cluster.gpus_per_node();
+  }
+  if (blocks.size() < 2) return;
+  const int gbs = model.global_batch;
+  for (int tp : divisors(max_tp)) {
+    if (!fasop_tp && (model.heads % tp != 0 || model.kv_heads % tp != 0)) continue;
+    std::vector<int> type_dp(blocks.size(), 1);
+    // Every choice of each block's dp (a divisor of its GPUs / tp that divides the batch).
+    std::function<void(size_t)> choose = [&](size_t i) {
+      if (i == blocks.size()) {
+        int largest = *std::max_element(type_dp.begin(), type_dp.end());
+        if (std::all_of(type_dp.begin(), type_dp.end(), [&](int d) { return d == largest; })) return;
+        std::vector<int> stage_dp;
+        for (size_t b = 0; b < blocks.size(); ++b)
+          stage_dp.insert(stage_dp.end(), block_gpus[b] / (tp * type_dp[b]), type_dp[b]);
+        int pp = static_cast<int>(stage_dp.size());
+        if (pp > model.num_transformer_layers()) return;
+        for (int mbs : divisors(gbs / largest)) {
+          int samples = mbs * largest;  // a pipeline micro-batch
+          if (std::any_of(type_dp.begin(), type_dp.end(), [&](int d) { return samples % d != 0; })) continue;
+          PlanKey key{mbs, tp, largest, pp, placement};
+          key.stage_dp = stage_dp;
+          add(key);
+        }
+        return;
+      }
+      if (block_gpus[i] % tp != 0) return;
+      for (int d : divisors(block_gpus[i] / tp)) {
+        if (gbs % d != 0) continue;
+        type_dp[i] = d;
+        choose(i + 1);
+      }
+    };
+    choose(0);
+  }
 }
 
 }  // namespace
@@ -59,6 +106,16 @@ std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSp
   const int max_tp = fasop_tp ? std::min(cluster.gpus_per_node(), options.max_tp) : cluster.gpus_per_node();
   const std::vector<std::vector<int>> placements =
       options.placements == PlacementKind::kCyclic ? cyclic_placements(cluster) : type_block_placements(cluster);
+  auto add = [&](PlanKey key) {
+    for (int zero : options.zero_stages) {
+      if (zero > 0 && key.dp == 1) continue;  // nothing to shard
+      for (bool recompute : options.recompute) {
+        key.zero_stage = zero;
+        key.recompute = recompute;
+        keys.push_back(key);
+      }
+    }
+  };
   for (const std::vector<int>& placement : placements) {
     for (int mbs : divisors(gbs)) {
       for (int tp : divisors(max_tp)) {
@@ -66,18 +123,12 @@ std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSp
         for (int dp : divisors(gpus / tp)) {
           int pp = gpus / (tp * dp);
           if (gbs % dp != 0 || pp > model.num_transformer_layers() || (gbs / dp) % mbs != 0) continue;
-          for (int zero : options.zero_stages) {
-            if (zero > 0 && dp == 1) continue;  // nothing to shard
-            for (bool recompute : options.recompute) {
-              PlanKey key{mbs, tp, dp, pp, placement};
-              key.zero_stage = zero;
-              key.recompute = recompute;
-              keys.push_back(key);
-            }
-          }
+          add(PlanKey{mbs, tp, dp, pp, placement});
         }
       }
     }
+    if (options.per_stage_dp && options.placements == PlacementKind::kTypeBlocks)
+      add_per_type_dp_layouts(model, cluster, placement, max_tp, fasop_tp, add);
   }
   return keys;
 }

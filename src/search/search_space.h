@@ -20,6 +20,9 @@ struct SearchSpaceOptions {
   std::vector<int> zero_stages = {0};
   std::vector<bool> recompute = {false};
   PlacementKind placements = PlacementKind::kCyclic;
+  /// Also try a data-parallel degree per node type (Metis-style): with type-block placements,
+  /// each type's GPUs form whole stages of tp x that type's dp.
+  bool per_stage_dp = false;
 
   /// Everything beyond FASOP: tp up to a node, ZeRO 0-3, recomputation off and on, type blocks.
   static SearchSpaceOptions beyond_fasop();
@@ -37,7 +40,8 @@ std::vector<std::vector<int>> type_block_placements(const ClusterSpec& cluster);
 /// min(GPUs per node, max_tp), dp divides the GPUs / tp and the global batch, pp = GPUs/(tp*dp)
 /// is at most the number of transformer layers, and mbs divides the global batch / dp; then
 /// each ZeRO stage and recomputation setting of `options`. Beyond FASOP's space (max_tp 0), tp
-/// must also divide the attention heads and key/value heads.
+/// must also divide the attention heads and key/value heads. With per_stage_dp, after each
+/// placement's uniform layouts come those with a dp per node type (not all equal).
 std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSpec& cluster,
                                          const SearchSpaceOptions& options = {});
 

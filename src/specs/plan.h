@@ -13,6 +13,10 @@ struct PlanKey {
   std::vector<int> node_order;  ///< node type of each node, in rank order
   int zero_stage = 0;      ///< ZeRO 0-3: what of optimizer state, gradients, parameters dp shards
   bool recompute = false;  ///< full activation recomputation: keep each layer's input, redo its forward
+  /// Metis-style data parallelism per stage (empty: dp on every stage). Stage s then has
+  /// stage_dp[s] replicas of tp GPUs; dp is the largest, and a pipeline micro-batch of
+  /// mbs x dp samples is split over each stage's replicas (mbs x dp / stage_dp[s] each).
+  std::vector<int> stage_dp;
 };
 
 /// A candidate plan: its layout and the number of pipeline units on each stage.
