@@ -121,5 +121,12 @@ sed 's/inter_node_bandwidth_bits_per_s: 1.0e11/inter_node_bandwidth_bits_per_s: 
 expect_error "zero bandwidth" "inter_node_bandwidth_bits_per_s" search --model llama2-7b --cluster "$work/zero-bw.yaml" --out-dir "$work/z"
 expect_error "tp splitting heads" "--tp" estimate --model llama2-70b --cluster mixed-h100-a100-l4 --mbs 1 --tp 3 --dp 32 --pp 1
 
+# calibrate: FASOP's measured A100 profile (renamed to the node type's GPU) fits an efficiency.
+sed 's/^gpu: A100$/gpu: A100-80G/' "$(dirname "$0")/../configs/profiles/gpt2xl_a100.yaml" > "$work/gpt2xl_a100-80g.yaml"
+"$bin" calibrate --model gpt2xl --cluster aws-a100-80g --profile "$work/gpt2xl_a100-80g.yaml" > "$work/cal.out" &&
+  grep -q "compute_efficiency 0\.0[0-9]" "$work/cal.out" && ok || fail "calibrate: $(cat "$work/cal.out")"
+expect_error "calibrate on a GPU the cluster lacks" "--node-type" calibrate --model gpt2xl --cluster aws-h100 \
+  --profile "$work/gpt2xl_a100-80g.yaml"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -3,6 +3,7 @@
 
 #include <iostream>
 
+#include "cli/calibrate_command.h"
 #include "cli/estimate_command.h"
 #include "cli/search_command.h"
 #include "specs/spec_error.h"
@@ -12,6 +13,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   fasop::add_search_command(app);
   fasop::add_estimate_command(app);
+  fasop::add_calibrate_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,72 @@
+#include "cli/calibrate_command.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "profiles/analytic_profile.h"
+#include "specs/spec_error.h"
+#include "specs/spec_loader.h"
+#include "specs/spec_store.h"
+
+namespace fasop {
+namespace {
+
+struct CalibrateOptions {
+  std::string model, cluster, node_type, profile;
+};
+
+void run(const CalibrateOptions& options) {
+  DiskSource disk;
+  SpecStore store(disk, embedded_presets());
+  ModelSpec model = store.load_model(options.model);
+  ClusterSpec cluster = store.load_cluster(options.cluster);
+  std::optional<std::string> text = disk.read(options.profile);
+  if (!text) throw SpecError("--profile: cannot read '" + options.profile + "'");
+  ProfileSpec measured = parse_profile(*text, options.profile);
+  std::string wanted = options.node_type.empty() ? measured.gpu : options.node_type;
+  const NodeType* node = nullptr;
+  for (const NodeType& t : cluster.node_types)
+    if (t.name == wanted || t.gpu == wanted) node = &t;
+  if (!node)
+    throw SpecError("--node-type: cluster '" + cluster.name + "' has no node type or GPU '" + wanted +
+                    "'; name one of its node types");
+  if (!node->has_gpu_spec())
+    throw SpecError(cluster.source + ": node type '" + node->name +
+                    "' gives no peak_tflops and memory_bandwidth_bytes_per_s: nothing to calibrate");
+  double efficiency = calibrated_efficiency(model, *node, measured);
+  // How well the calibrated roofline then matches each measured point.
+  std::vector<double> ratios;
+  for (const LayerUnit& unit : model.units) {
+    auto layer = measured.forward_s.find(unit.type);
+    if (layer == measured.forward_s.end()) continue;
+    for (const auto& [tp, points] : layer->second)
+      for (const auto& [mbs, seconds] : points)
+        ratios.push_back(roofline_time_s(forward_work(model, unit, tp, mbs), *node, model.dtype, efficiency) / seconds);
+  }
+  if (ratios.empty()) throw SpecError(options.profile + ": no layer type of model '" + model.name + "' is measured");
+  std::sort(ratios.begin(), ratios.end());
+  std::printf("%s on %s (node type %s): compute_efficiency %.3f (the file says %.3f)\n", model.name.c_str(),
+              node->gpu.c_str(), node->name.c_str(), efficiency, node->compute_efficiency);
+  std::printf("analytic / measured over %zu points: median %.2f, from %.2f to %.2f\n", ratios.size(),
+              ratios[ratios.size() / 2], ratios.front(), ratios.back());
+  std::printf("to use it: set `compute_efficiency: %.3f` on node type %s in %s\n", efficiency, node->name.c_str(),
+              cluster.source.c_str());
+}
+
+}  // namespace
+
+void add_calibrate_command(CLI::App& app) {
+  auto options = std::make_shared<CalibrateOptions>();
+  CLI::App* command = app.add_subcommand(
+      "calibrate", "fit a node type's compute efficiency to a measured profile (for analytic profiles)");
+  command->add_option("--model", options->model, "model preset or YAML file")->required();
+  command->add_option("--cluster", options->cluster, "cluster preset or YAML file holding the node type")->required();
+  command->add_option("--profile", options->profile, "measured profile YAML (configs/profiles format)")->required();
+  command->add_option("--node-type", options->node_type, "node type or GPU name (default: the profile's GPU)");
+  command->callback([options] { run(*options); });
+}
+
+}  // namespace fasop
