@@ -19,7 +19,8 @@ void PlannerOptions::add_to(CLI::App& command) {
                    "use FASOP's heterogeneous cluster (1 A100 node, the rest A10) and name the report so");
   command.add_option("--profile-dir", profile_dir,
                      "directory of profiles <model>_<gpu>.yaml that override the shipped ones");
-  command.add_option("--iterations", iterations, "training steps priced as the whole run (default 12.5M)")
+  command.add_option("--iterations", iterations,
+                     "training steps priced as the whole run (default: the model's train_steps, else FASOP's 12.5M)")
       ->check(CLI::PositiveNumber);
   command.add_flag("--quiet,-q", quiet, "no progress on stderr");
   command.add_option("--policy", policy,
@@ -132,7 +133,8 @@ std::unique_ptr<PlannerSetup> PlannerSetup::load_specs(const PlannerOptions& opt
   setup->cluster = store.load_cluster(cluster);
   setup->input.model = &setup->model;
   setup->input.cluster = &setup->cluster;
-  setup->input.iterations = options.iterations;
+  setup->input.iterations =
+      options.iterations > 0 ? options.iterations : setup->model.train_steps > 0 ? setup->model.train_steps : kFasopIterations;
   choose_policy(options, *setup);
   return setup;
 }

@@ -20,7 +20,7 @@ struct PlannerOptions {
   std::string profile_dir;
   bool heterogeneous = false;
   bool pareto = false;  ///< set by `search --pareto`: the default cluster is the model's inventory
-  double iterations = kFasopIterations;
+  double iterations = 0;  ///< steps of the training run; 0: the model's train_steps, else FASOP's 12.5M
   bool quiet = false;
   // The cost model and the space beyond FASOP's.
   std::string policy = "auto";          ///< fasop, analytic, or auto: fasop unless the cluster specifies its GPUs

@@ -121,7 +121,7 @@ void run_pareto_command(const SearchOptions& options) {
   report_options.front_svg_path = base + "_front.svg";
   report_options.title = setup->model.name + " on " + setup->cluster.name + " (" +
                          shape_label(setup->cluster, input.limits) + " at most): cost of " +
-                         format_iterations(options.planner.iterations) + " steps against time per step";
+                         format_iterations(setup->input.iterations) + " steps against time per step";
   if (!options.front_only) {
     report_options.table_path = base + ".csv";
     report_options.stream_table = size.candidates > options.hold_limit;

@@ -90,26 +90,27 @@ bool cannot_reach_front(const std::vector<CandidateResult>& front, const PlanCon
 }
 
 /// True when `result`, whose step time cannot go below `floor_s`, could not reach `front`.
+/// A memory-aware policy's partition runs out of memory only where no partition fits, so such
+/// a candidate cannot meet --exclude-oom whatever its partition.
 bool ruled_out(const FrontTracker& front, const PlanConstraints& constraints, const CandidateResult& result,
-               double floor_s) {
+               double floor_s, bool memory_aware) {
   const PlanEstimate& e = result.estimate;
+  if (memory_aware && constraints.exclude_oom && e.memory.is_oom && !result.plan.partition.empty()) return true;
   if (result.plan.partition.empty() || !(e.step_time_s > 0) || e.step_time_s == std::numeric_limits<double>::infinity())
     return false;
   return cannot_reach_front(front.front(), constraints, floor_s, e.train_cost_usd / e.step_time_s);
 }
 
-/// Step 1 on one chunk: every candidate at FASOP's partitions, with its coarse floor.
+/// Step 1 on one chunk: every candidate at FASOP's partitions (a memory-aware policy's: the
+/// exact bottleneck partition that fits), with its coarse floor.
 std::vector<CandidateResult> fasop_results(const ParetoInput& input, const Chunk& chunk, std::vector<double>& floors,
                                            const ProgressFn& progress, size_t total) {
   floors.assign(chunk.candidates.size(), 0);
   std::vector<CandidateResult> results = evaluate_in_parallel(
       chunk.candidates.size(), input.search.threads,
       [&](size_t i) {
-        // Memory-aware policies start from the fitting partition, whose floor is exact already.
-        SearchInput shape_input = input_for(input, *chunk.candidates[i].first);
-        CandidateResult r = input.search.memory_aware
-                                ? evaluate_fitting_start(shape_input, *chunk.candidates[i].second, &floors[i])
-                                : evaluate_fasop_partitions(shape_input, *chunk.candidates[i].second, &floors[i]);
+        CandidateResult r = evaluate_fasop_partitions(input_for(input, *chunk.candidates[i].first),
+                                                      *chunk.candidates[i].second, &floors[i]);
         drop_stage_detail(r);
         return r;
       },
@@ -120,10 +121,9 @@ std::vector<CandidateResult> fasop_results(const ParetoInput& input, const Chunk
 /// Step 2: the floor partition and the exact floor for each candidate `front` does not rule out.
 void try_floor_partitions(const ParetoInput& input, const Chunk& chunk, std::vector<CandidateResult>& results,
                           std::vector<double>& floors, const FrontTracker& front) {
-  if (input.search.memory_aware) return;  // step 1 gave the fitting start and the exact floor
   std::vector<size_t> open;
   for (size_t i = 0; i < results.size(); ++i)
-    if (!ruled_out(front, input.constraints, results[i], floors[i])) open.push_back(i);
+    if (!ruled_out(front, input.constraints, results[i], floors[i], input.search.memory_aware)) open.push_back(i);
   evaluate_in_parallel(open.size(), input.search.threads, [&](size_t j) {
     size_t i = open[j];
     try_floor_partition(input_for(input, *chunk.candidates[i].first), results[i], &floors[i]);
@@ -161,7 +161,7 @@ ParetoStats run_pareto_search(const ParetoInput& input, CandidateSink& sink, con
                              const std::vector<double>& floors) {
     std::vector<size_t> refine;
     for (size_t i = 0; i < results.size(); ++i)
-      if (input.refine_all || !ruled_out(cheap_front, input.constraints, results[i], floors[i])) refine.push_back(i);
+      if (input.refine_all || !ruled_out(cheap_front, input.constraints, results[i], floors[i], input.search.memory_aware)) refine.push_back(i);
     stats.refined += refine.size();
     std::vector<CandidateResult> refined = evaluate_in_parallel(
         refine.size(), input.search.threads,

@@ -11,6 +11,14 @@
 #include "specs/spec_error.h"
 
 namespace fasop {
+
+bool fits_memory(const PlanContext& ctx, const std::vector<int>& partition) {
+  if (!ctx.partition_memory) return true;
+  for (int s = 0, first = 0; s < int(partition.size()); first += partition[s], ++s)
+    if (!ctx.partition_memory->fits(s, first, first + partition[s])) return false;
+  return true;
+}
+
 namespace {
 
 /// Stage times FASOP's greedy balances: compute, plus the incoming send for middle stages.
@@ -94,13 +102,6 @@ bool is_valid_partition(const ModelSpec& model, const std::vector<int>& partitio
   return find_partition_fault(model, static_cast<int>(partition.size()), partition).kind == PartitionFault::kNone;
 }
 
-/// True when every stage of `partition` fits its GPU (always, for a policy without a memory model).
-bool fits_memory(const PlanContext& ctx, const std::vector<int>& partition) {
-  if (!ctx.partition_memory) return true;
-  for (int s = 0, first = 0; s < int(partition.size()); first += partition[s], ++s)
-    if (!ctx.partition_memory->fits(s, first, first + partition[s])) return false;
-  return true;
-}
 
 /// A partition the search may use: valid, and within memory where the policy requires it.
 bool is_allowed(const PlanContext& ctx, const std::vector<int>& partition) {

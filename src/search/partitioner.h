@@ -58,6 +58,9 @@ std::pair<double, std::vector<int>> descend(const PlanContext& ctx, const CostPo
 /// Never slower than FASOP's greedy one.
 std::vector<int> best_partition(const PlanContext& ctx, const CostPolicy& policy);
 
+/// True when every stage of `partition` fits its GPU (always, for a policy without a memory model).
+bool fits_memory(const PlanContext& ctx, const std::vector<int>& partition);
+
 /// FASOP's greedy partition, and the partition its figures describe if that differs (valid
 /// ones, distinct, in that order).
 std::vector<std::vector<int>> fasop_partitions(const PlanContext& ctx, const CostPolicy& policy);

@@ -41,6 +41,19 @@ CandidateResult evaluate_fasop_partitions(const SearchInput& input, const PlanKe
   *coarse_floor_s = coarse_step_time_floor_s(ctx, *input.policy);
   CandidateResult best;
   best.plan.key = key;
+  if (ctx.partition_memory) {
+    // A memory-aware policy starts from the exact bottleneck partition that fits (or, if
+    // none does, the one that would be fastest regardless).
+    std::vector<int> partition = exact_bottleneck_partition(ctx);
+    if (partition.empty()) {
+      PlanContext unconstrained = ctx;
+      unconstrained.partition_memory.reset();
+      partition = ctx.pp() == 1 ? std::vector<int>{ctx.num_units()} : exact_bottleneck_partition(unconstrained);
+    }
+    best.plan.partition = partition;
+    best.estimate = estimate_plan(ctx, *input.policy, partition, input.iterations);
+    return best;
+  }
   for (const std::vector<int>& partition : fasop_partitions(ctx, *input.policy)) {
     PlanEstimate e = estimate_plan(ctx, *input.policy, partition, input.iterations);
     if (best.plan.partition.empty() || e.step_time_s < best.estimate.step_time_s) {
@@ -59,7 +72,7 @@ void try_floor_partition(const SearchInput& input, CandidateResult& result, doub
   PlanContext ctx = make_plan_context(*input.model, *input.cluster, input.profiles, *input.policy, result.plan.key);
   FloorPartition floor = floor_partition(ctx, *input.policy);
   *floor_s = floor.floor_s;
-  if (floor.partition == result.plan.partition) return;
+  if (floor.partition == result.plan.partition || !fits_memory(ctx, floor.partition)) return;
   PlanEstimate e = estimate_plan(ctx, *input.policy, floor.partition, input.iterations);
   if (result.plan.partition.empty() || e.step_time_s < result.estimate.step_time_s) {
     result.plan.partition = floor.partition;

@@ -64,7 +64,8 @@ CandidateResult evaluate_candidate(const SearchInput& input, const PlanKey& key,
 CandidateResult evaluate_fitting_start(const SearchInput& input, const PlanKey& key, double* floor_s);
 
 /// The pareto search's cheap steps on one layout.
-/// First: the faster of fasop_partitions; `coarse_floor_s` receives coarse_step_time_floor_s.
+/// First: the faster of fasop_partitions (for a memory-aware policy, exact_bottleneck_partition
+/// within memory); `coarse_floor_s` receives coarse_step_time_floor_s.
 CandidateResult evaluate_fasop_partitions(const SearchInput& input, const PlanKey& key, double* coarse_floor_s);
 /// Then, where that floor leaves a chance: the floor partition replaces `result`'s if it is
 /// faster; `floor_s` receives the exact floor.

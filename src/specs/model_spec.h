@@ -39,6 +39,7 @@ struct ModelSpec {
   Activation activation = Activation::kGelu;
   Norm norm = Norm::kLayerNorm;
   bool tied_embeddings = true;  ///< the output head shares the input embedding's weights
+  double train_steps = 0;       ///< steps of a full training run, to price it (0: not given)
   std::vector<LayerUnit> units;
   std::map<std::string, std::string> default_clusters;  ///< "homogeneous"/"heterogeneous"/"pareto" -> preset
 

@@ -119,6 +119,7 @@ ModelSpec parse_model(const std::string& yaml_text, const std::string& source) {
     else if (norm == "rmsnorm") model.norm = Norm::kRmsNorm;
     else root.child("norm").fail("unknown norm '" + norm + "'; use layernorm or rmsnorm");
   }
+  if (root.child("train_steps").present()) model.train_steps = root.child("train_steps").positive_double();
   if (root.child("tied_embeddings").present()) model.tied_embeddings = root.child("tied_embeddings").as<bool>("true or false");
 
   Field layers = root.child("layers");
