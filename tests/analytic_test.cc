@@ -121,6 +121,41 @@ TEST_CASE("the exact partitioner handles 80 layers on 128 stages", "[analytic][p
   std::vector<int> partition = exact_bottleneck_partition(ctx);
   REQUIRE(partition.size() == 80);
   CHECK(*std::max_element(partition.begin(), partition.end()) == 2);
+  // 128 stages: a model of 256 units (layers of uneven cost) on GPUs of two speeds.
+  ModelSpec big;
+  for (int u = 0; u < 256; ++u) big.units.push_back({"layer", LayerRole::kTransformer, ""});
+  PlanContext wide;
+  wide.model = &big;
+  wide.key.pp = 128;
+  wide.unit_compute_s.assign(2, std::vector<double>(256));
+  for (int u = 0; u < 256; ++u) wide.unit_compute_s[0][u] = 1 + (u % 3), wide.unit_compute_s[1][u] = 2 * (1 + (u % 3));
+  for (int s = 0; s < 128; ++s) wide.stage_node_type.push_back(s < 64 ? 0 : 1);
+  wide.boundary_send_s.assign(127, 0.0);
+  std::vector<int> wide_partition = exact_bottleneck_partition(wide);
+  REQUIRE(wide_partition.size() == 128);
+  double worst = 0;
+  for (int s = 0, first = 0; s < 128; first += wide_partition[s], ++s) {
+    double t = 0;
+    for (int u = first; u < first + wide_partition[s]; ++u) t += wide.unit_compute_s[wide.stage_node_type[s]][u];
+    worst = std::max(worst, t);
+  }
+  // The optimum by another route: stage times are whole numbers here, and a bottleneck B is
+  // feasible iff packing each stage in turn as full as B allows (leaving a unit for each later
+  // stage) places every unit.
+  auto feasible = [&](double bound) {
+    int u = 0;
+    for (int s = 0; s < 128; ++s) {
+      double t = 0;
+      int taken = 0;
+      while (u < 256 - (127 - s) && t + wide.unit_compute_s[wide.stage_node_type[s]][u] <= bound)
+        t += wide.unit_compute_s[wide.stage_node_type[s]][u++], ++taken;
+      if (taken == 0) return false;
+    }
+    return u == 256;
+  };
+  double optimum = 1;
+  while (!feasible(optimum)) optimum += 1;
+  CHECK(worst == optimum);
 }
 
 TEST_CASE("memory per GPU follows the hand calculation", "[analytic][memory]") {
@@ -289,4 +324,43 @@ TEST_CASE("per-stage data parallelism: layouts per node type, ranks, micro-batch
   key.stage_dp = {16, 8, 8, 8, 8};
   key.dp = 8;
   CHECK_THROWS_WITH(validate_plan_key(l.model, l.cluster, key), Catch::Contains("--dp"));
+}
+
+TEST_CASE("node types may differ in GPUs per node", "[analytic][specs]") {
+  const std::string yaml =
+      "name: mixed-sizes\nnode_types:\n"
+      "  - {name: p5.48xlarge, gpu: H100, gpus_per_node: 8, gpu_memory_gib: 80, peak_tflops: {bf16: 989.4}, "
+      "memory_bandwidth_bytes_per_s: 3.35e12, intra_node_bandwidth_bits_per_s: 3.6e12, "
+      "inter_node_bandwidth_bits_per_s: 3.2e12, price_usd_per_hour: 98.32}\n"
+      "  - {name: g6.12xlarge, gpu: L4, gpus_per_node: 4, gpu_memory_gib: 24, peak_tflops: {bf16: 121}, "
+      "memory_bandwidth_bytes_per_s: 3.0e11, intra_node_bandwidth_bits_per_s: 2.56e11, "
+      "inter_node_bandwidth_bits_per_s: 4.0e10, price_usd_per_hour: 4.6}\n"
+      "nodes:\n  - {type: p5.48xlarge, count: 2}\n  - {type: g6.12xlarge, count: 2}\n";
+  ClusterSpec cluster = parse_cluster(yaml, "mixed-sizes.yaml");
+  CHECK(cluster.num_gpus() == 24);
+  CHECK(cluster.gpus_per_node() == 4);  // the bound on tp
+  Loaded l("llama2-7b", "aws-h100");
+  AnalyticPolicy policy;
+  ProfileSpec h100 = analytic_profile(l.model, cluster.node_types[0], {1, 2, 4}, {1, 2, 4, 8, 16});
+  ProfileSpec l4 = analytic_profile(l.model, cluster.node_types[1], {1, 2, 4}, {1, 2, 4, 8, 16});
+  PlanKey key{1, 4, 2, 3, {0, 0, 1, 1}};
+  PlanContext ctx = make_plan_context(l.model, cluster, {&h100, &l4}, policy, key);
+  CHECK(ctx.node_of(15) == 1);
+  CHECK(ctx.node_of(16) == 2);
+  CHECK(ctx.node_of(19) == 2);
+  CHECK(ctx.node_of(20) == 3);
+  CHECK(ctx.stage_node_type == std::vector<int>{0, 0, 1});
+  // The whole analytic search runs on it; every layout uses all 24 GPUs with tp up to 4.
+  SearchInput input;
+  input.model = &l.model;
+  input.cluster = &cluster;
+  input.profiles = {&h100, &l4};
+  input.policy = &policy;
+  input.space = SearchSpaceOptions::beyond_fasop();
+  input.memory_aware = true;
+  input.refine_top = 3;
+  std::vector<CandidateResult> results = run_search(input);
+  REQUIRE_FALSE(results.empty());
+  for (const CandidateResult& r : results) CHECK((r.plan.key.tp <= 4 && r.plan.key.tp * r.plan.key.dp * r.plan.key.pp == 24));
+  CHECK_FALSE(results.front().estimate.memory.is_oom);
 }

@@ -86,6 +86,9 @@ void choose_policy(const PlannerOptions& options, PlannerSetup& setup) {
   std::string policy = options.policy;
   if (policy == "auto") policy = cluster_gives_gpu_specs(setup.cluster) ? "analytic" : "fasop";
   if (policy == "fasop") {
+    if (!setup.cluster.uniform_gpus_per_node())
+      throw SpecError(setup.cluster.source + ": field 'node_types': the fasop policy needs one GPUs-per-node count "
+                      "for every node type; use --policy analytic (and give the GPUs' specs)");
     setup.policy = std::make_unique<FasopPolicy>();
     setup.input.space = SearchSpaceOptions();
   } else {

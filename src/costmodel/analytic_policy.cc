@@ -35,7 +35,7 @@ Link link_between(const PlanContext& ctx, int stage, int rank_a, int rank_b) {
   int a = ctx.node_of(rank_a), b = ctx.node_of(rank_b);
   const NodeType &ta = type_of_node(ctx, a), &tb = type_of_node(ctx, b);
   if (a == b) return {ta.intra_node_latency_s, ta.intra_node_bandwidth_bits_per_s};
-  double sharing = std::min(ctx.cluster->gpus_per_node(), ctx.key.tp * ctx.stage_dp(stage));
+  double sharing = std::min(ta.gpus_per_node, ctx.key.tp * ctx.stage_dp(stage));
   return {std::max(ta.inter_node_latency_s, tb.inter_node_latency_s),
           std::min(ta.inter_node_bandwidth_bits_per_s, tb.inter_node_bandwidth_bits_per_s) / sharing};
 }

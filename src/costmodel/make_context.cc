@@ -121,6 +121,10 @@ PlanContext make_plan_context(const ModelSpec& model, const ClusterSpec& cluster
   ctx.cluster = &cluster;
   ctx.key = key;
   ctx.num_microbatches = model.global_batch / (key.dp * key.mbs);
+  if (!cluster.uniform_gpus_per_node())
+    for (int type : key.node_order)
+      ctx.node_rank_end.push_back((ctx.node_rank_end.empty() ? 0 : ctx.node_rank_end.back()) +
+                                  cluster.node_types[type].gpus_per_node);
   ctx.unit_compute_s.resize(cluster.node_types.size());
   // With per-stage dp, a node type's stages share one dp (the search never lets a stage straddle
   // two types) and so one micro-batch per GPU; find it from the stage on the type's first node.

@@ -41,8 +41,10 @@ struct PlanContext {
     return stage_first_rank(stage) + dp_index * key.tp + tp_index;
   }
   int num_units() const { return model->num_units(); }
-  /// Node holding `rank`.
+  /// Node holding `rank`: ranks fill the nodes in order, each node's GPUs in turn.
   int node_of(int rank) const;
+  /// Where each node's ranks end (only where node types differ in GPUs per node).
+  std::vector<int> node_rank_end;
 };
 
 }  // namespace fasop

@@ -22,7 +22,7 @@ void add_per_type_dp_layouts(const ModelSpec& model, const ClusterSpec& cluster,
   std::vector<int> blocks, block_gpus;  // node types in placement order, and their GPUs
   for (size_t n = 0; n < placement.size(); ++n) {
     if (n == 0 || placement[n] != placement[n - 1]) blocks.push_back(placement[n]), block_gpus.push_back(0);
-    block_gpus.back() += cluster.gpus_per_node();
+    block_gpus.back() += cluster.node_types[placement[n]].gpus_per_node;
   }
   if (blocks.size() < 2) return;
   const int gbs = model.global_batch;

@@ -4,6 +4,23 @@
 
 namespace fasop {
 
+int ClusterSpec::gpus_per_node() const {
+  int fewest = node_types.front().gpus_per_node;
+  for (const NodeType& t : node_types) fewest = std::min(fewest, t.gpus_per_node);
+  return fewest;
+}
+
+bool ClusterSpec::uniform_gpus_per_node() const {
+  return std::all_of(node_types.begin(), node_types.end(),
+                     [&](const NodeType& t) { return t.gpus_per_node == node_types.front().gpus_per_node; });
+}
+
+int ClusterSpec::num_gpus() const {
+  int gpus = 0;
+  for (int type : nodes) gpus += node_types[type].gpus_per_node;
+  return gpus;
+}
+
 int ClusterSpec::node_count(int node_type) const {
   return static_cast<int>(std::count(nodes.begin(), nodes.end(), node_type));
 }

@@ -33,8 +33,12 @@ struct ClusterSpec {
   std::vector<int> nodes;  ///< node type index of each node, in the file's order
 
   int num_nodes() const { return static_cast<int>(nodes.size()); }
-  int gpus_per_node() const { return node_types.front().gpus_per_node; }
-  int num_gpus() const { return num_nodes() * gpus_per_node(); }
+  /// The fewest GPUs a node of this cluster has: the bound on tensor parallelism, and every
+  /// node's count where all node types agree (FASOP's clusters).
+  int gpus_per_node() const;
+  /// True when every node type has the same number of GPUs.
+  bool uniform_gpus_per_node() const;
+  int num_gpus() const;
   int node_count(int node_type) const;
   /// Index of the node type called `name`, or -1.
   int find_node_type(const std::string& name) const;

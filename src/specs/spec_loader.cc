@@ -188,10 +188,6 @@ ClusterSpec parse_cluster(const std::string& yaml_text, const std::string& sourc
       type.intra_node_latency_s = entry.child("intra_node_latency_s").non_negative_double();
     if (entry.child("inter_node_latency_s").present())
       type.inter_node_latency_s = entry.child("inter_node_latency_s").non_negative_double();
-    if (!cluster.node_types.empty() && type.gpus_per_node != cluster.gpus_per_node())
-      entry.child("gpus_per_node")
-          .fail("all node types must have the same GPUs per node for now (" +
-                std::to_string(cluster.gpus_per_node()) + ")");
     cluster.node_types.push_back(type);
   }
 
