@@ -43,13 +43,6 @@ big="llama2-70b --cluster mixed-1024gpu"
 ms=$(best_ms --model $big)
 candidates=$(( $(wc -l < "$out/llama2-70b_heterogeneous.csv") - 1 ))
 printf "%-44s %10s %10s\n" "$big" "$candidates" "$ms"
-build/fasop-cpp search --model $big --out-dir "$out" --quiet > /dev/null &
-pid=$!
-peak=0
-while kill -0 "$pid" 2>/dev/null; do
-  hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$pid/status" 2>/dev/null || true)
-  [ -n "$hwm" ] && [ "$hwm" -gt "$peak" ] && peak=$hwm
-  sleep 0.1
-done
-wait "$pid"
-echo "$big: peak memory $peak KiB"
+printf "%s: " "$big"
+bash scripts/peak-memory.sh build/fasop-cpp search --model $big --out-dir "$out" --quiet 2>&1 >/dev/null
+

@@ -15,23 +15,11 @@
 #include "test_support.h"
 
 using namespace fasop;
+using fasop::testing::compositions;
 using fasop::testing::MapSource;
 
 namespace {
 
-void compositions(int n, int k, std::vector<int>& prefix, const std::function<void(const std::vector<int>&)>& visit) {
-  if (k == 1) {
-    prefix.push_back(n);
-    visit(prefix);
-    prefix.pop_back();
-    return;
-  }
-  for (int first = 1; first <= n - k + 1; ++first) {
-    prefix.push_back(first);
-    compositions(n - first, k - 1, prefix, visit);
-    prefix.pop_back();
-  }
-}
 
 /// Specs from the shipped presets, by name.
 struct Loaded {

@@ -12,6 +12,7 @@
 #include "test_support.h"
 
 using namespace fasop;
+using fasop::testing::compositions;
 using fasop::testing::Presets;
 
 namespace {
@@ -31,20 +32,6 @@ struct SyntheticPipeline {
   }
 };
 
-/// Every composition of n units into k non-empty stages.
-void compositions(int n, int k, std::vector<int>& prefix, const std::function<void(const std::vector<int>&)>& visit) {
-  if (k == 1) {
-    prefix.push_back(n);
-    visit(prefix);
-    prefix.pop_back();
-    return;
-  }
-  for (int first = 1; first <= n - k + 1; ++first) {
-    prefix.push_back(first);
-    compositions(n - first, k - 1, prefix, visit);
-    prefix.pop_back();
-  }
-}
 
 std::vector<double> stage_costs(const PlanContext& ctx, const std::vector<int>& partition) {
   std::vector<double> costs;

@@ -1,5 +1,6 @@
 #pragma once
 // Helpers shared by the tests: specs from the presets compiled into the binary (no disk).
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -12,6 +13,22 @@
 #include "specs/spec_store.h"
 
 namespace fasop::testing {
+
+/// Calls visit(p) for every composition p of n units into k non-empty stages (brute force).
+inline void compositions(int n, int k, std::vector<int>& prefix,
+                         const std::function<void(const std::vector<int>&)>& visit) {
+  if (k == 1) {
+    prefix.push_back(n);
+    visit(prefix);
+    prefix.pop_back();
+    return;
+  }
+  for (int first = 1; first <= n - k + 1; ++first) {
+    prefix.push_back(first);
+    compositions(n - first, k - 1, prefix, visit);
+    prefix.pop_back();
+  }
+}
 
 /// A TextSource over an in-memory map, so tests need no files.
 class MapSource : public TextSource {
