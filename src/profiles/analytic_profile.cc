@@ -30,11 +30,14 @@ LayerWork forward_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mb
   const double bytes = bytes_per_element(m.dtype);
   const double tokens = b * s;
   LayerWork w;
+  w.tp = tp;
   switch (unit.role) {
     case LayerRole::kEmbedding:
       // A gather: read the rows, write the activations (and positions where learned).
       w.memory_bytes = 3 * tokens * h * bytes;
       w.kernel_overhead_s = kSmallUnitOverheadS;
+      w.allreduces = tp > 1 ? 1 : 0;  // vocabulary-parallel lookup
+      w.allreduce_bytes = tokens * h * bytes;
       break;
     case LayerRole::kPostProcess:
       // Final norm, the output head's GEMM over the vocabulary shard, softmax and loss.
@@ -60,6 +63,8 @@ LayerWork forward_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mb
       w.gemm_flops = flops / t;
       w.memory_bytes = (elementwise + weights / t) * bytes;
       w.kernel_overhead_s = kLayerOverheadS;
+      w.allreduces = tp > 1 ? (unit.cross_attention ? 3 : 2) : 0;  // after attention(s) and MLP
+      w.allreduce_bytes = tokens * h * bytes;
       break;
     }
   }
@@ -72,8 +77,15 @@ double roofline_time_s(const LayerWork& work, const NodeType& node, const std::s
   if (peak == node.peak_tflops.end())
     throw SpecError("node type '" + node.name + "': field 'peak_tflops." + dtype + "': missing; give the " + node.gpu +
                     "'s dense " + dtype + " TFLOP/s or train the model in a precision it lists");
+  double allreduce_s = 0;
+  if (work.allreduces > 0 && work.tp > 1) {
+    double t = work.tp;
+    allreduce_s = work.allreduces * (2 * (t - 1) * node.intra_node_latency_s +
+                                     2 * (t - 1) / t * 8 * work.allreduce_bytes / node.intra_node_bandwidth_bits_per_s);
+  }
   return work.gemm_flops / (peak->second * 1e12 * efficiency) +
-         work.memory_bytes / (node.memory_bandwidth_bytes_per_s * kMemoryEfficiency) + work.kernel_overhead_s;
+         work.memory_bytes / (node.memory_bandwidth_bytes_per_s * kMemoryEfficiency) + work.kernel_overhead_s +
+         allreduce_s;
 }
 
 ProfileSpec analytic_profile(const ModelSpec& model, const NodeType& node, const std::vector<int>& tps,

@@ -14,13 +14,17 @@ struct LayerWork {
   double gemm_flops = 0;        ///< matrix multiplications: run at the GPU's peak x efficiency
   double memory_bytes = 0;      ///< element-wise traffic and weight reads: run at memory bandwidth
   double kernel_overhead_s = 0; ///< launches and small kernels, independent of size
+  int tp = 1;                   ///< the tensor-parallel group the all-reduces span
+  int allreduces = 0;           ///< tensor-parallel all-reduces of the activations (Megatron: 2 a layer)
+  double allreduce_bytes = 0;   ///< the bytes each of them reduces
 };
 
 /// FLOPs and bytes of one forward pass of unit `unit` of `model` at micro-batch `mbs` and
 /// tensor-parallel degree `tp` (Megatron-style sharding: attention heads and MLP columns split).
 LayerWork forward_work(const ModelSpec& model, const LayerUnit& unit, int tp, int mbs);
 
-/// Seconds of `work` on a GPU of `node` at `efficiency` (share of dense peak for GEMMs).
+/// Seconds of `work` on a GPU of `node` at `efficiency` (share of dense peak for GEMMs), its
+/// all-reduces as rings inside the node (alpha-beta: 2(t-1) latencies, 2(t-1)/t x bytes).
 double roofline_time_s(const LayerWork& work, const NodeType& node, const std::string& dtype, double efficiency);
 
 /// A profile of `model` on `node`'s GPU from forward_work and roofline_time_s: forward seconds
