@@ -146,8 +146,8 @@ PlanContext make_plan_context(const ModelSpec& model, const ClusterSpec& cluster
       if (!profile->has(layer, key.tp))
         throw SpecError(profile->source + ": no forward time of layer type '" + layer + "' at tp " +
                         str(key.tp) + "; profile it or choose another --tp");
-      // Backward takes twice the forward (FASOP's assumption for its measured profiles).
-      units.push_back(3 * profile->forward_time_s(layer, key.tp, type_mbs[type]));
+      // Backward as measured, else twice the forward (FASOP's assumption for its profiles).
+      units.push_back(profile->forward_backward_time_s(layer, key.tp, type_mbs[type]));
     }
   }
   ctx.stage_node_type = policy.stage_node_types(ctx);

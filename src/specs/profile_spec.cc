@@ -9,8 +9,11 @@ bool ProfileSpec::has(const std::string& layer_type, int tp) const {
   return layer != forward_s.end() && layer->second.count(tp) > 0;
 }
 
-double ProfileSpec::forward_time_s(const std::string& layer_type, int tp, int mbs) const {
-  const std::map<int, double>& points = forward_s.at(layer_type).at(tp);
+namespace {
+
+/// A time at micro-batch `mbs` from measured points: the point itself, linear interpolation
+/// between two, growth in proportion to mbs beyond them.
+double interpolate(const std::map<int, double>& points, int mbs) {
   auto above = points.lower_bound(mbs);
   if (above != points.end() && above->first == mbs) return above->second;
   if (above == points.end()) {
@@ -21,6 +24,19 @@ double ProfileSpec::forward_time_s(const std::string& layer_type, int tp, int mb
   auto below = std::prev(above);
   double weight = double(mbs - below->first) / double(above->first - below->first);
   return below->second + weight * (above->second - below->second);
+}
+
+}  // namespace
+
+double ProfileSpec::forward_time_s(const std::string& layer_type, int tp, int mbs) const {
+  return interpolate(forward_s.at(layer_type).at(tp), mbs);
+}
+
+double ProfileSpec::forward_backward_time_s(const std::string& layer_type, int tp, int mbs) const {
+  double forward = forward_time_s(layer_type, tp, mbs);
+  auto layer = backward_s.find(layer_type);
+  if (layer == backward_s.end() || !layer->second.count(tp)) return 3 * forward;
+  return forward + interpolate(layer->second.at(tp), mbs);
 }
 
 }  // namespace fasop

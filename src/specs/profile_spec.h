@@ -12,11 +12,16 @@ struct ProfileSpec {
   std::string source;
   /// layer type -> tp degree -> micro-batch size -> forward seconds
   std::map<std::string, std::map<int, std::map<int, double>>> forward_s;
+  /// The same for the backward pass, where measured (fasop-cpp profile layers); else 2 x forward.
+  std::map<std::string, std::map<int, std::map<int, double>>> backward_s;
 
   bool has(const std::string& layer_type, int tp) const;
   /// Forward seconds of one unit at micro-batch `mbs`: the stored point, linear interpolation
   /// between two points, and growth in proportion to mbs past the last one.
   double forward_time_s(const std::string& layer_type, int tp, int mbs) const;
+  /// Forward plus backward seconds: the measured backward where there is one (interpolated
+  /// like the forward), else twice the forward.
+  double forward_backward_time_s(const std::string& layer_type, int tp, int mbs) const;
 };
 
 }  // namespace fasop

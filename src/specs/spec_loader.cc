@@ -207,14 +207,15 @@ ClusterSpec parse_cluster(const std::string& yaml_text, const std::string& sourc
   return cluster;
 }
 
-ProfileSpec parse_profile(const std::string& yaml_text, const std::string& source) {
-  Field root = load_root(yaml_text, source);
-  ProfileSpec profile;
-  profile.source = source;
-  profile.model = root.child("model").text();
-  profile.gpu = root.child("gpu").text();
-  Field layers = root.child("forward_s");
-  if (!layers.node.IsMap()) layers.fail("expected a map: layer type -> tp -> micro-batch -> seconds");
+namespace {
+
+/// A map layer type -> tp -> micro-batch -> seconds (forward_s, or backward_s).
+void parse_layer_times(const Field& layers, const std::string& source,
+                       std::map<std::string, std::map<int, std::map<int, double>>>& out, bool required) {
+  if (!layers.node.IsMap()) {
+    if (required || layers.present()) layers.fail("expected a map: layer type -> tp -> micro-batch -> seconds");
+    return;
+  }
   for (const auto& layer : layers.node) {
     std::string type = layer.first.as<std::string>();
     Field per_tp{source, layer.second, layers.path + "." + type};
@@ -224,14 +225,26 @@ ProfileSpec parse_profile(const std::string& yaml_text, const std::string& sourc
       int tp = tp_key.positive_int();
       Field points{source, tp_entry.second, per_tp.path + "." + std::to_string(tp)};
       if (!points.node.IsMap() || points.node.size() == 0)
-        points.fail("expected a map: micro-batch size -> forward seconds");
+        points.fail("expected a map: micro-batch size -> seconds");
       for (const auto& point : points.node) {
         int mbs = Field{source, point.first, points.path}.positive_int();
         Field seconds{source, point.second, points.path + "." + std::to_string(mbs)};
-        profile.forward_s[type][tp][mbs] = seconds.positive_double();
+        out[type][tp][mbs] = seconds.positive_double();
       }
     }
   }
+}
+
+}  // namespace
+
+ProfileSpec parse_profile(const std::string& yaml_text, const std::string& source) {
+  Field root = load_root(yaml_text, source);
+  ProfileSpec profile;
+  profile.source = source;
+  profile.model = root.child("model").text();
+  profile.gpu = root.child("gpu").text();
+  parse_layer_times(root.child("forward_s"), source, profile.forward_s, true);
+  if (root.child("backward_s").present()) parse_layer_times(root.child("backward_s"), source, profile.backward_s, false);
   return profile;
 }
 
