@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages fasop-cpp needs to build and test, if any is missing.
 # Runs as root (apt-get); does nothing when everything is already installed.
+# The planner needs the first line; the profiler (fasop-profile) the second: LibTorch, an
+# optimised BLAS for it (Debian's reference BLAS makes LibTorch on CPU ~7x slower) and Gloo.
 set -euo pipefail
-packages=(cmake g++ make libyaml-cpp-dev libcli11-dev catch2)
+packages=(cmake g++ make libyaml-cpp-dev libcli11-dev catch2
+          libtorch-dev libopenblas0-pthread libgloo-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -49,7 +49,7 @@ TEST_CASE("unknown presets and files are reported with the flag", "[specs]") {
   CHECK_THROWS_WITH(store.load_model("gpt3"), Contains("--model") && Contains("gpt2xl"));
   CHECK_THROWS_WITH(store.load_cluster("nowhere.yaml"), Contains("--cluster") && Contains("nowhere.yaml"));
   ModelSpec model = store.load_model("gpt2xl");
-  CHECK_THROWS_WITH(store.load_profile(model, "H100", ""), Contains("H100") && Contains("profile"));
+  CHECK_THROWS_WITH(store.load_profile(model, "B200", ""), Contains("B200") && Contains("profile"));
 }
 
 TEST_CASE("profiles: stored points, interpolation between, proportional growth past the last", "[specs]") {

@@ -37,21 +37,29 @@ void run(const CalibrateOptions& options) {
     throw SpecError(cluster.source + ": node type '" + node->name +
                     "' gives no peak_tflops and memory_bandwidth_bytes_per_s: nothing to calibrate");
   double efficiency = calibrated_efficiency(model, *node, measured);
-  // How well the calibrated roofline then matches each measured point.
-  std::vector<double> ratios;
-  for (const LayerUnit& unit : model.units) {
-    auto layer = measured.forward_s.find(unit.type);
-    if (layer == measured.forward_s.end()) continue;
-    for (const auto& [tp, points] : layer->second)
-      for (const auto& [mbs, seconds] : points)
-        ratios.push_back(roofline_time_s(forward_work(model, unit, tp, mbs), *node, model.dtype, efficiency) / seconds);
-  }
-  if (ratios.empty()) throw SpecError(options.profile + ": no layer type of model '" + model.name + "' is measured");
-  std::sort(ratios.begin(), ratios.end());
+  // How well the roofline matches each measured forward time, at an efficiency.
+  auto ratios = [&](double at) {
+    std::vector<double> out;
+    for (const LayerUnit& unit : model.units) {
+      auto layer = measured.forward_s.find(unit.type);
+      if (layer == measured.forward_s.end() || &unit != &*std::find_if(model.units.begin(), model.units.end(),
+                                                                         [&](const LayerUnit& u) { return u.type == unit.type; }))
+        continue;
+      for (const auto& [tp, points] : layer->second)
+        for (const auto& [mbs, seconds] : points)
+          out.push_back(roofline_time_s(forward_work(model, unit, tp, mbs), *node, model.dtype, at) / seconds);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  std::vector<double> before = ratios(node->compute_efficiency), after = ratios(efficiency);
+  if (after.empty()) throw SpecError(options.profile + ": no layer type of model '" + model.name + "' is measured");
   std::printf("%s on %s (node type %s): compute_efficiency %.3f (the file says %.3f)\n", model.name.c_str(),
               node->gpu.c_str(), node->name.c_str(), efficiency, node->compute_efficiency);
-  std::printf("analytic / measured over %zu points: median %.2f, from %.2f to %.2f\n", ratios.size(),
-              ratios[ratios.size() / 2], ratios.front(), ratios.back());
+  std::printf("analytic / measured forward over %zu points: at %.3f median %.2f (%.2f to %.2f); at %.3f median %.2f "
+              "(%.2f to %.2f)\n",
+              after.size(), node->compute_efficiency, before[before.size() / 2], before.front(), before.back(), efficiency,
+              after[after.size() / 2], after.front(), after.back());
   std::printf("to use it: set `compute_efficiency: %.3f` on node type %s in %s\n", efficiency, node->name.c_str(),
               cluster.source.c_str());
 }

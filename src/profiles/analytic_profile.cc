@@ -26,7 +26,6 @@ double bytes_per_element(const std::string& dtype) {
 LayerWork forward_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs) {
   const double b = mbs, s = m.sequence, h = m.hidden, f = m.ffn_hidden, v = m.vocab, t = tp;
   const double kv_share = double(m.kv_heads) / m.heads;  // key/value width relative to hidden
-  const double heads_per_gpu = double(m.heads) / tp;
   const double bytes = bytes_per_element(m.dtype);
   const double tokens = b * s;
   LayerWork w;
@@ -53,12 +52,13 @@ LayerWork forward_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mb
       double flops = qkv + scores + projection + mlp;
       double weights = h * (h + 2 * h * kv_share) + h * h + (m.activation == Activation::kSwiglu ? 3 : 2) * h * f;
       // Element-wise traffic: two norms, two residual adds, dropouts, the activation over the
-      // MLP width, softmax over the score matrix; each reads and writes.
-      double elementwise = 16 * tokens * h + 4 * tokens * f / t + 4 * b * heads_per_gpu * s * s;
+      // MLP width; each reads and writes. Fused attention (FlashAttention, as training and
+      // the profiler run it) keeps the score matrix on chip: no traffic for it.
+      double elementwise = 16 * tokens * h + 4 * tokens * f / t;
       if (unit.cross_attention) {
         flops += 2 * tokens * h * h + 2 * tokens * h * 2 * h * kv_share + scores + projection;
         weights += 2 * h * h + 2 * h * h * kv_share;
-        elementwise += 8 * tokens * h + 4 * b * heads_per_gpu * s * s;
+        elementwise += 8 * tokens * h;
       }
       w.gemm_flops = flops / t;
       w.memory_bytes = (elementwise + weights / t) * bytes;

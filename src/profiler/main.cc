@@ -1,0 +1,62 @@
+// fasop-profile: the profilers behind `fasop-cpp profile ...`, a binary of their own so that
+// the planner builds and runs without LibTorch and Gloo.
+#include <CLI/CLI.hpp>
+
+#include "profiler/layer_profiler.h"
+#include "profiler/net_profiler.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"fasop-cpp profile: measure layer times (LibTorch) and the network (Gloo, NCCL)"};
+  app.require_subcommand(1);
+  int code = 0;
+
+  fasop::LayerProfileOptions layers;
+  CLI::App* layers_command = app.add_subcommand("layers", "time each layer type of a model, forward and backward");
+  layers_command->add_option("--model", layers.model, "model preset or YAML file")->required();
+  layers_command->add_option("--device", layers.device, "cpu, cuda or cuda:N (default cpu)");
+  layers_command->add_option("--tp", layers.tps, "tensor-parallel degrees, e.g. 1,2,4")->delimiter(',');
+  layers_command->add_option("--mbs", layers.micro_batches, "micro-batch sizes, e.g. 1,2,4,8")->delimiter(',');
+  layers_command->add_option("--dtype", layers.dtype, "fp32, fp16 or bf16 (default fp32)");
+  layers_command->add_option("--gpu", layers.gpu, "GPU name to write in the profile (default: the device's)");
+  layers_command->add_option("--warmup", layers.warmup, "untimed runs first (default 2)")->check(CLI::NonNegativeNumber);
+  layers_command->add_option("--repeats", layers.repeats, "timed runs; the median is kept (default 10)")
+      ->check(CLI::PositiveNumber);
+  layers_command->add_option("--max-spread", layers.max_spread,
+                             "refuse to write when repeats vary by more than this share of the median (default 0.25)");
+  layers_command->add_flag("--allow-noisy", layers.allow_noisy, "write even when the repeats vary more");
+  layers_command->add_option("-o,--output", layers.output, "profile YAML to write (configs/profiles format)");
+  layers_command->add_option("--threads", layers.threads, "CPU threads for LibTorch (default: its own)");
+  layers_command->add_flag("--quiet,-q", layers.quiet, "no progress on stderr");
+  layers_command->callback([&] { code = fasop::run_layer_profile(layers); });
+
+  fasop::NetProfileOptions net;
+  CLI::App* net_command = app.add_subcommand("net", "time all-reduce and send/recv between local processes");
+  net_command->add_option("--backend", net.backend, "gloo (CPU, loopback) or nccl (GPUs)");
+  net_command->add_option("--ranks", net.ranks, "local processes (default 2)");
+  net_command->add_option("--repeats", net.repeats, "timed runs per size; the median is kept (default 10)")
+      ->check(CLI::PositiveNumber);
+  net_command->add_option("-o,--output", net.output, "YAML to write, in the cluster file's field names");
+  net_command->add_flag("--quiet,-q", net.quiet, "no progress on stderr");
+  net_command->callback([&] { code = fasop::run_net_profile(net); });
+
+  fasop::StepCheckOptions step;
+  CLI::App* step_command = app.add_subcommand(
+      "step", "time a whole training step of the model (pp = tp = dp = 1) against the estimate from a profile");
+  step_command->add_option("--model", step.model, "model preset or YAML file")->required();
+  step_command->add_option("--profile", step.profile, "profile YAML the planner estimates from")->required();
+  step_command->add_option("--device", step.device, "cpu, cuda or cuda:N (default cpu)");
+  step_command->add_option("--mbs", step.micro_batch, "micro-batch size (default 1)")->check(CLI::PositiveNumber);
+  step_command->add_option("--micro-batches", step.micro_batches, "micro-batches a step (default 4)")
+      ->check(CLI::PositiveNumber);
+  step_command->add_option("--repeats", step.repeats, "timed steps; the median is kept (default 3)")
+      ->check(CLI::PositiveNumber);
+  step_command->add_option("--threads", step.threads, "CPU threads for LibTorch (default: its own)");
+  step_command->callback([&] { code = fasop::run_step_check(step); });
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return code;
+}

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The profiler as a user meets it (needs fasop-profile, built where LibTorch and Gloo are):
+# a tiny model's layers profiled on CPU drive `search`; times grow with the micro-batch; tp 2
+# shards do half the matrix work of tp 1; the network profile over Gloo fits its points; bad
+# input is a clear error that leaves no file.
+# Usage: profiler_test.sh PATH/TO/fasop-cpp
+set -uo pipefail
+bin=$1
+data=$(cd "$(dirname "$0")/data/profiler" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+passed=0 failed=0
+ok() { passed=$((passed + 1)); }
+fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+
+# Layers: tp 1 and 2, mbs 1 and 2, on CPU. Timings on a shared 2-core machine are noisy, so the
+# spread bound is not held here; a separate check below shows it refuses.
+"$bin" profile layers --model "$data/tiny.yaml" --device cpu --tp 1,2 --mbs 1,2 --threads 1 --repeats 8 \
+  --allow-noisy -o "$work/profiles/tiny_cpu.yaml" --quiet > "$work/layers.out" 2>&1 || fail "profile layers: $(tail -3 "$work/layers.out")"
+profile="$work/profiles/tiny_cpu.yaml"
+[ -s "$profile" ] && ok || fail "no profile written"
+# value LAYER TP MBS [SECTION]: a number from the profile's YAML.
+value() {
+  awk -v layer="  $1:" -v tp="$2" -v mbs="$3" -v section="${4:-forward_s}:" '
+    $0 == section { in_section = 1; next }
+    /^[a-z_]+:/ { in_section = 0 }
+    in_section && $0 == layer { in_layer = 1; next }
+    in_section && /^  [a-z_]+:$/ { in_layer = 0 }
+    in_section && in_layer && $1 == tp ":" {
+      line = $0; sub(/^[^{]*\{/, "", line); sub(/\}.*/, "", line)
+      n = split(line, pairs, ", ")
+      for (i = 1; i <= n; i++) { split(pairs[i], kv, ": "); if (kv[1] == mbs) print kv[2] }
+    }' "$profile"
+}
+t1=$(value transformer 1 1) t2=$(value transformer 1 2)
+awk -v a="$t1" -v b="$t2" 'BEGIN { exit !(a > 0 && b > a) }' && ok || fail "transformer forward does not grow with mbs: $t1 -> $t2"
+b1=$(value transformer 1 1 backward_s) b2=$(value transformer 1 2 backward_s)
+awk -v a="$b1" -v b="$b2" 'BEGIN { exit !(a > 0 && b > a) }' && ok || fail "transformer backward does not grow with mbs: $b1 -> $b2"
+for layer in transformer post_process; do
+  f1=$(value $layer 1 2 matmul_flops) f2=$(value $layer 2 2 matmul_flops)
+  awk -v a="$f1" -v b="$f2" 'BEGIN { r = b / a; exit !(r > 0.499 && r < 0.501) }' && ok ||
+    fail "$layer: tp 2 matmul FLOPs $f2 are not half of tp 1's $f1"
+done
+# The profile drives search and estimate like a shipped one, on a one-node CPU "cluster".
+printf 'name: cpu-box\nnode_types:\n  - {name: box, gpu: cpu, gpus_per_node: 2, gpu_memory_gib: 16, intra_node_bandwidth_bits_per_s: 1e11, inter_node_bandwidth_bits_per_s: 1e10, price_usd_per_hour: 1}\nnodes:\n  - {type: box, count: 2}\n' > "$work/cpu-box.yaml"
+"$bin" search --model "$data/tiny.yaml" --cluster "$work/cpu-box.yaml" --profile-dir "$work/profiles" \
+  --out-dir "$work/logs" --quiet > "$work/search.out" 2>&1 && grep -q "candidates" "$work/search.out" && ok ||
+  fail "search from the measured profile: $(tail -3 "$work/search.out")"
+"$bin" estimate --model "$data/tiny.yaml" --cluster "$work/cpu-box.yaml" --profile-dir "$work/profiles" \
+  --mbs 1 --tp 2 --dp 1 --pp 2 --json > "$work/estimate.json" 2>&1 && grep -q '"step_time"' "$work/estimate.json" && ok ||
+  fail "estimate from the measured profile: $(cat "$work/estimate.json")"
+
+# The spread bound refuses, and then no file appears.
+"$bin" profile layers --model "$data/tiny.yaml" --tp 1 --mbs 1 --repeats 4 --max-spread 0 -o "$work/noisy.yaml" \
+  --quiet > /dev/null 2> "$work/noisy.err"
+[ $? -ne 0 ] && grep -q "allow-noisy" "$work/noisy.err" && [ ! -e "$work/noisy.yaml" ] && ok ||
+  fail "spread bound: $(cat "$work/noisy.err")"
+# Bad input: a clear error, no partial file.
+expect_error() {
+  local what=$1 needle=$2; shift 2
+  local out
+  if out=$("$bin" "$@" 2>&1 >/dev/null); then fail "$what: exit 0"; return; fi
+  case "$out" in *"$needle"*) ok ;; *) fail "$what: '$out' lacks '$needle'" ;; esac
+}
+expect_error "unknown device" "--device" profile layers --model "$data/tiny.yaml" --device tpu -o "$work/x.yaml"
+expect_error "tp not dividing the heads" "--tp 3" profile layers --model "$data/tiny.yaml" --tp 3 -o "$work/x.yaml"
+touch "$work/file"
+expect_error "unwritable output" "$work/file/x" profile layers --model "$data/tiny.yaml" --tp 1 --mbs 1 -o "$work/file/x/out.yaml"
+[ -z "$(ls "$work" | grep -E '^x\.yaml')" ] && ok || fail "a failed profile left a file"
+
+# Network: Gloo between 2 local processes; a positive bandwidth, written in the cluster file's
+# field names, and the fit's error against its points reported. (How close one line fits
+# loopback on a busy 2-core machine varies too much from run to run to hold here.)
+"$bin" profile net --backend gloo --ranks 2 -o "$work/net.yaml" --quiet > "$work/net.out" 2>&1 || fail "profile net: $(tail -5 "$work/net.out")"
+bw=$(awk '/^intra_node_bandwidth_bits_per_s:/ { print $2 }' "$work/net.yaml")
+awk -v b="$bw" 'BEGIN { exit !(b > 0) }' && ok || fail "network bandwidth '$bw' is not positive"
+grep -q "^intra_node_latency_s:" "$work/net.yaml" && ok || fail "net profile lacks intra_node_latency_s"
+grep -Eq "worst relative error" "$work/net.out" && ok || fail "net profile prints no fit error: $(tail -5 "$work/net.out")"
+expect_error "one rank" "--ranks" profile net --backend gloo --ranks 1
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
