@@ -133,7 +133,7 @@ std::vector<double> FasopPolicy::dp_allreduce_s(const PlanContext& ctx,
                                                 const std::vector<int>& partition) const {
   const PlanKey& k = ctx.key;
   const ModelSpec& model = *ctx.model;
-  const int gpus_per_node = ctx.cluster->gpus_per_node();
+  const int gpus_per_node = ctx.gpus_per_node;
   const float h = float(model.hidden);
   // Parameters of stage 0, as FASOP counts them for every stage.
   float params = 0;
@@ -180,7 +180,7 @@ double FasopPolicy::embedding_allreduce_s(const PlanContext& ctx) const {
   for (int t = 0; t < k.tp; ++t)
     slowest = std::min(slowest, link_bits_per_s(ctx, rank_of(0, d, t, k.tp, k.dp),
                                                 rank_of(k.pp - 1, d, t, k.tp, k.dp)));
-  float bw = slowest / float(std::min(k.dp, ctx.cluster->gpus_per_node()));
+  float bw = slowest / float(std::min(k.dp, ctx.gpus_per_node));
   // 2 (n-1) / n x the embedding's bits over the bandwidth, n = 2 (first and last stage).
   double bits = 2.0 * (2 - 1) * (double(model.hidden) * model.vocab * model.precision_bits);
   return float(float(bits) / (2.0f * bw)) / float(k.tp);

@@ -7,7 +7,7 @@
 namespace fasop {
 
 int PlanContext::node_of(int rank) const {
-  if (node_rank_end.empty()) return node_of_rank(rank, cluster->gpus_per_node());
+  if (node_rank_end.empty()) return node_of_rank(rank, gpus_per_node);
   return int(std::upper_bound(node_rank_end.begin(), node_rank_end.end(), rank) - node_rank_end.begin());
 }
 

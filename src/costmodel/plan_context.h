@@ -45,6 +45,9 @@ struct PlanContext {
   int node_of(int rank) const;
   /// Where each node's ranks end (only where node types differ in GPUs per node).
   std::vector<int> node_rank_end;
+  /// GPUs of every node where node types agree (the cluster's gpus_per_node(), kept here
+  /// because node_of runs in the cost model's inner loops).
+  int gpus_per_node = 1;
 };
 
 }  // namespace fasop

@@ -439,11 +439,14 @@ FloorPartition floor_partition(const PlanContext& ctx, const CostPolicy& policy)
 }
 
 double coarse_step_time_floor_s(const PlanContext& ctx, const CostPolicy& policy) {
-  // Every unit at the fastest speed any stage has.
+  // Every unit at the fastest speed any stage has (over the few distinct stage types).
+  std::vector<int> types;
+  for (int type : ctx.stage_node_type)
+    if (std::find(types.begin(), types.end(), type) == types.end()) types.push_back(type);
   double whole_model = 0;
   for (int u = 0; u < ctx.num_units(); ++u) {
     double fastest = std::numeric_limits<double>::infinity();
-    for (int type : ctx.stage_node_type) fastest = std::min(fastest, ctx.unit_compute_s[type][u]);
+    for (int type : types) fastest = std::min(fastest, ctx.unit_compute_s[type][u]);
     whole_model += fastest;
   }
   // The pipeline runs the whole model once, and some stage m times its 1/pp share or more.
