@@ -1,11 +1,17 @@
 // fasop-profile: the profilers behind `fasop-cpp profile ...`, a binary of their own so that
 // the planner builds and runs without LibTorch and Gloo.
 #include <CLI/CLI.hpp>
+#include <malloc.h>
 
 #include "profiler/layer_profiler.h"
 #include "profiler/net_profiler.h"
 
 int main(int argc, char** argv) {
+  // LibTorch's CPU tensors come from malloc; glibc would map each large one afresh and page
+  // it in on first touch, so that timings of the same layer swing by several times. Keeping
+  // freed memory in the process makes repeats (and whole steps) measure the computation.
+  mallopt(M_MMAP_THRESHOLD, 512 * 1024 * 1024);
+  mallopt(M_TRIM_THRESHOLD, 1024 * 1024 * 1024);
   CLI::App app{"fasop-cpp profile: measure layer times (LibTorch) and the network (Gloo, NCCL)"};
   app.require_subcommand(1);
   int code = 0;
