@@ -414,17 +414,18 @@ int check_step(const StepCheckOptions& options) {
   return 0;
 }
 
-}  // namespace
-
 /// The first line of an exception's message (LibTorch appends a stack trace).
-static std::string first_line(const char* what) {
+std::string first_line(const char* what) {
   std::string text = what;
   return text.substr(0, text.find('\n'));
 }
 
-int run_layer_profile(const LayerProfileOptions& options) {
+/// Runs `work`, turning its errors into one line on stderr and an exit code: 2 for bad input,
+/// 1 for a failure while measuring.
+template <typename Work>
+int reporting_errors(Work work) {
   try {
-    return profile_layers(options);
+    return work();
   } catch (const SpecError& e) {
     std::cerr << "fasop-cpp: " << e.what() << "\n";
     return 2;
@@ -434,16 +435,14 @@ int run_layer_profile(const LayerProfileOptions& options) {
   }
 }
 
+}  // namespace
+
+int run_layer_profile(const LayerProfileOptions& options) {
+  return reporting_errors([&] { return profile_layers(options); });
+}
+
 int run_step_check(const StepCheckOptions& options) {
-  try {
-    return check_step(options);
-  } catch (const SpecError& e) {
-    std::cerr << "fasop-cpp: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "fasop-cpp: " << first_line(e.what()) << "\n";
-    return 1;
-  }
+  return reporting_errors([&] { return check_step(options); });
 }
 
 }  // namespace fasop
