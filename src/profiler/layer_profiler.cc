@@ -363,7 +363,7 @@ int profile_layers(const LayerProfileOptions& options) {
 
 /// The whole model, stacked, for the step check.
 double time_whole_step(const ModelSpec& model, const StepCheckOptions& options, const torch::Device& device) {
-  torch::TensorOptions tensor = torch::TensorOptions().dtype(torch::kFloat32).device(device);
+  torch::TensorOptions tensor = torch::TensorOptions().dtype(parse_dtype(options.dtype)).device(device);
   std::vector<LayerModule> layers;
   for (const LayerUnit& unit : model.units) layers.push_back(build_layer(model, unit, 1, tensor));
   std::vector<double> steps;

@@ -32,6 +32,7 @@ struct StepCheckOptions {
   std::string model;
   std::string profile;           ///< the profile to estimate from
   std::string device = "cpu";
+  std::string dtype = "fp32";    ///< the precision the profile was measured in
   int micro_batch = 1;
   int micro_batches = 4;         ///< micro-batches a step accumulates
   int warmup = 1;

@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   step_command->add_option("--model", step.model, "model preset or YAML file")->required();
   step_command->add_option("--profile", step.profile, "profile YAML the planner estimates from")->required();
   step_command->add_option("--device", step.device, "cpu, cuda or cuda:N (default cpu)");
+  step_command->add_option("--dtype", step.dtype, "fp32, fp16 or bf16: as the profile was measured (default fp32)");
   step_command->add_option("--mbs", step.micro_batch, "micro-batch size (default 1)")->check(CLI::PositiveNumber);
   step_command->add_option("--micro-batches", step.micro_batches, "micro-batches a step (default 4)")
       ->check(CLI::PositiveNumber);
