@@ -72,8 +72,8 @@ expect_error "unwritable output" "$work/file/x" profile layers --model "$data/ti
 [ -z "$(ls "$work" | grep -E '^x\.yaml')" ] && ok || fail "a failed profile left a file"
 
 # Network: Gloo between 2 local processes; a positive bandwidth, written in the cluster file's
-# field names, and the fit's error against its points reported. (How close one line fits
-# loopback on a busy 2-core machine varies too much from run to run to hold here.)
+# field names, and the fit's error against its points reported. (Usually within 4-14% here,
+# but one run in five misses a point by over 20% on a 2-core machine: not held in CI.)
 "$bin" profile net --backend gloo --ranks 2 -o "$work/net.yaml" --quiet > "$work/net.out" 2>&1 || fail "profile net: $(tail -5 "$work/net.out")"
 bw=$(awk '/^intra_node_bandwidth_bits_per_s:/ { print $2 }' "$work/net.yaml")
 awk -v b="$bw" 'BEGIN { exit !(b > 0) }' && ok || fail "network bandwidth '$bw' is not positive"
