@@ -179,7 +179,7 @@ CLI::Validator positive(const std::string& what) {
 
 void add_search_command(CLI::App& app) {
   auto options = std::make_shared<SearchOptions>();
-  CLI::App* command = app.add_subcommand("search", "search every plan of FASOP's space and write its table");
+  CLI::App* command = app.add_subcommand("search", "search every plan (FASOP's space, or beyond it under the analytic policy) and write the table; --pareto: every cluster shape");
   options->planner.add_to(*command);
   command->add_option("--out-dir", options->out_dir, "directory of the CSV report (default main_logs)")
       ->check([](const std::string& dir) { return dir.empty() ? std::string("must not be empty") : std::string(); });
