@@ -135,13 +135,14 @@ TEST_CASE("local search never returns a worse partition", "[partitioner]") {
   CHECK(step_time_s(ctx, p.policy, improved) < step_time_s(ctx, p.policy, start));
 }
 
-TEST_CASE("the step-time floor is below every partition, and quick partitions beat FASOP's", "[partitioner]") {
+TEST_CASE("the step-time floor is below every partition, and the cheap partitions beat FASOP's", "[partitioner]") {
   // Brute force over every partition of small heterogeneous layouts (bert: 26 units).
   Presets p("bert", "fasop-bert-heterogeneous");
   for (auto [mbs, tp, dp, pp] : std::vector<std::array<int, 4>>{{1, 1, 4, 4}, {8, 1, 2, 8}, {4, 2, 2, 4}, {2, 4, 2, 2}}) {
     PlanContext ctx = p.context(mbs, tp, dp, pp);
     // 8 stages of 26 units are 480,700 partitions: those take a sample.
-    double floor = step_time_floor_s(ctx, p.policy);
+    FloorPartition floor_p = floor_partition(ctx, p.policy);
+    double floor = floor_p.floor_s;
     double best = std::numeric_limits<double>::infinity(), best_bound = best;
     std::vector<int> prefix;
     size_t visited = 0;
@@ -154,11 +155,13 @@ TEST_CASE("the step-time floor is below every partition, and quick partitions be
     CHECK(floor <= best_bound * (1 + 1e-9));
     CHECK(best_bound <= best * (1 + 1e-9));
     CHECK(floor >= 0.8 * best);  // tight enough to prune
-    QuickPartition quick = quick_partition(ctx, p.policy);
-    double quick_best = std::numeric_limits<double>::infinity();
-    for (const std::vector<int>& c : quick.candidates) quick_best = std::min(quick_best, step_time_s(ctx, p.policy, c));
-    CHECK(quick_best <= step_time_s(ctx, p.policy, fasop_greedy_partition(ctx, p.policy)));
-    CHECK(quick.lower_bound_s == floor);
-    CHECK(step_time_s(ctx, p.policy, best_partition(ctx, p.policy)) <= quick_best);
+    // The pareto search's cheap steps: FASOP's partitions, then the floor's.
+    std::vector<std::vector<int>> cheap = fasop_partitions(ctx, p.policy);
+    cheap.push_back(floor_p.partition);
+    double cheap_best = std::numeric_limits<double>::infinity();
+    for (const std::vector<int>& c : cheap) cheap_best = std::min(cheap_best, step_time_s(ctx, p.policy, c));
+    CHECK(cheap_best <= step_time_s(ctx, p.policy, fasop_greedy_partition(ctx, p.policy)));
+    CHECK(fitting_start_partition(ctx, p.policy).floor_s == floor);
+    CHECK(step_time_s(ctx, p.policy, best_partition(ctx, p.policy)) <= cheap_best);
   }
 }

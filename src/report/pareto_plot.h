@@ -19,7 +19,6 @@ class ParetoPlot : public CandidateSink {
   /// The picture; `title` is its heading.
   std::string svg(const ClusterSpec& inventory, const std::vector<CandidateResult>& front,
                   const std::string& title) const;
-  size_t dots() const { return dots_.size(); }
 
  private:
   struct Dot {

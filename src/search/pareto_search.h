@@ -47,16 +47,17 @@ struct ParetoSize {
 };
 ParetoSize count_pareto_candidates(const ParetoInput& input);
 
-/// Estimates every layout (FASOP's space, FASOP's order) of every placement of every shape
-/// (cluster_shapes order), handing them to `sink` in that order. Two passes: every candidate
-/// at its quick partition (never slower than FASOP's), then best_partition for each candidate
-/// whose floor (no partition is faster) is not beaten by the quick pass's front. The front is
-/// therefore what best_partition on every candidate would give, at a fraction of the work.
-/// The output does not depend on the thread count.
 /// Called now and then with (pass 1 or 2, done, total): pass 1 counts candidates estimated
 /// quickly, pass 2 the candidates refined (held) or handed on (streamed).
 using PassProgressFn = std::function<void(int, size_t, size_t)>;
 
+/// Estimates every layout (the search space's order) of every placement of every shape
+/// (cluster_shapes order), handing them to `sink` in that order. Three steps: every candidate
+/// at FASOP's partition (a memory-aware policy's: exact_fitting_partition) with a coarse floor;
+/// the floor partition and exact floor where that floor is not beaten by the front so far;
+/// best_partition where the exact floor is still not beaten. No partition beats a floor, so the
+/// front is what best_partition on every candidate would give, at a fraction of the work.
+/// The output does not depend on the thread count.
 ParetoStats run_pareto_search(const ParetoInput& input, CandidateSink& sink, const PassProgressFn& progress = {});
 
 /// Keeps the front of the candidates that `constraints` admit, and nothing else.
@@ -84,18 +85,6 @@ class CandidateCollector : public CandidateSink {
 
  private:
   std::vector<CandidateResult> all_;
-};
-
-/// Hands each chunk to several sinks in turn.
-class SinkFanOut : public CandidateSink {
- public:
-  explicit SinkFanOut(std::vector<CandidateSink*> sinks) : sinks_(std::move(sinks)) {}
-  void consume(std::vector<CandidateResult>& chunk, size_t first_index) override {
-    for (CandidateSink* sink : sinks_) sink->consume(chunk, first_index);
-  }
-
- private:
-  std::vector<CandidateSink*> sinks_;
 };
 
 }  // namespace fasop

@@ -453,45 +453,41 @@ double coarse_step_time_floor_s(const PlanContext& ctx, const CostPolicy& policy
   return std::max(whole_model, ctx.num_microbatches * whole_model / ctx.pp()) + policy.embedding_allreduce_s(ctx);
 }
 
-QuickPartition quick_partition(const PlanContext& ctx, const CostPolicy& policy) {
-  QuickPartition quick;
-  quick.candidates = fasop_partitions(ctx, policy);
-  FloorPartition floor = floor_partition(ctx, policy);
-  quick.lower_bound_s = floor.floor_s;
-  if (std::find(quick.candidates.begin(), quick.candidates.end(), floor.partition) == quick.candidates.end())
-    quick.candidates.push_back(floor.partition);
-  return quick;
-}
-
-double step_time_floor_s(const PlanContext& ctx, const CostPolicy& policy) {
-  return floor_partition(ctx, policy).floor_s;
+FittingPartition exact_fitting_partition(const PlanContext& ctx) {
+  FittingPartition result;
+  if (ctx.pp() == 1) {
+    result.partition = {ctx.num_units()};
+    result.fits = fits_memory(ctx, result.partition);
+    return result;
+  }
+  result.partition = exact_bottleneck_partition(ctx);
+  if (!result.partition.empty()) return result;
+  PlanContext unconstrained = ctx;
+  unconstrained.partition_memory.reset();
+  result.partition = exact_bottleneck_partition(unconstrained);
+  result.fits = false;
+  if (result.partition.empty())
+    throw SpecError("pp " + std::to_string(ctx.pp()) + ": no partition gives every stage a unit of one segment; "
+                    "use fewer stages");
+  return result;
 }
 
 FittingStart fitting_start_partition(const PlanContext& ctx, const CostPolicy& policy) {
+  FittingPartition exact = exact_fitting_partition(ctx);
   FittingStart start;
-  start.floor_s = ctx.pp() == 1 ? step_time_s(ctx, policy, {ctx.num_units()})
-                                : min_lower_bound(ctx, policy, CutCosts(ctx)).value_s;
+  start.partition = exact.partition;
+  start.fits = exact.fits;
+  start.step_s = step_time_s(ctx, policy, start.partition);
   if (ctx.pp() == 1) {
-    start.partition = {ctx.num_units()};
-    start.fits = fits_memory(ctx, start.partition);
+    start.floor_s = start.step_s;
     return start;
   }
-  start.partition = exact_bottleneck_partition(ctx);
-  if (start.partition.empty()) {
-    // Nothing fits: the fastest partition regardless of memory, reported out of memory.
-    PlanContext unconstrained = ctx;
-    unconstrained.partition_memory.reset();
-    start.partition = exact_bottleneck_partition(unconstrained);
-    start.fits = false;
-    if (start.partition.empty())
-      throw SpecError("pp " + std::to_string(ctx.pp()) + ": no partition gives every stage a unit of one segment; "
-                      "use fewer stages");
+  LowerBoundPartition bound = min_lower_bound(ctx, policy, CutCosts(ctx));
+  start.floor_s = bound.value_s;
+  if (!start.fits || bound.partition.empty() || bound.partition == start.partition || !fits_memory(ctx, bound.partition))
     return start;
-  }
-  std::vector<int> floor = min_lower_bound(ctx, policy, CutCosts(ctx)).partition;
-  if (!floor.empty() && floor != start.partition && fits_memory(ctx, floor) &&
-      step_time_s(ctx, policy, floor) < step_time_s(ctx, policy, start.partition))
-    start.partition = floor;
+  double bound_s = step_time_s(ctx, policy, bound.partition);
+  if (bound_s < start.step_s) start.partition = bound.partition, start.step_s = bound_s;
   return start;
 }
 
@@ -503,7 +499,7 @@ std::vector<int> best_fitting_partition(const PlanContext& ctx, const CostPolicy
   FittingStart start = fitting_start_partition(ctx, policy);
   if (!start.fits) return start.partition;
   std::set<std::vector<int>> visited;
-  return descend(ctx, policy, start.partition, step_time_s(ctx, policy, start.partition), visited).second;
+  return descend(ctx, policy, start.partition, start.step_s, visited).second;
 }
 
 }  // namespace

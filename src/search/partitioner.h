@@ -23,12 +23,20 @@ std::vector<int> fasop_greedy_partition(const PlanContext& ctx, const CostPolicy
 /// Dynamic programming over cut points, O(pp x units x widest stage); {} if nothing fits.
 std::vector<int> exact_bottleneck_partition(const PlanContext& ctx);
 
-/// Where best_partition starts when stages must fit their GPUs: the exact bottleneck partition,
-/// or the floor partition if it fits and is faster; if nothing fits, the exact bottleneck
-/// partition regardless of memory (fits = false). With the floor (as step_time_floor_s).
+/// exact_bottleneck_partition within memory; where nothing fits, the same regardless of memory
+/// (fits = false), so that the plan is reported out of memory. One stage: the whole model.
+struct FittingPartition {
+  std::vector<int> partition;
+  bool fits = true;
+};
+FittingPartition exact_fitting_partition(const PlanContext& ctx);
+
+/// Where best_partition starts when stages must fit their GPUs: exact_fitting_partition, or the
+/// floor partition if it fits and is faster. With its step time and the floor (floor_partition's).
 struct FittingStart {
   std::vector<int> partition;
   bool fits = true;
+  double step_s = 0;
   double floor_s = 0;
 };
 FittingStart fitting_start_partition(const PlanContext& ctx, const CostPolicy& policy);
@@ -77,16 +85,5 @@ FloorPartition floor_partition(const PlanContext& ctx, const CostPolicy& policy)
 /// whole model once and some stage at least m times its 1/pp share, each unit at the fastest
 /// speed of any stage. Looser than floor_partition's, and far cheaper.
 double coarse_step_time_floor_s(const PlanContext& ctx, const CostPolicy& policy);
-
-/// FASOP's partitions and the floor partition together, with the floor.
-struct QuickPartition {
-  std::vector<std::vector<int>> candidates;  ///< fasop_partitions, then the floor partition
-  double lower_bound_s = 0;                  ///< no partition of this layout has a lower step time
-};
-QuickPartition quick_partition(const PlanContext& ctx, const CostPolicy& policy);
-
-/// The least step time any partition of this layout could have (CostPolicy's lower bound,
-/// minimised exactly over partitions by dynamic programming).
-double step_time_floor_s(const PlanContext& ctx, const CostPolicy& policy);
 
 }  // namespace fasop

@@ -42,16 +42,9 @@ CandidateResult evaluate_fasop_partitions(const SearchInput& input, const PlanKe
   CandidateResult best;
   best.plan.key = key;
   if (ctx.partition_memory) {
-    // A memory-aware policy starts from the exact bottleneck partition that fits (or, if
-    // none does, the one that would be fastest regardless).
-    std::vector<int> partition = exact_bottleneck_partition(ctx);
-    if (partition.empty()) {
-      PlanContext unconstrained = ctx;
-      unconstrained.partition_memory.reset();
-      partition = ctx.pp() == 1 ? std::vector<int>{ctx.num_units()} : exact_bottleneck_partition(unconstrained);
-    }
-    best.plan.partition = partition;
-    best.estimate = estimate_plan(ctx, *input.policy, partition, input.iterations);
+    // A memory-aware policy starts from the exact bottleneck partition that fits.
+    best.plan.partition = exact_fitting_partition(ctx).partition;
+    best.estimate = estimate_plan(ctx, *input.policy, best.plan.partition, input.iterations);
     return best;
   }
   for (const std::vector<int>& partition : fasop_partitions(ctx, *input.policy)) {
