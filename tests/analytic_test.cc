@@ -17,9 +17,9 @@
 using namespace fasop;
 using fasop::testing::compositions;
 using fasop::testing::MapSource;
+using fasop::testing::SyntheticPipeline;
 
 namespace {
-
 
 /// Specs from the shipped presets, by name.
 struct Loaded {
@@ -40,14 +40,12 @@ TEST_CASE("the exact partitioner equals brute force, memory limits and sends inc
   std::uniform_real_distribution<double> cost(0.1, 1.0), param(1.0, 3.0);
   for (int trial = 0; trial < 300; ++trial) {
     int n = 2 + int(rng() % 10), pp = 1 + int(rng() % std::min(n, 5));
-    ModelSpec model;
-    for (int u = 0; u < n; ++u) model.units.push_back({"layer", LayerRole::kTransformer, ""});
-    PlanContext ctx;
-    ctx.model = &model;
-    ctx.key.pp = pp;
-    ctx.unit_compute_s.assign(2, std::vector<double>(n));
-    for (int u = 0; u < n; ++u) ctx.unit_compute_s[0][u] = cost(rng), ctx.unit_compute_s[1][u] = 2.5 * ctx.unit_compute_s[0][u];
-    for (int s = 0; s < pp; ++s) ctx.stage_node_type.push_back(int(rng() % 2));
+    std::vector<std::vector<double>> units(2, std::vector<double>(n));
+    for (int u = 0; u < n; ++u) units[0][u] = cost(rng), units[1][u] = 2.5 * units[0][u];
+    std::vector<int> types;
+    for (int s = 0; s < pp; ++s) types.push_back(int(rng() % 2));
+    SyntheticPipeline sp(units, types);
+    PlanContext& ctx = sp.ctx;
     for (int b = 0; b + 1 < pp; ++b) ctx.boundary_send_s.push_back(0.3 * cost(rng));
     MemoryModel memory;
     memory.params_prefix.assign(n + 1, 0);
@@ -110,14 +108,12 @@ TEST_CASE("the exact partitioner handles 80 layers on 128 stages", "[analytic][p
   REQUIRE(partition.size() == 80);
   CHECK(*std::max_element(partition.begin(), partition.end()) == 2);
   // 128 stages: a model of 256 units (layers of uneven cost) on GPUs of two speeds.
-  ModelSpec big;
-  for (int u = 0; u < 256; ++u) big.units.push_back({"layer", LayerRole::kTransformer, ""});
-  PlanContext wide;
-  wide.model = &big;
-  wide.key.pp = 128;
-  wide.unit_compute_s.assign(2, std::vector<double>(256));
-  for (int u = 0; u < 256; ++u) wide.unit_compute_s[0][u] = 1 + (u % 3), wide.unit_compute_s[1][u] = 2 * (1 + (u % 3));
-  for (int s = 0; s < 128; ++s) wide.stage_node_type.push_back(s < 64 ? 0 : 1);
+  std::vector<std::vector<double>> costs(2, std::vector<double>(256));
+  for (int u = 0; u < 256; ++u) costs[0][u] = 1 + (u % 3), costs[1][u] = 2 * (1 + (u % 3));
+  std::vector<int> halves;
+  for (int s = 0; s < 128; ++s) halves.push_back(s < 64 ? 0 : 1);
+  SyntheticPipeline big(costs, halves);
+  PlanContext& wide = big.ctx;
   wide.boundary_send_s.assign(127, 0.0);
   std::vector<int> wide_partition = exact_bottleneck_partition(wide);
   REQUIRE(wide_partition.size() == 128);

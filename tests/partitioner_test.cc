@@ -14,23 +14,10 @@
 using namespace fasop;
 using fasop::testing::compositions;
 using fasop::testing::Presets;
+using fasop::testing::SyntheticPipeline;
 
 namespace {
 
-/// A context with hand-set unit costs: `types` node types, every stage's type given.
-struct SyntheticPipeline {
-  ModelSpec model;
-  PlanContext ctx;
-  SyntheticPipeline(const std::vector<std::vector<double>>& unit_costs, std::vector<int> stage_types,
-                    std::vector<std::string> segments = {}) {
-    for (size_t u = 0; u < unit_costs[0].size(); ++u)
-      model.units.push_back({"layer", LayerRole::kTransformer, segments.empty() ? "" : segments[u]});
-    ctx.model = &model;
-    ctx.key.pp = static_cast<int>(stage_types.size());
-    ctx.unit_compute_s = unit_costs;
-    ctx.stage_node_type = stage_types;
-  }
-};
 
 
 std::vector<double> stage_costs(const PlanContext& ctx, const std::vector<int>& partition) {

@@ -41,6 +41,22 @@ class MapSource : public TextSource {
   }
 };
 
+/// A context with hand-set unit costs: `types` node types, every stage's type given.
+struct SyntheticPipeline {
+  SyntheticPipeline(const SyntheticPipeline&) = delete;  // ctx points into model
+  ModelSpec model;
+  PlanContext ctx;
+  SyntheticPipeline(const std::vector<std::vector<double>>& unit_costs, std::vector<int> stage_types,
+                    std::vector<std::string> segments = {}) {
+    for (size_t u = 0; u < unit_costs[0].size(); ++u)
+      model.units.push_back({"layer", LayerRole::kTransformer, segments.empty() ? "" : segments[u]});
+    ctx.model = &model;
+    ctx.key.pp = static_cast<int>(stage_types.size());
+    ctx.unit_compute_s = unit_costs;
+    ctx.stage_node_type = stage_types;
+  }
+};
+
 /// A model, a cluster and their profiles loaded from the shipped presets.
 struct Presets {
   ModelSpec model;
