@@ -16,24 +16,9 @@
 
 using namespace fasop;
 using fasop::testing::compositions;
-using fasop::testing::MapSource;
 using fasop::testing::SyntheticPipeline;
 
-namespace {
-
-/// Specs from the shipped presets, by name.
-struct Loaded {
-  ModelSpec model;
-  ClusterSpec cluster;
-  Loaded(const std::string& model_name, const std::string& cluster_name) {
-    MapSource none;
-    SpecStore store(none, embedded_presets());
-    model = store.load_model(model_name);
-    cluster = store.load_cluster(cluster_name);
-  }
-};
-
-}  // namespace
+using fasop::testing::PresetSpecs;
 
 TEST_CASE("the exact partitioner equals brute force, memory limits and sends included", "[analytic][partitioner]") {
   std::mt19937 rng(2024);
@@ -96,7 +81,7 @@ TEST_CASE("the exact partitioner equals brute force, memory limits and sends inc
 
 TEST_CASE("the exact partitioner handles 80 layers on 128 stages", "[analytic][partitioner]") {
   // Fast enough for LLaMA-2 70B's 82 units: the dynamic program is pp x units x widest stage.
-  Loaded l("llama2-70b", "mixed-1024gpu");
+  PresetSpecs l("llama2-70b", "mixed-1024gpu");
   ModelSpec model = l.model;
   PlanContext ctx;
   ctx.model = &model;
@@ -151,7 +136,7 @@ TEST_CASE("memory per GPU follows the hand calculation", "[analytic][memory]") {
   CHECK(AnalyticPolicy::bytes_per_param(3, 8) == 2.25);
   // LLaMA-2 7B's parameters, by hand: embedding and head 32000 x 4096 each, 32 layers of
   // attention 4 x 4096^2, SwiGLU 3 x 4096 x 11008 and two RMSNorms, a final RMSNorm.
-  Loaded l("llama2-7b", "aws-h100");
+  PresetSpecs l("llama2-7b", "aws-h100");
   double params = 0;
   for (const LayerUnit& u : l.model.units) params += unit_params(l.model, u, 1);
   const double by_hand = 2 * 32000.0 * 4096 + 32 * (4 * 4096.0 * 4096 + 3 * 4096.0 * 11008 + 2 * 4096) + 4096;
@@ -190,7 +175,7 @@ TEST_CASE("memory per GPU follows the hand calculation", "[analytic][memory]") {
 }
 
 TEST_CASE("analytic layer work counts the FLOPs by hand", "[analytic][profile]") {
-  Loaded l("gpt2xl", "fasop-8nodes");
+  PresetSpecs l("gpt2xl", "fasop-8nodes");
   const LayerUnit& layer = l.model.units[1];
   // GPT-2 XL, one sequence: 24 b s h^2 + 4 b s^2 h for a 4h GELU layer.
   const double b = 1, s = 1024, h = 1600;
@@ -199,7 +184,7 @@ TEST_CASE("analytic layer work counts the FLOPs by hand", "[analytic][profile]")
   CHECK(forward_work(l.model, layer, 2, 1).gemm_flops == one.gemm_flops / 2);  // tp 2: half the work
   CHECK(forward_work(l.model, layer, 1, 8).gemm_flops == 8 * one.gemm_flops);
   // A profile made at one efficiency is calibrated back to it.
-  Loaded h100("gpt2xl", "aws-h100");
+  PresetSpecs h100("gpt2xl", "aws-h100");
   NodeType node = h100.cluster.node_types[0];
   node.compute_efficiency = 0.37;
   ProfileSpec measured = analytic_profile(l.model, node, {1, 2, 4}, {1, 2, 4, 8});
@@ -208,7 +193,7 @@ TEST_CASE("analytic layer work counts the FLOPs by hand", "[analytic][profile]")
 }
 
 TEST_CASE("type-block placements: every order of the node types, no symmetric duplicates", "[analytic][search]") {
-  Loaded l("llama2-70b", "mixed-h100-a100-l4");
+  PresetSpecs l("llama2-70b", "mixed-h100-a100-l4");
   std::vector<std::vector<int>> placements = type_block_placements(l.cluster);
   REQUIRE(placements.size() == 6);  // 3! orders of three types
   CHECK(placements.front() == std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2});
@@ -250,13 +235,13 @@ TEST_CASE("bad model and cluster files name the file and the field", "[analytic]
   CHECK_THROWS_WITH(parse_model(with(with(model, "HEADS", "32"), "KV", "6"), "m.yaml"),
                     Catch::Contains("m.yaml") && Catch::Contains("'kv_heads'"));
   // tp must split whole heads.
-  Loaded l("llama2-70b", "mixed-h100-a100-l4");
+  PresetSpecs l("llama2-70b", "mixed-h100-a100-l4");
   PlanKey key{1, 3, 32, 1, l.cluster.nodes};  // 3 does not divide 64 heads
   CHECK_THROWS_WITH(validate_plan_key(l.model, l.cluster, key), Catch::Contains("--tp") && Catch::Contains("heads"));
 }
 
 TEST_CASE("per-stage data parallelism: layouts per node type, ranks, micro-batches and checks", "[analytic][stage-dp]") {
-  Loaded l("llama2-13b", "mixed-h100-a100-l4");  // 4 nodes each of H100, A100-80G, L4: 32 GPUs a type
+  PresetSpecs l("llama2-13b", "mixed-h100-a100-l4");  // 4 nodes each of H100, A100-80G, L4: 32 GPUs a type
   SearchSpaceOptions space = SearchSpaceOptions::beyond_fasop();
   space.zero_stages = {0};
   space.recompute = {false};
@@ -323,7 +308,7 @@ TEST_CASE("node types may differ in GPUs per node", "[analytic][specs]") {
   ClusterSpec cluster = parse_cluster(yaml, "mixed-sizes.yaml");
   CHECK(cluster.num_gpus() == 24);
   CHECK(cluster.gpus_per_node() == 4);  // the bound on tp
-  Loaded l("llama2-7b", "aws-h100");
+  PresetSpecs l("llama2-7b", "aws-h100");
   AnalyticPolicy policy;
   ProfileSpec h100 = analytic_profile(l.model, cluster.node_types[0], {1, 2, 4}, {1, 2, 4, 8, 16});
   ProfileSpec l4 = analytic_profile(l.model, cluster.node_types[1], {1, 2, 4}, {1, 2, 4, 8, 16});

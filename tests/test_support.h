@@ -57,19 +57,29 @@ struct SyntheticPipeline {
   }
 };
 
-/// A model, a cluster and their profiles loaded from the shipped presets.
-struct Presets {
+/// A model and a cluster loaded from the shipped presets (no profiles: those of clusters whose
+/// GPUs nobody measured are made analytically).
+struct PresetSpecs {
   ModelSpec model;
   ClusterSpec cluster;
-  std::vector<ProfileSpec> profiles;
-  FasopPolicy policy;
-  SearchInput input;
 
-  Presets(const std::string& model_name, const std::string& cluster_name) {
+  PresetSpecs(const std::string& model_name, const std::string& cluster_name) {
     MapSource none;
     SpecStore store(none, embedded_presets());
     model = store.load_model(model_name);
     cluster = store.load_cluster(cluster_name);
+  }
+};
+
+/// A model, a cluster and their measured profiles loaded from the shipped presets.
+struct Presets : PresetSpecs {
+  std::vector<ProfileSpec> profiles;
+  FasopPolicy policy;
+  SearchInput input;
+
+  Presets(const std::string& model_name, const std::string& cluster_name) : PresetSpecs(model_name, cluster_name) {
+    MapSource none;
+    SpecStore store(none, embedded_presets());
     profiles.reserve(cluster.node_types.size());
     for (const NodeType& type : cluster.node_types) {
       profiles.push_back(store.load_profile(model, type.gpu, ""));
