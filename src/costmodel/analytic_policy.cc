@@ -48,13 +48,12 @@ double total(const std::vector<double>& values) {
   return sum;
 }
 
-/// Parameters of stage `stage` of `partition` on one GPU.
+/// Parameters of stage `stage` of `partition` on one GPU: the memory model's prefix sums.
 double stage_params(const PlanContext& ctx, const std::vector<int>& partition, int stage) {
   int first = 0;
   for (int s = 0; s < stage; ++s) first += partition[s];
-  double params = 0;
-  for (int u = first; u < first + partition[stage]; ++u) params += unit_params(*ctx.model, ctx.model->units[u], ctx.key.tp);
-  return params;
+  const std::vector<double>& prefix = ctx.partition_memory->params_prefix;
+  return prefix[first + partition[stage]] - prefix[first];
 }
 
 }  // namespace
@@ -166,10 +165,12 @@ std::vector<StageTiming> AnalyticPolicy::stage_timings(const PlanContext& ctx, c
   return stages;
 }
 
-std::vector<double> AnalyticPolicy::dp_allreduce_s(const PlanContext& ctx, const std::vector<int>& partition) const {
+std::vector<double> AnalyticPolicy::dp_allreduce_s(const PlanContext& ctx, const std::vector<int>& partition,
+                                                   const std::vector<StageTiming>* given) const {
   const PlanKey& k = ctx.key;
-  std::vector<StageTiming> timings = options_.overlap_dp_allreduce ? stage_timings(ctx, partition)
-                                                                   : std::vector<StageTiming>();
+  std::vector<StageTiming> computed;
+  if (options_.overlap_dp_allreduce && !given) computed = stage_timings(ctx, partition);
+  const std::vector<StageTiming>& timings = given ? *given : computed;
   std::vector<double> costs;
   for (int s = 0; s < k.pp; ++s) {
     double params = stage_params(ctx, partition, s);

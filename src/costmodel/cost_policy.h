@@ -39,9 +39,10 @@ class CostPolicy {
   /// Per-micro-batch timing of each stage of `partition`.
   virtual std::vector<StageTiming> stage_timings(const PlanContext& ctx,
                                                  const std::vector<int>& partition) const = 0;
-  /// Seconds of each stage's data-parallel gradient all-reduce.
-  virtual std::vector<double> dp_allreduce_s(const PlanContext& ctx,
-                                             const std::vector<int>& partition) const = 0;
+  /// Seconds of each stage's data-parallel gradient all-reduce. `timings`, if given, are
+  /// stage_timings(ctx, partition), for a policy that overlaps the all-reduce with them.
+  virtual std::vector<double> dp_allreduce_s(const PlanContext& ctx, const std::vector<int>& partition,
+                                             const std::vector<StageTiming>* timings = nullptr) const = 0;
   /// Seconds of the all-reduce that ties the input embedding to the output head.
   virtual double embedding_allreduce_s(const PlanContext& ctx) const = 0;
   /// Peak memory of each stage.
@@ -63,8 +64,9 @@ class CostPolicy {
   /// can skip partitions that cannot win: the pipeline's lower bound (pipeline_1f1b.h) plus
   /// stage 0's all-reduce and the embedding sync, as stage 0 ends the pipeline.
   virtual double step_time_lower_bound(const PlanContext& ctx, const std::vector<int>& partition) const {
-    return pipeline_1f1b_lower_bound(stage_timings(ctx, partition), ctx.num_microbatches) +
-           dp_allreduce_s(ctx, partition)[0] + embedding_allreduce_s(ctx);
+    std::vector<StageTiming> timings = stage_timings(ctx, partition);
+    return pipeline_1f1b_lower_bound(timings, ctx.num_microbatches) + dp_allreduce_s(ctx, partition, &timings)[0] +
+           embedding_allreduce_s(ctx);
   }
   /// The step time: the latest stage end plus its all-reduce, plus the embedding sync.
   /// Sets `bottleneck` to the first stage that reaches the latest end.

@@ -19,7 +19,8 @@ StepTime compute_step_time(const PlanContext& ctx, const CostPolicy& policy,
   StepTime t;
   t.timings = policy.stage_timings(ctx, timed_partition);
   t.pipeline = policy.pipeline(ctx, t.timings);
-  t.dp_allreduce_s = policy.dp_allreduce_s(ctx, partition);
+  // The timings serve the all-reduce's overlap when they are of the same partition.
+  t.dp_allreduce_s = policy.dp_allreduce_s(ctx, partition, partition == timed_partition ? &t.timings : nullptr);
   t.embedding_allreduce_s = policy.embedding_allreduce_s(ctx);
   t.step_s = policy.step_time_s(t.pipeline, t.dp_allreduce_s, t.embedding_allreduce_s, &t.bottleneck_stage);
   return t;

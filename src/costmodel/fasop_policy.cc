@@ -129,8 +129,8 @@ std::vector<StageTiming> FasopPolicy::stage_timings(const PlanContext& ctx,
   return stages;
 }
 
-std::vector<double> FasopPolicy::dp_allreduce_s(const PlanContext& ctx,
-                                                const std::vector<int>& partition) const {
+std::vector<double> FasopPolicy::dp_allreduce_s(const PlanContext& ctx, const std::vector<int>& partition,
+                                                const std::vector<StageTiming>*) const {
   const PlanKey& k = ctx.key;
   const ModelSpec& model = *ctx.model;
   const int gpus_per_node = ctx.gpus_per_node;

@@ -28,8 +28,8 @@ class FasopPolicy : public CostPolicy {
   std::vector<double> boundary_send_s(const PlanContext& ctx) const override;
   std::vector<StageTiming> stage_timings(const PlanContext& ctx,
                                          const std::vector<int>& partition) const override;
-  std::vector<double> dp_allreduce_s(const PlanContext& ctx,
-                                     const std::vector<int>& partition) const override;
+  std::vector<double> dp_allreduce_s(const PlanContext& ctx, const std::vector<int>& partition,
+                                     const std::vector<StageTiming>* timings = nullptr) const override;
   double embedding_allreduce_s(const PlanContext& ctx) const override;
   std::vector<StageMemory> stage_memory(const PlanContext& ctx,
                                         const std::vector<int>& partition) const override;
