@@ -4,6 +4,7 @@
 
 #include "costmodel/analytic_policy.h"
 #include "profiles/analytic_profile.h"
+#include "search/search_space.h"
 #include "specs/spec_error.h"
 #include "specs/spec_store.h"
 
@@ -110,12 +111,6 @@ void choose_policy(const PlannerOptions& options, PlannerSetup& setup) {
   setup.input.policy = setup.policy.get();
 }
 
-std::vector<int> divisors(int n) {
-  std::vector<int> out;
-  for (int d = 1; d <= n; ++d)
-    if (n % d == 0) out.push_back(d);
-  return out;
-}
 
 }  // namespace
 

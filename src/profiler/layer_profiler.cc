@@ -22,6 +22,7 @@
 #include "costmodel/analytic_policy.h"
 #include "costmodel/estimate.h"
 #include "costmodel/make_context.h"
+#include "profiler/provenance.h"
 #include "report/atomic_file.h"
 #include "specs/spec_error.h"
 #include "specs/spec_loader.h"
@@ -233,19 +234,6 @@ std::string device_name(const torch::Device& device) {
 #endif
   (void)device;
   return "cpu";
-}
-
-std::string utc_now() {
-  std::time_t now = std::time(nullptr);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
-  return text;
-}
-
-std::string host_name() {
-  char name[256] = "";
-  ::gethostname(name, sizeof name - 1);
-  return name;
 }
 
 std::string join(const std::vector<int>& values) {

@@ -35,6 +35,7 @@
 #include <gloo/types.h>
 
 #include "profiler/alpha_beta_fit.h"
+#include "profiler/provenance.h"
 #include "report/atomic_file.h"
 
 namespace fasop {
@@ -523,23 +524,6 @@ void print_table(std::ostream& out, const std::vector<SizeTiming>& timings, cons
         << "  Either the times do not follow one latency plus one bandwidth over these sizes (on\n"
            "  loopback, messages that stay in the CPU caches move faster per byte), or other work\n"
            "  disturbed the run. Measuring only the sizes your plans send gives a closer fit.\n";
-}
-
-/// This machine's name, for the file's provenance line.
-std::string host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "unknown host";
-  return name;
-}
-
-/// Now, e.g. "2025-03-01 14:05 UTC".
-std::string utc_now() {
-  std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  ::gmtime_r(&now, &utc);
-  char buffer[64];
-  std::strftime(buffer, sizeof buffer, "%Y-%m-%d %H:%M UTC", &utc);
-  return buffer;
 }
 
 /// The node-type fields of the cluster file, with the points and where they come from.

@@ -4,7 +4,6 @@
 #include <functional>
 
 namespace fasop {
-namespace {
 
 std::vector<int> divisors(int n) {
   std::vector<int> out;
@@ -12,6 +11,9 @@ std::vector<int> divisors(int n) {
     if (n % d == 0) out.push_back(d);
   return out;
 }
+
+namespace {
+
 
 /// The layouts with a dp per node type of `placement` (type blocks): each type's GPUs form
 /// stages of tp x its dp; the pipeline micro-batch (mbs x the largest dp) splits over every

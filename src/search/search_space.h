@@ -7,6 +7,9 @@
 
 namespace fasop {
 
+/// The divisors of n, ascending.
+std::vector<int> divisors(int n);
+
 /// How the search orders a cluster's nodes into ranks.
 enum class PlacementKind {
   kCyclic,      ///< FASOP: every cyclic rotation of the node list
