@@ -12,6 +12,13 @@ trap 'rm -rf "$work"' EXIT
 passed=0 failed=0
 ok() { passed=$((passed + 1)); }
 fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+# expect_error WHAT NEEDLE ARGS...: the command fails and says NEEDLE.
+expect_error() {
+  local what=$1 needle=$2; shift 2
+  local out
+  if out=$("$bin" "$@" 2>&1 >/dev/null); then fail "$what: exit 0"; return; fi
+  case "$out" in *"$needle"*) ok ;; *) fail "$what: '$out' lacks '$needle'" ;; esac
+}
 
 # Layers: tp 1 and 2, mbs 1 and 2, on CPU. Timings on a shared 2-core machine are noisy, so the
 # spread bound is not held here; a separate check below shows it refuses.
@@ -53,18 +60,22 @@ printf 'name: cpu-box\nnode_types:\n  - {name: box, gpu: cpu, gpus_per_node: 2, 
   --mbs 1 --tp 2 --dp 1 --pp 2 --json > "$work/estimate.json" 2>&1 && grep -q '"step_time"' "$work/estimate.json" && ok ||
   fail "estimate from the measured profile: $(cat "$work/estimate.json")"
 
+# The accuracy loop: a whole step of the tiny model against the estimate from a profile measured
+# in the same rounds (scripts/bench-profile.sh reports 0-6% here; the bound leaves room for a
+# busy machine). The profile it writes loads like any other.
+"$bin" profile step --model "$data/tiny.yaml" --measure-profile "$work/step_profile.yaml" --mbs 2 --threads 1 \
+  > "$work/step.out" 2>&1 || fail "profile step: $(tail -3 "$work/step.out")"
+error=$(sed -n 's/.*error \([-+0-9.]*\)%.*/\1/p' "$work/step.out")
+awk -v e="$error" 'BEGIN { exit !(e != "" && e > -25 && e < 25) }' && ok || fail "step estimate off by '$error'%: $(cat "$work/step.out")"
+grep -q "^forward_s:" "$work/step_profile.yaml" && ok || fail "profile step wrote no profile"
+expect_error "step without a profile" "--measure-profile" profile step --model "$data/tiny.yaml"
+
 # The spread bound refuses, and then no file appears.
 "$bin" profile layers --model "$data/tiny.yaml" --tp 1 --mbs 1 --repeats 4 --max-spread 0 -o "$work/noisy.yaml" \
   --quiet > /dev/null 2> "$work/noisy.err"
 [ $? -ne 0 ] && grep -q "allow-noisy" "$work/noisy.err" && [ ! -e "$work/noisy.yaml" ] && ok ||
   fail "spread bound: $(cat "$work/noisy.err")"
 # Bad input: a clear error, no partial file.
-expect_error() {
-  local what=$1 needle=$2; shift 2
-  local out
-  if out=$("$bin" "$@" 2>&1 >/dev/null); then fail "$what: exit 0"; return; fi
-  case "$out" in *"$needle"*) ok ;; *) fail "$what: '$out' lacks '$needle'" ;; esac
-}
 expect_error "unknown device" "--device" profile layers --model "$data/tiny.yaml" --device tpu -o "$work/x.yaml"
 expect_error "tp not dividing the heads" "--tp 3" profile layers --model "$data/tiny.yaml" --tp 3 -o "$work/x.yaml"
 touch "$work/file"

@@ -188,43 +188,66 @@ struct LayerTiming {
   double activation_bytes = 0;
 };
 
-LayerTiming time_layer(LayerModule& layer, int mbs, const torch::Device& device, int warmup, int repeats) {
-  std::vector<double> forward, backward;
-  LayerTiming result;
-  // Gradients stay between repeats: a training step accumulates them over its micro-batches,
-  // and the warm-up runs allocate them.
-  for (int r = 0; r < warmup + repeats; ++r) {
-    torch::Tensor x = layer.input(mbs);
-    synchronize(device);
+/// One forward and backward pass of a layer, timed, with its peak activation bytes on CUDA.
+struct LayerSample {
+  double forward_s = 0, backward_s = 0, activation_bytes = 0;
+};
+
+LayerSample time_once(LayerModule& layer, int mbs, const torch::Device& device) {
+  LayerSample sample;
+  torch::Tensor x = layer.input(mbs);
+  synchronize(device);
 #ifdef FASOP_WITH_CUDA
-    size_t before = 0;
-    if (device.is_cuda()) {
-      c10::cuda::CUDACachingAllocator::resetPeakStats(device.index() < 0 ? 0 : device.index());
-      before = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index() < 0 ? 0 : device.index())
-                   .allocated_bytes[0].current;
-    }
-#endif
-    auto t0 = Clock::now();
-    torch::Tensor out = layer.forward(x);
-    synchronize(device);
-    auto t1 = Clock::now();
-#ifdef FASOP_WITH_CUDA
-    if (device.is_cuda())
-      result.activation_bytes = double(c10::cuda::CUDACachingAllocator::getDeviceStats(device.index() < 0 ? 0 : device.index())
-                                           .allocated_bytes[0].peak - before);
-#endif
-    torch::Tensor grad = layer.scalar_output ? torch::ones_like(out) : torch::randn_like(out);
-    synchronize(device);
-    auto t2 = Clock::now();
-    out.backward(grad);
-    synchronize(device);
-    auto t3 = Clock::now();
-    if (r < warmup) continue;
-    forward.push_back(std::chrono::duration<double>(t1 - t0).count());
-    backward.push_back(std::chrono::duration<double>(t3 - t2).count());
+  size_t before = 0;
+  const int index = device.index() < 0 ? 0 : device.index();
+  if (device.is_cuda()) {
+    c10::cuda::CUDACachingAllocator::resetPeakStats(index);
+    before = c10::cuda::CUDACachingAllocator::getDeviceStats(index).allocated_bytes[0].current;
   }
-  result.forward = summarise(forward);
-  result.backward = summarise(backward);
+#endif
+  auto t0 = Clock::now();
+  torch::Tensor out = layer.forward(x);
+  synchronize(device);
+  auto t1 = Clock::now();
+#ifdef FASOP_WITH_CUDA
+  if (device.is_cuda())
+    sample.activation_bytes = double(c10::cuda::CUDACachingAllocator::getDeviceStats(index).allocated_bytes[0].peak - before);
+#endif
+  torch::Tensor grad = layer.scalar_output ? torch::ones_like(out) : torch::randn_like(out);
+  synchronize(device);
+  auto t2 = Clock::now();
+  out.backward(grad);
+  synchronize(device);
+  auto t3 = Clock::now();
+  sample.forward_s = std::chrono::duration<double>(t1 - t0).count();
+  sample.backward_s = std::chrono::duration<double>(t3 - t2).count();
+  return sample;
+}
+
+/// Times every layer type at one micro-batch size in rounds, each round running the layers one
+/// after another as a step does, so that each layer meets the caches a step leaves it and a
+/// slow spell of the machine touches all layers alike. Gradients stay between rounds: a step
+/// accumulates them over its micro-batches, and the warm-up rounds allocate them. `each_round`
+/// (if any) runs once a round, told whether the round is timed: the step check times a whole
+/// step there, so that step and layers see the same machine.
+std::vector<LayerTiming> time_layers(const std::vector<LayerModule*>& layers, int mbs, const torch::Device& device,
+                                     int warmup, int repeats, const std::function<void(bool timed)>& each_round = {}) {
+  std::vector<std::vector<double>> forward(layers.size()), backward(layers.size());
+  std::vector<LayerTiming> result(layers.size());
+  for (int r = 0; r < warmup + repeats; ++r) {
+    if (each_round) each_round(r >= warmup);
+    for (size_t i = 0; i < layers.size(); ++i) {
+      LayerSample sample = time_once(*layers[i], mbs, device);
+      result[i].activation_bytes = sample.activation_bytes;
+      if (r < warmup) continue;
+      forward[i].push_back(sample.forward_s);
+      backward[i].push_back(sample.backward_s);
+    }
+  }
+  for (size_t i = 0; i < layers.size(); ++i) {
+    result[i].forward = summarise(forward[i]);
+    result[i].backward = summarise(backward[i]);
+  }
   return result;
 }
 
@@ -268,6 +291,43 @@ std::string yaml_table(const std::string& key, const LayerTable& table) {
   return out;
 }
 
+/// The tables a profile run fills, the largest spread of its repeats, and their YAML.
+struct MeasuredProfile {
+  LayerTable forward, backward, flops, activation;
+  bool cuda = false;
+  double worst_spread = 0;
+  std::string worst_what;
+
+  void record(const std::string& type, int tp, int mbs, const LayerTiming& t, double matmul_flops) {
+    forward[type][tp][mbs] = t.forward.median_s;
+    backward[type][tp][mbs] = t.backward.median_s;
+    flops[type][tp][mbs] = matmul_flops;
+    if (cuda) activation[type][tp][mbs] = t.activation_bytes;
+    for (auto [what, timing] : {std::pair{"forward", t.forward}, {"backward", t.backward}})
+      if (timing.median_s >= kMinCheckedSeconds && timing.spread > worst_spread)
+        worst_spread = timing.spread,
+        worst_what = type + " tp " + std::to_string(tp) + " mbs " + std::to_string(mbs) + " " + what;
+    std::printf("%-20s tp %2d mbs %4d  forward %.6f s  backward %.6f s  spread %3.0f%% / %3.0f%%\n", type.c_str(), tp,
+                mbs, t.forward.median_s, t.backward.median_s, 100 * t.forward.spread, 100 * t.backward.spread);
+  }
+
+  /// The profile file: `command` and the repeats in its header, then the tables.
+  std::string yaml(const std::string& command, const std::string& model, const std::string& gpu, int warmup,
+                   int repeats) const {
+    std::ostringstream out;
+    out << "# Measured by `" << command << "` on " << host_name() << " (" << gpu << "), " << utc_now() << ", LibTorch "
+        << TORCH_VERSION << ":\n"
+        << "# median of " << repeats << " repeats after " << warmup << " warm-up runs; largest spread "
+        << number(100 * worst_spread) << "%.\n"
+        << "# forward_s/backward_s: seconds per unit; matmul_flops: the shard's matrix-multiply FLOPs"
+        << (cuda ? "; activation_bytes: peak memory a forward pass adds" : "") << ".\n"
+        << "model: " << model << "\ngpu: " << gpu << "\n"
+        << yaml_table("forward_s", forward) << yaml_table("backward_s", backward) << yaml_table("matmul_flops", flops);
+    if (cuda) out << yaml_table("activation_bytes", activation);
+    return out.str();
+  }
+};
+
 ModelSpec load_model(const std::string& name) {
   DiskSource disk;
   SpecStore store(disk, embedded_presets());
@@ -300,86 +360,65 @@ int profile_layers(const LayerProfileOptions& options) {
   if (!options.output.empty()) file = std::make_unique<AtomicFileWriter>(options.output);
   torch::manual_seed(0);
   const std::string gpu = options.gpu.empty() ? device_name(device) : options.gpu;
-  LayerTable forward, backward, flops, activation;
-  double worst_spread = 0;
-  std::string worst_what;
+  MeasuredProfile measured;
+  measured.cuda = device.is_cuda();
   const bool progress = !options.quiet && ::isatty(STDERR_FILENO);
-  for (const LayerUnit* unit : distinct_layers(model)) {
-    for (int tp : options.tps) {
-      LayerModule layer = build_layer(model, *unit, tp, tensor);
-      for (int mbs : options.micro_batches) {
-        if (progress) std::fprintf(stderr, "\rprofile: %s tp %d mbs %d ...          ", unit->type.c_str(), tp, mbs);
-        LayerTiming t = time_layer(layer, mbs, device, options.warmup, options.repeats);
-        forward[unit->type][tp][mbs] = t.forward.median_s;
-        backward[unit->type][tp][mbs] = t.backward.median_s;
-        flops[unit->type][tp][mbs] = layer.matmul_flops * mbs;
-        if (device.is_cuda()) activation[unit->type][tp][mbs] = t.activation_bytes;
-        for (auto [what, timing] : {std::pair{"forward", t.forward}, {"backward", t.backward}})
-          if (double spread = timing.spread; timing.median_s >= kMinCheckedSeconds && spread > worst_spread)
-            worst_spread = spread, worst_what = unit->type + " tp " + std::to_string(tp) + " mbs " +
-                                                std::to_string(mbs) + " " + what;
-        std::printf("%-20s tp %2d mbs %4d  forward %.6f s  backward %.6f s  spread %3.0f%% / %3.0f%%\n",
-                    unit->type.c_str(), tp, mbs, t.forward.median_s, t.backward.median_s, 100 * t.forward.spread,
-                    100 * t.backward.spread);
-      }
+  const std::vector<const LayerUnit*> units = distinct_layers(model);
+  for (int tp : options.tps) {
+    std::vector<LayerModule> layers;
+    for (const LayerUnit* unit : units) layers.push_back(build_layer(model, *unit, tp, tensor));
+    std::vector<LayerModule*> timed;
+    for (LayerModule& layer : layers) timed.push_back(&layer);
+    for (int mbs : options.micro_batches) {
+      if (progress) std::fprintf(stderr, "\rprofile: tp %d mbs %d ...          ", tp, mbs);
+      std::vector<LayerTiming> timings = time_layers(timed, mbs, device, options.warmup, options.repeats);
+      for (size_t i = 0; i < units.size(); ++i)
+        measured.record(units[i]->type, tp, mbs, timings[i], layers[i].matmul_flops * mbs);
     }
   }
   if (progress) std::fprintf(stderr, "\n");
   std::printf("largest spread of the repeats (of timings from %.0f us): %.0f%% (%s)\n", 1e6 * kMinCheckedSeconds,
-              100 * worst_spread, worst_what.c_str());
-  if (worst_spread > options.max_spread && !options.allow_noisy)
-    throw SpecError("the repeats of " + worst_what + " vary by " + number(100 * worst_spread) + "% (more than --max-spread " +
-                    number(100 * options.max_spread) + "%): the machine is busy or the layers too small to time; "
+              100 * measured.worst_spread, measured.worst_what.c_str());
+  if (measured.worst_spread > options.max_spread && !options.allow_noisy)
+    throw SpecError("the repeats of " + measured.worst_what + " vary by " + number(100 * measured.worst_spread) +
+                    "% (more than --max-spread " + number(100 * options.max_spread) +
+                    "%): the machine is busy or the layers too small to time; "
                     "use more --repeats, a quieter machine, or --allow-noisy");
   if (!file) return 0;
-  std::ostringstream out;
-  out << "# Measured by `fasop-cpp profile layers --model " << options.model << " --device " << options.device
-      << " --tp " << join(options.tps) << " --mbs " << join(options.micro_batches) << " --dtype " << options.dtype
-      << "` on " << host_name() << " (" << gpu << "), " << utc_now() << ", LibTorch " << TORCH_VERSION << ":\n"
-      << "# median of " << options.repeats << " repeats after " << options.warmup
-      << " warm-up runs; largest spread " << number(100 * worst_spread) << "%.\n"
-      << "# forward_s/backward_s: seconds per unit; matmul_flops: the shard's matrix-multiply FLOPs"
-      << (device.is_cuda() ? "; activation_bytes: peak memory a forward pass adds" : "") << ".\n"
-      << "model: " << model.name << "\ngpu: " << gpu << "\n"
-      << yaml_table("forward_s", forward) << yaml_table("backward_s", backward) << yaml_table("matmul_flops", flops);
-  if (device.is_cuda()) out << yaml_table("activation_bytes", activation);
-  file->write(out.str());
+  const std::string command = "fasop-cpp profile layers --model " + options.model + " --device " + options.device +
+                              " --tp " + join(options.tps) + " --mbs " + join(options.micro_batches) + " --dtype " +
+                              options.dtype;
+  file->write(measured.yaml(command, model.name, gpu, options.warmup, options.repeats));
   file->commit();
   std::printf("wrote %s\n", options.output.c_str());
   return 0;
 }
 
 /// The whole model, stacked, for the step check.
-double time_whole_step(const ModelSpec& model, const StepCheckOptions& options, const torch::Device& device) {
-  torch::TensorOptions tensor = torch::TensorOptions().dtype(parse_dtype(options.dtype)).device(device);
+std::vector<LayerModule> build_stack(const ModelSpec& model, const torch::TensorOptions& tensor) {
   std::vector<LayerModule> layers;
   for (const LayerUnit& unit : model.units) layers.push_back(build_layer(model, unit, 1, tensor));
-  std::vector<double> steps;
-  for (int r = 0; r < options.warmup + options.repeats; ++r) {
-    for (LayerModule& l : layers)
-      for (torch::Tensor& p : l.params) p.mutable_grad() = torch::Tensor();
-    synchronize(device);
-    auto t0 = Clock::now();
-    for (int micro = 0; micro < options.micro_batches; ++micro) {
-      torch::Tensor x = layers.front().input(options.micro_batch);
-      for (LayerModule& l : layers) x = l.forward(x);
-      x.backward();
-    }
-    synchronize(device);
-    if (r >= options.warmup) steps.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-  }
-  return summarise(steps).median_s;
+  return layers;
 }
 
-int check_step(const StepCheckOptions& options) {
-  ModelSpec model = load_model(options.model);
-  DiskSource disk;
-  std::optional<std::string> text = disk.read(options.profile);
-  if (!text) throw SpecError("--profile: cannot read '" + options.profile + "'");
-  ProfileSpec profile = parse_profile(*text, options.profile);
-  torch::Device device = parse_device(options.device);
-  if (options.threads > 0) torch::set_num_threads(options.threads);
-  // The planner's estimate: one GPU of the profile's type, pp = tp = dp = 1.
+/// One training step of the stack: gradients cleared, then forward and backward of each
+/// micro-batch, accumulating gradients (the optimizer's update is not part of the estimate).
+double time_step_once(std::vector<LayerModule>& stack, const StepCheckOptions& options, const torch::Device& device) {
+  for (LayerModule& l : stack)
+    for (torch::Tensor& p : l.params) p.mutable_grad() = torch::Tensor();
+  synchronize(device);
+  auto t0 = Clock::now();
+  for (int micro = 0; micro < options.micro_batches; ++micro) {
+    torch::Tensor x = stack.front().input(options.micro_batch);
+    for (LayerModule& l : stack) x = l.forward(x);
+    x.backward();
+  }
+  synchronize(device);
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+/// The planner's estimate of a step: one GPU of the profile's type, pp = tp = dp = 1.
+double estimate_single_gpu_step(ModelSpec model, const ProfileSpec& profile, const StepCheckOptions& options) {
   model.global_batch = options.micro_batch * options.micro_batches;
   ClusterSpec one;
   one.name = "one " + profile.gpu;
@@ -392,13 +431,64 @@ int check_step(const StepCheckOptions& options) {
   one.node_types = {node};
   one.nodes = {0};
   AnalyticPolicy policy;
-  PlanContext ctx = make_plan_context(model, one, {&profile}, policy, PlanKey{options.micro_batch, 1, 1, 1, {0}});
-  double estimated = estimate_plan(ctx, policy, {model.num_units()}).step_time_s;
-  double measured = time_whole_step(model, options, device);
+  PlanKey key;
+  key.mbs = options.micro_batch;
+  key.node_order = {0};
+  PlanContext ctx = make_plan_context(model, one, {&profile}, policy, key);
+  return estimate_plan(ctx, policy, {model.num_units()}).step_time_s;
+}
+
+/// Times whole steps; with --measure-profile also each layer type in the same rounds (the
+/// stack's own first layer of each type), written as a profile the estimate then reads.
+int check_step(const StepCheckOptions& options) {
+  if (options.profile.empty() == options.measure_profile.empty())
+    throw SpecError("profile step: give --profile FILE (estimate from a profile) or --measure-profile FILE "
+                    "(measure one alongside the steps and estimate from it)");
+  ModelSpec model = load_model(options.model);
+  std::string profile_path = options.profile, profile_text;
+  if (!options.profile.empty()) {
+    DiskSource disk;
+    std::optional<std::string> text = disk.read(options.profile);
+    if (!text) throw SpecError("--profile: cannot read '" + options.profile + "'");
+    profile_text = *text;
+  }
+  torch::Device device = parse_device(options.device);
+  if (options.threads > 0) torch::set_num_threads(options.threads);
+  torch::manual_seed(0);
+  std::vector<LayerModule> stack = build_stack(model, torch::TensorOptions().dtype(parse_dtype(options.dtype)).device(device));
+  std::vector<double> steps;
+  auto time_step = [&](bool timed) {
+    double seconds = time_step_once(stack, options, device);
+    if (timed) steps.push_back(seconds);
+  };
+  if (options.measure_profile.empty()) {
+    for (int r = 0; r < options.warmup + options.repeats; ++r) time_step(r >= options.warmup);
+  } else {
+    std::unique_ptr<AtomicFileWriter> file = std::make_unique<AtomicFileWriter>(options.measure_profile);
+    std::vector<const LayerUnit*> units = distinct_layers(model);
+    std::vector<LayerModule*> timed;
+    for (const LayerUnit* unit : units) timed.push_back(&stack[size_t(unit - model.units.data())]);
+    std::vector<LayerTiming> timings =
+        time_layers(timed, options.micro_batch, device, options.warmup, options.repeats, time_step);
+    MeasuredProfile measured;
+    measured.cuda = device.is_cuda();
+    for (size_t i = 0; i < units.size(); ++i)
+      measured.record(units[i]->type, 1, options.micro_batch, timings[i], timed[i]->matmul_flops * options.micro_batch);
+    const std::string command = "fasop-cpp profile step --model " + options.model + " --device " + options.device +
+                                " --mbs " + std::to_string(options.micro_batch) + " --dtype " + options.dtype +
+                                " --measure-profile FILE";
+    profile_text = measured.yaml(command, model.name, device_name(device), options.warmup, options.repeats);
+    file->write(profile_text);
+    file->commit();
+    profile_path = options.measure_profile;
+  }
+  ProfileSpec profile = parse_profile(profile_text, profile_path);
+  double estimated = estimate_single_gpu_step(model, profile, options);
+  double measured = summarise(steps).median_s;
   double error = (estimated - measured) / measured;
   std::printf("model %s, %d micro-batches of %d on %s: measured %.6f s a step, estimated from %s %.6f s: error %+.1f%%\n",
               model.name.c_str(), options.micro_batches, options.micro_batch, options.device.c_str(), measured,
-              options.profile.c_str(), estimated, 100 * error);
+              profile_path.c_str(), estimated, 100 * error);
   return 0;
 }
 

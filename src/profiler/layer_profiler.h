@@ -30,13 +30,14 @@ int run_layer_profile(const LayerProfileOptions& options);
 /// LibTorch against the planner's estimate from a profile, for the accuracy loop.
 struct StepCheckOptions {
   std::string model;
-  std::string profile;           ///< the profile to estimate from
+  std::string profile;           ///< the profile to estimate from, or
+  std::string measure_profile;   ///< a profile to measure in the same rounds as the steps, then write here
   std::string device = "cpu";
   std::string dtype = "fp32";    ///< the precision the profile was measured in
   int micro_batch = 1;
   int micro_batches = 4;         ///< micro-batches a step accumulates
-  int warmup = 1;
-  int repeats = 3;
+  int warmup = 3;                ///< the first steps allocate gradients and warm caches
+  int repeats = 20;              ///< a VM's stray slow steps need this many for a stable median
   int threads = 0;
 };
 int run_step_check(const StepCheckOptions& options);

@@ -49,13 +49,17 @@ int main(int argc, char** argv) {
   CLI::App* step_command = app.add_subcommand(
       "step", "time a whole training step of the model (pp = tp = dp = 1) against the estimate from a profile");
   step_command->add_option("--model", step.model, "model preset or YAML file")->required();
-  step_command->add_option("--profile", step.profile, "profile YAML the planner estimates from")->required();
+  step_command->add_option("--profile", step.profile, "profile YAML the planner estimates from");
+  step_command->add_option("--measure-profile", step.measure_profile,
+                           "measure the layers in the same rounds as the steps (a slow spell of the machine then "
+                           "touches both alike), write that profile here and estimate from it");
   step_command->add_option("--device", step.device, "cpu, cuda or cuda:N (default cpu)");
   step_command->add_option("--dtype", step.dtype, "fp32, fp16 or bf16: as the profile was measured (default fp32)");
   step_command->add_option("--mbs", step.micro_batch, "micro-batch size (default 1)")->check(CLI::PositiveNumber);
   step_command->add_option("--micro-batches", step.micro_batches, "micro-batches a step (default 4)")
       ->check(CLI::PositiveNumber);
-  step_command->add_option("--repeats", step.repeats, "timed steps; the median is kept (default 3)")
+  step_command->add_option("--warmup", step.warmup, "untimed steps first (default 3)")->check(CLI::NonNegativeNumber);
+  step_command->add_option("--repeats", step.repeats, "timed steps; the median is kept (default 20)")
       ->check(CLI::PositiveNumber);
   step_command->add_option("--threads", step.threads, "CPU threads for LibTorch (default: its own)");
   step_command->callback([&] { code = fasop::run_step_check(step); });
