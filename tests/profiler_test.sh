@@ -83,14 +83,20 @@ expect_error "unwritable output" "$work/file/x" profile layers --model "$data/ti
 [ -z "$(ls "$work" | grep -E '^x\.yaml')" ] && ok || fail "a failed profile left a file"
 
 # Network: Gloo between 2 local processes; a positive bandwidth, written in the cluster file's
-# field names, and the fit's error against its points reported. (Usually within 4-14% here,
-# but one run in five misses a point by over 20% on a 2-core machine: not held in CI.)
+# field names, and the fitted lines within 20% of every measured point (4-13% in 20 runs here).
 "$bin" profile net --backend gloo --ranks 2 -o "$work/net.yaml" --quiet > "$work/net.out" 2>&1 || fail "profile net: $(tail -5 "$work/net.out")"
 bw=$(awk '/^intra_node_bandwidth_bits_per_s:/ { print $2 }' "$work/net.yaml")
 awk -v b="$bw" 'BEGIN { exit !(b > 0) }' && ok || fail "network bandwidth '$bw' is not positive"
 grep -q "^intra_node_latency_s:" "$work/net.yaml" && ok || fail "net profile lacks intra_node_latency_s"
-grep -Eq "worst relative error" "$work/net.out" && ok || fail "net profile prints no fit error: $(tail -5 "$work/net.out")"
+worst=$(sed -n 's/.*worst relative error \([0-9.]*\)%.*/\1/p' "$work/net.out" | sort -g | tail -1)
+awk -v w="$worst" 'BEGIN { exit !(w != "" && w <= 20) }' && ok || fail "the fit misses a point by $worst%: $(cat "$work/net.out")"
 expect_error "one rank" "--ranks" profile net --backend gloo --ranks 1
+# NCCL: built in where the CUDA toolkit has it, and then needs a GPU per rank; without GPUs
+# (or NCCL) a clear error either way.
+if ! command -v nvidia-smi > /dev/null || ! nvidia-smi -L > /dev/null 2>&1; then
+  expect_error "nccl without GPUs" "--backend nccl" profile net --backend nccl --ranks 2 -o "$work/nccl.yaml"
+  [ ! -e "$work/nccl.yaml" ] && ok || fail "a failed nccl profile left a file"
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
   CLI::App* net_command = app.add_subcommand("net", "time all-reduce and send/recv between local processes");
   net_command->add_option("--backend", net.backend, "gloo (CPU, loopback) or nccl (GPUs)");
   net_command->add_option("--ranks", net.ranks, "local processes (default 2)");
-  net_command->add_option("--repeats", net.repeats, "timed runs per size; the median is kept (default 10)")
+  net_command->add_option("--repeats", net.repeats, "timed runs per size (smaller messages more), spread over 5 sweeps; the median is kept (default 20)")
       ->check(CLI::PositiveNumber);
   net_command->add_option("-o,--output", net.output, "YAML to write, in the cluster file's field names");
   net_command->add_flag("--quiet,-q", net.quiet, "no progress on stderr");

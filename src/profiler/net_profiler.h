@@ -11,7 +11,7 @@ struct NetProfileOptions {
   std::string backend = "gloo";  ///< gloo (CPU, loopback) or nccl (GPUs; only where built with CUDA)
   int ranks = 2;                 ///< local processes
   std::vector<double> sizes_bytes;  ///< message sizes; empty: 4 MiB .. 128 MiB by powers of 2
-  int repeats = 10;
+  int repeats = 20;
   std::string output;            ///< YAML file to write (atomically); empty: print only
   bool quiet = false;            ///< no progress on stderr
 };
