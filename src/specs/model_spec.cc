@@ -8,4 +8,14 @@ int ModelSpec::num_transformer_layers() const {
   return count;
 }
 
+const char* family_name(ModelFamily family) {
+  switch (family) {
+    case ModelFamily::kGpt2: return "gpt2";
+    case ModelFamily::kBert: return "bert";
+    case ModelFamily::kT5: return "t5";
+    case ModelFamily::kLlama: return "llama";
+  }
+  return "gpt2";
+}
+
 }  // namespace fasop

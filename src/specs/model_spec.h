@@ -21,6 +21,13 @@ enum class Activation { kGelu, kSwiglu };
 /// The normalisation layers: LayerNorm (scale and bias) or RMSNorm (scale only).
 enum class Norm { kLayerNorm, kRmsNorm };
 
+/// The Hugging Face model family a model belongs to: its module names, which the schedule
+/// emitters target (GPT-2, BERT, T5, LLaMA).
+enum class ModelFamily { kGpt2, kBert, kT5, kLlama };
+
+/// The family's name as model files write it: gpt2, bert, t5 or llama.
+const char* family_name(ModelFamily family);
+
 /// A transformer model: dimensions, training batch and its pipeline units in order.
 struct ModelSpec {
   std::string name;         ///< preset name, e.g. "gpt2xl"
@@ -39,6 +46,7 @@ struct ModelSpec {
   Activation activation = Activation::kGelu;
   Norm norm = Norm::kLayerNorm;
   bool tied_embeddings = true;  ///< the output head shares the input embedding's weights
+  ModelFamily family = ModelFamily::kGpt2;  ///< module names for schedules (field `family`)
   double train_steps = 0;       ///< steps of a full training run, to price it (0: not given)
   std::vector<LayerUnit> units;
   std::map<std::string, std::string> default_clusters;  ///< "homogeneous"/"heterogeneous"/"pareto" -> preset

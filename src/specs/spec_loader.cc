@@ -5,65 +5,10 @@
 #include <cmath>
 
 #include "specs/spec_error.h"
+#include "specs/yaml_field.h"
 
 namespace fasop {
 namespace {
-
-/// A YAML node with the path that leads to it, so errors can name the field.
-struct Field {
-  const std::string& source;
-  YAML::Node node;
-  std::string path;
-
-  Field child(const std::string& key) const {
-    return {source, node[key], path.empty() ? key : path + "." + key};
-  }
-  Field item(size_t i) const { return {source, node[i], path + "[" + std::to_string(i) + "]"}; }
-  [[noreturn]] void fail(const std::string& problem) const {
-    throw SpecError(source + ": field '" + path + "': " + problem);
-  }
-  bool present() const { return node.IsDefined() && !node.IsNull(); }
-  void require() const {
-    if (!present()) fail("missing; add it");
-  }
-  template <typename T>
-  T as(const char* what) const {
-    require();
-    try {
-      return node.as<T>();
-    } catch (const YAML::Exception&) {
-      fail(std::string("expected ") + what);
-    }
-  }
-  std::string text() const { return as<std::string>("a string"); }
-  int positive_int() const {
-    int value = as<int>("a whole number");
-    if (value <= 0) fail("must be positive, got " + std::to_string(value));
-    return value;
-  }
-  double positive_double() const {
-    double value = as<double>("a number");
-    if (!(value > 0) || !std::isfinite(value)) fail("must be a positive number");
-    return value;
-  }
-  double non_negative_double() const {
-    double value = as<double>("a number");
-    if (!(value >= 0) || !std::isfinite(value)) fail("must be zero or positive");
-    return value;
-  }
-};
-
-Field load_root(const std::string& yaml_text, const std::string& source) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    throw SpecError(source + ": malformed YAML at line " + std::to_string(e.mark.line + 1) + ": " +
-                    e.msg);
-  }
-  if (!root.IsMap()) throw SpecError(source + ": expected a YAML mapping at the top level");
-  return {source, root, ""};
-}
 
 LayerRole parse_role(const Field& field) {
   std::string role = field.text();
@@ -121,6 +66,14 @@ ModelSpec parse_model(const std::string& yaml_text, const std::string& source) {
   }
   if (root.child("train_steps").present()) model.train_steps = root.child("train_steps").positive_double();
   if (root.child("tied_embeddings").present()) model.tied_embeddings = root.child("tied_embeddings").as<bool>("true or false");
+  if (root.child("family").present()) {
+    std::string family = root.child("family").text();
+    if (family == "gpt2") model.family = ModelFamily::kGpt2;
+    else if (family == "bert") model.family = ModelFamily::kBert;
+    else if (family == "t5") model.family = ModelFamily::kT5;
+    else if (family == "llama") model.family = ModelFamily::kLlama;
+    else root.child("family").fail("unknown family '" + family + "'; use gpt2, bert, t5 or llama");
+  }
 
   Field layers = root.child("layers");
   if (!layers.node.IsSequence() || layers.node.size() == 0)

@@ -1,0 +1,166 @@
+#include "specs/plan_file.h"
+
+#include <cstdio>
+#include <numeric>
+#include <sstream>
+
+#include "specs/yaml_field.h"
+
+namespace fasop {
+namespace {
+
+/// A double that reads back bit for bit.
+std::string exact(double value) {
+  char text[40];
+  std::snprintf(text, sizeof text, "%.17g", value);
+  return text;
+}
+
+/// A YAML string in double quotes (paths may hold ':' or '#').
+std::string quoted(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+template <typename T>
+std::string flow_list(const std::vector<T>& values) {
+  std::ostringstream out;
+  out << "[";
+  for (size_t i = 0; i < values.size(); ++i) out << (i ? ", " : "") << values[i];
+  out << "]";
+  return out.str();
+}
+
+std::vector<int> int_list(const Field& field) {
+  if (!field.node.IsSequence()) field.fail("expected a list of whole numbers, e.g. [4, 4, 3]");
+  std::vector<int> values;
+  for (size_t i = 0; i < field.node.size(); ++i) values.push_back(field.item(i).as<int>("a whole number"));
+  return values;
+}
+
+double number(const Field& field) { return field.as<double>("a number"); }
+
+}  // namespace
+
+std::string plan_file_yaml(const PlanFile& plan) {
+  std::ostringstream out;
+  out << "# A fasop-cpp plan: `fasop-cpp plan show` prints it, `estimate --plan` re-estimates it,\n"
+      << "# `schedule --plan` writes it for a training framework.\n"
+      << "version: 1\n"
+      << "model: " << quoted(plan.model) << "\n"
+      << "cluster: " << quoted(plan.cluster) << "\n";
+  if (!plan.profile_dir.empty()) out << "profile_dir: " << quoted(plan.profile_dir) << "\n";
+  out << "policy: " << plan.policy << "\n";
+  if (plan.policy == "analytic") out << "overlap_dp_allreduce: " << (plan.overlap_dp_allreduce ? "true" : "false") << "\n";
+  out << "nodes: {";
+  for (size_t i = 0; i < plan.nodes.size(); ++i)
+    out << (i ? ", " : "") << quoted(plan.nodes[i].first) << ": " << plan.nodes[i].second;
+  out << "}    # the cluster shape the plan runs on\n";
+  out << "global_batch: " << plan.global_batch << "\n"
+      << "micro_batch: " << plan.key.mbs << "\n"
+      << "tp: " << plan.key.tp << "\n"
+      << "dp: " << plan.key.dp << "\n"
+      << "pp: " << plan.key.pp << "\n"
+      << "zero_stage: " << plan.key.zero_stage << "\n"
+      << "recompute: " << (plan.key.recompute ? "full" : "none") << "\n";
+  if (!plan.key.stage_dp.empty()) out << "stage_dp: " << flow_list(plan.key.stage_dp) << "\n";
+  out << "node_order: [";
+  for (size_t i = 0; i < plan.node_order.size(); ++i) out << (i ? ", " : "") << quoted(plan.node_order[i]);
+  out << "]    # node type of each node, in rank order\n"
+      << "partition: " << flow_list(plan.partition) << "    # pipeline units per stage\n"
+      << "stages:    # units [first, first + count) of the model's layers\n";
+  for (const PlanStage& s : plan.stages)
+    out << "  - {first_unit: " << s.first_unit << ", num_units: " << s.num_units << ", node_type: " << quoted(s.node_type)
+        << ", gpu: " << quoted(s.gpu) << ", dp: " << s.dp << ", compute_s: " << exact(s.compute_s)
+        << ", memory_gib: " << exact(s.memory_gib) << "}\n";
+  const SavedEstimate& e = plan.estimate;
+  out << "estimate:    # when saved; estimate --plan computes it again\n"
+      << "  step_time_s: " << exact(e.step_time_s) << "\n"
+      << "  pipeline_time_s: " << exact(e.pipeline_time_s) << "\n"
+      << "  dp_allreduce_s: " << exact(e.dp_allreduce_s) << "\n"
+      << "  embedding_allreduce_s: " << exact(e.embedding_allreduce_s) << "\n"
+      << "  price_per_step_usd: " << exact(e.price_per_step_usd) << "\n"
+      << "  train_cost_usd: " << exact(e.train_cost_usd) << "\n"
+      << "  iterations: " << exact(e.iterations) << "\n"
+      << "  peak_memory_gib: " << exact(e.peak_memory_gib) << "\n"
+      << "  out_of_memory: " << (e.out_of_memory ? "true" : "false") << "\n";
+  return out.str();
+}
+
+PlanFile parse_plan_file(const std::string& yaml_text, const std::string& source) {
+  Field root = load_root(yaml_text, source);
+  PlanFile plan;
+  plan.source = source;
+  if (int version = root.child("version").as<int>("a whole number"); version != 1)
+    root.child("version").fail("unknown version " + std::to_string(version) + "; this fasop-cpp reads version 1");
+  plan.model = root.child("model").text();
+  plan.cluster = root.child("cluster").text();
+  if (root.child("profile_dir").present()) plan.profile_dir = root.child("profile_dir").text();
+  plan.policy = root.child("policy").text();
+  if (plan.policy != "fasop" && plan.policy != "analytic")
+    root.child("policy").fail("unknown policy '" + plan.policy + "'; use fasop or analytic");
+  if (root.child("overlap_dp_allreduce").present())
+    plan.overlap_dp_allreduce = root.child("overlap_dp_allreduce").as<bool>("true or false");
+  Field nodes = root.child("nodes");
+  if (!nodes.node.IsMap()) nodes.fail("expected a mapping of node type to count, e.g. {A100: 1, A10: 7}");
+  for (const auto& entry : nodes.node) {
+    std::string type = entry.first.as<std::string>();
+    int count = nodes.child(type).as<int>("a whole number");
+    if (count < 0) nodes.child(type).fail("must be 0 or more");
+    plan.nodes.emplace_back(type, count);
+  }
+  plan.global_batch = root.child("global_batch").positive_int();
+  plan.key.mbs = root.child("micro_batch").positive_int();
+  plan.key.tp = root.child("tp").positive_int();
+  plan.key.dp = root.child("dp").positive_int();
+  plan.key.pp = root.child("pp").positive_int();
+  plan.key.zero_stage = root.child("zero_stage").as<int>("0, 1, 2 or 3");
+  if (plan.key.zero_stage < 0 || plan.key.zero_stage > 3) root.child("zero_stage").fail("must be 0, 1, 2 or 3");
+  std::string recompute = root.child("recompute").text();
+  if (recompute != "none" && recompute != "full") root.child("recompute").fail("use none or full");
+  plan.key.recompute = recompute == "full";
+  if (root.child("stage_dp").present()) plan.key.stage_dp = int_list(root.child("stage_dp"));
+  Field order = root.child("node_order");
+  if (!order.node.IsSequence() || order.node.size() == 0) order.fail("expected a non-empty list of node type names");
+  for (size_t i = 0; i < order.node.size(); ++i) plan.node_order.push_back(order.item(i).text());
+  plan.partition = int_list(root.child("partition"));
+  if (static_cast<int>(plan.partition.size()) != plan.key.pp)
+    root.child("partition").fail("has " + std::to_string(plan.partition.size()) + " stages but pp is " +
+                                 std::to_string(plan.key.pp));
+  for (int units : plan.partition)
+    if (units <= 0) root.child("partition").fail("every stage needs one unit or more");
+  Field stages = root.child("stages");
+  if (stages.present()) {
+    if (!stages.node.IsSequence()) stages.fail("expected a list of stages");
+    for (size_t i = 0; i < stages.node.size(); ++i) {
+      Field s = stages.item(i);
+      PlanStage stage;
+      stage.first_unit = s.child("first_unit").as<int>("a whole number");
+      stage.num_units = s.child("num_units").positive_int();
+      stage.node_type = s.child("node_type").text();
+      stage.gpu = s.child("gpu").text();
+      stage.dp = s.child("dp").positive_int();
+      stage.compute_s = number(s.child("compute_s"));
+      stage.memory_gib = number(s.child("memory_gib"));
+      plan.stages.push_back(stage);
+    }
+  }
+  Field e = root.child("estimate");
+  e.require();
+  plan.estimate.step_time_s = number(e.child("step_time_s"));
+  plan.estimate.pipeline_time_s = number(e.child("pipeline_time_s"));
+  plan.estimate.dp_allreduce_s = number(e.child("dp_allreduce_s"));
+  plan.estimate.embedding_allreduce_s = number(e.child("embedding_allreduce_s"));
+  plan.estimate.price_per_step_usd = number(e.child("price_per_step_usd"));
+  plan.estimate.train_cost_usd = number(e.child("train_cost_usd"));
+  plan.estimate.iterations = e.child("iterations").positive_double();
+  plan.estimate.peak_memory_gib = number(e.child("peak_memory_gib"));
+  plan.estimate.out_of_memory = e.child("out_of_memory").as<bool>("true or false");
+  return plan;
+}
+
+}  // namespace fasop
