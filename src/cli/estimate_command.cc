@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cli/planner_options.h"
+#include "cli/saved_plan.h"
 #include "costmodel/make_context.h"
 #include "report/fasop_csv.h"
 #include "report/plan_table.h"
@@ -24,7 +25,27 @@ struct EstimateOptions {
   std::string partition;
   bool json = false;
   bool as_given = false;
+  std::string plan;  ///< --plan: re-estimate a saved plan
 };
+
+/// estimate --plan: the saved plan on its specs (or --cluster's, --profile-dir's), estimated again.
+void run_saved(const EstimateOptions& options, CLI::App& command) {
+  for (const char* own : {"--model", "--mbs", "--tp", "--dp", "--pp", "--nodes", "--stage-dp", "--placement",
+                          "--partition", "--heterogeneous", "--zero", "--recompute", "--policy"})
+    if (command.count(own)) throw SpecError(std::string("--plan: the plan gives ") + own + "; leave it out");
+  PlanOverrides overrides;
+  overrides.cluster = options.planner.cluster;
+  overrides.profile_dir = options.planner.profile_dir;
+  LoadedPlan loaded = load_plan(options.plan, overrides);
+  if (options.json) {
+    std::cout << estimate_json(loaded.setup->model, loaded.setup->cluster, loaded.result);
+    return;
+  }
+  std::cout << "plan " << options.plan << ": model " << loaded.setup->model.name << " on cluster "
+            << loaded.setup->cluster.name << "\n"
+            << estimate_text(loaded.setup->model, loaded.setup->cluster, loaded.result)
+            << estimate_change(loaded.file, loaded.result);
+}
 
 std::vector<std::string> split(const std::string& text) {
   std::vector<std::string> items;
@@ -63,7 +84,10 @@ std::vector<int> parse_placement(const std::string& text, const ClusterSpec& clu
   return order;
 }
 
-void run(EstimateOptions options) {
+void run(EstimateOptions options, CLI::App& command) {
+  if (!options.plan.empty()) return run_saved(options, command);
+  for (const char* needed : {"--model", "--mbs", "--tp", "--dp", "--pp"})
+    if (!command.count(needed)) throw SpecError(std::string(needed) + " is required (or --plan PLAN)");
   std::unique_ptr<PlannerSetup> setup = PlannerSetup::load_specs(options.planner);
   // --nodes: a shape of the cluster's inventory, as `search --pareto` tries them.
   std::vector<int> counts = inventory_limits(setup->cluster);
@@ -97,11 +121,13 @@ void run(EstimateOptions options) {
 void add_estimate_command(CLI::App& app) {
   auto options = std::make_shared<EstimateOptions>();
   CLI::App* command = app.add_subcommand("estimate", "estimate one plan's step time, cost and memory");
-  options->planner.add_to(*command);
-  command->add_option("--mbs", options->key.mbs, "micro-batch size")->required();
-  command->add_option("--tp", options->key.tp, "tensor-parallel degree")->required();
-  command->add_option("--dp", options->key.dp, "data-parallel degree")->required();
-  command->add_option("--pp", options->key.pp, "pipeline stages")->required();
+  options->planner.add_to(*command, false);
+  command->add_option("--plan", options->plan,
+                      "a plan file (search --save-plan) to estimate again, on its own specs or on --cluster's");
+  command->add_option("--mbs", options->key.mbs, "micro-batch size");
+  command->add_option("--tp", options->key.tp, "tensor-parallel degree");
+  command->add_option("--dp", options->key.dp, "data-parallel degree");
+  command->add_option("--pp", options->key.pp, "pipeline stages");
   command->add_option("--nodes", options->nodes,
                       "plan on N nodes of TYPE (node type or GPU name) of the cluster, the others 0: a cluster "
                       "shape as `search --pareto` tries; repeatable")
@@ -116,7 +142,7 @@ void add_estimate_command(CLI::App& app) {
   command->add_flag("--json", options->json, "print one JSON object");
   command->add_flag("--as-given", options->as_given,
                     "time --partition as given, even where FASOP's reported figures time another");
-  command->callback([options] { run(*options); });
+  command->callback([options, command] { run(*options, *command); });
 }
 
 }  // namespace fasop

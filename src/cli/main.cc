@@ -5,6 +5,7 @@
 
 #include "cli/calibrate_command.h"
 #include "cli/estimate_command.h"
+#include "cli/plan_command.h"
 #include "cli/profile_command.h"
 #include "cli/search_command.h"
 #include "specs/spec_error.h"
@@ -14,6 +15,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   fasop::add_search_command(app);
   fasop::add_estimate_command(app);
+  fasop::add_plan_command(app);
   fasop::add_calibrate_command(app);
   fasop::add_profile_command(app);
   try {

@@ -10,10 +10,10 @@
 
 namespace fasop {
 
-void PlannerOptions::add_to(CLI::App& command) {
+void PlannerOptions::add_to(CLI::App& command, bool model_required) {
   auto* model_option = command.add_option("--model,--type", model,
                                           "model preset (gpt2xl, bert, t5; FASOP's gpt2XL, T5) or YAML file");
-  model_option->required();
+  if (model_required) model_option->required();
   command.add_option("--cluster", cluster,
                      "cluster preset (see clusters/) or YAML file; default: FASOP's cluster for the model");
   command.add_flag("--heterogeneous", heterogeneous,
@@ -82,10 +82,42 @@ bool cluster_gives_gpu_specs(const ClusterSpec& cluster) {
   return false;
 }
 
+/// --fix KEY=VALUE,...: the degrees the search keeps (tp, dp, pp, mbs) and the ZeRO stage and
+/// recomputation it tries.
+void apply_fixed_dims(const std::vector<std::string>& fix, SearchSpaceOptions& space) {
+  for (const std::string& item : fix) {
+    size_t eq = item.find('=');
+    std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (key == "recompute") {
+      if (value != "none" && value != "full") throw SpecError("--fix " + item + ": recompute is none or full");
+      space.recompute = {value == "full"};
+      continue;
+    }
+    int number = -1;
+    try {
+      size_t used = 0;
+      number = std::stoi(value, &used);
+      if (used != value.size()) number = -1;
+    } catch (const std::exception&) {
+    }
+    if (key == "zero") {
+      if (number < 0 || number > 3) throw SpecError("--fix " + item + ": zero is 0, 1, 2 or 3");
+      space.zero_stages = {number};
+      continue;
+    }
+    int* slot = key == "tp" ? &space.fixed.tp : key == "dp" ? &space.fixed.dp : key == "pp" ? &space.fixed.pp
+              : key == "mbs" ? &space.fixed.mbs : nullptr;
+    if (!slot) throw SpecError("--fix " + item + ": unknown degree '" + key + "'; use tp, dp, pp, mbs, zero or recompute");
+    if (number <= 0) throw SpecError("--fix " + item + ": expected " + key + "=N with N a positive whole number");
+    *slot = number;
+  }
+}
+
 /// The cost policy and search space the options ask for.
 void choose_policy(const PlannerOptions& options, PlannerSetup& setup) {
   std::string policy = options.policy;
   if (policy == "auto") policy = cluster_gives_gpu_specs(setup.cluster) ? "analytic" : "fasop";
+  setup.policy_name = policy;
   if (policy == "fasop") {
     if (!setup.cluster.uniform_gpus_per_node())
       throw SpecError(setup.cluster.source + ": field 'node_types': the fasop policy needs one GPUs-per-node count "
@@ -106,6 +138,7 @@ void choose_policy(const PlannerOptions& options, PlannerSetup& setup) {
     }
   }
   if (options.max_tp > 0) setup.input.space.max_tp = options.max_tp;
+  apply_fixed_dims(options.fix, setup.input.space);
   if (options.placements == "cyclic") setup.input.space.placements = PlacementKind::kCyclic;
   if (options.placements == "blocks") setup.input.space.placements = PlacementKind::kTypeBlocks;
   setup.input.policy = setup.policy.get();
@@ -129,6 +162,7 @@ std::unique_ptr<PlannerSetup> PlannerSetup::load_specs(const PlannerOptions& opt
     cluster = preset->second;
   }
   setup->cluster = store.load_cluster(cluster);
+  setup->cluster_ref = cluster;
   setup->input.model = &setup->model;
   setup->input.cluster = &setup->cluster;
   setup->input.iterations =

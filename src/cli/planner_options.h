@@ -29,14 +29,18 @@ struct PlannerOptions {
   int max_tp = 0;                       ///< 0: FASOP's 4 (fasop) or the GPUs in a node (analytic)
   std::string placements;               ///< cyclic or blocks; empty: the policy's default
   bool no_overlap = false;              ///< the DP all-reduce does not overlap the backward pass
+  std::vector<std::string> fix;         ///< search --fix: KEY=VALUE degrees the search keeps
 
-  void add_to(CLI::App& command);
+  /// Adds the options; `model_required` false where another option (estimate --plan) may name it.
+  void add_to(CLI::App& command, bool model_required = true);
 };
 
 /// Specs loaded for one run; keeps what SearchInput points into alive.
 struct PlannerSetup {
   ModelSpec model;
   ClusterSpec cluster;
+  std::string cluster_ref;   ///< the cluster preset or file, as given or as the model's default
+  std::string policy_name;   ///< fasop or analytic, as resolved from the options
   std::vector<ProfileSpec> profile_storage;
   std::unique_ptr<CostPolicy> policy;
   SearchInput input;

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/planner_options.h"
+#include "cli/saved_plan.h"
 #include "report/atomic_file.h"
 #include "report/fasop_csv.h"
 #include "report/pareto_report.h"
@@ -31,7 +32,28 @@ struct SearchOptions {
   size_t hold_limit = 250000;
   bool refine_all = false;
   bool per_stage_dp = false;
+  // --save-plan
+  std::string save_plan;
+  size_t rank = 1;
 };
+
+/// --save-plan: the rank-th of `ranked` (best first) as a plan file.
+void save_ranked_plan(const SearchOptions& options, const PlannerSetup& setup, const std::vector<CandidateResult>& ranked,
+                      const char* ranking) {
+  if (options.save_plan.empty()) return;
+  if (options.rank > ranked.size())
+    throw SpecError("--rank " + std::to_string(options.rank) + ": there are only " + std::to_string(ranked.size()) +
+                    " plans " + ranking);
+  save_plan(options.save_plan, make_plan_file(options.planner, setup, ranked[options.rank - 1]));
+}
+
+/// A fixed degree no layout of the space has is the user's to fix.
+void require_layouts(const PlannerSetup& setup, size_t layouts) {
+  if (layouts > 0) return;
+  throw SpecError("no layout of model '" + setup.model.name + "' on cluster '" + setup.cluster.name +
+                  "' has the degrees --fix asks for: tp must divide the GPUs of a node (and the heads), tp x dp x pp "
+                  "the GPUs, dp and mbs the global batch (" + std::to_string(setup.model.global_batch) + ")");
+}
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -70,14 +92,18 @@ void run_search_command(const SearchOptions& options) {
   setup->input.space.per_stage_dp = options.per_stage_dp;
   if (setup->input.refine_top > 0) setup->input.refine_top = std::max<size_t>(options.top, 1);
   std::vector<CandidateResult> results = run_search(setup->input, progress_printer(options.planner));
+  require_layouts(*setup, results.size());
   std::string name = setup->model.report_name;
   if (options.planner.heterogeneous || setup->cluster.is_heterogeneous()) name += "_heterogeneous";
   std::string path = options.out_dir + "/" + name + ".csv";
   if (setup->input.memory_aware) require_a_fitting_plan(*setup, results);
+  save_ranked_plan(options, *setup, results, "in the search's ranking");
   write_file_atomically(path, fasop_csv(setup->cluster, results, setup->input.memory_aware));
   std::cout << "model " << setup->model.name << " on cluster " << setup->cluster.name << ": "
             << results.size() << " candidates in " << seconds_since(start) << " s\n"
             << best_plans_table(setup->cluster, results, options.top) << "wrote " << path << "\n";
+  if (!options.save_plan.empty())
+    std::cout << "wrote " << options.save_plan << " (plan " << options.rank << " of the ranking)\n";
 }
 
 std::string constraints_text(const PlanConstraints& c) {
@@ -110,6 +136,7 @@ void run_pareto_command(const SearchOptions& options) {
   input.hold_limit = options.hold_limit;
   input.refine_all = options.refine_all;
   const ParetoSize size = count_pareto_candidates(input);
+  require_layouts(*setup, size.candidates);
 
   std::string name = setup->model.report_name + (options.planner.heterogeneous ? "_heterogeneous" : "") + "_pareto";
   std::string base = options.out_dir + "/" + name;
@@ -141,9 +168,11 @@ void run_pareto_command(const SearchOptions& options) {
   if (report.front().empty())  // a failed run writes no report
     throw SpecError("no plan of the " + std::to_string(size.candidates) + " candidates meets the constraints (" +
                     constraints_text(constraints) + "); relax them");
+  const std::vector<CandidateResult>& front = report.front();
+  // --save-plan ranks the front fastest first: plan 1 is the fastest under the constraints.
+  save_ranked_plan(options, *setup, std::vector<CandidateResult>(front.rbegin(), front.rend()), "on the front");
   report.finish();
 
-  const std::vector<CandidateResult>& front = report.front();
   std::cout << "model " << setup->model.name << " on " << size.shapes << " cluster shapes of " << setup->cluster.name
             << ": " << report.candidates() << " candidates in " << seconds_since(start) << " s ("
             << (options.refine_all ? "every one" : std::to_string(stats.refined) + " that could reach the front")
@@ -159,6 +188,8 @@ void run_pareto_command(const SearchOptions& options) {
                  "without ZeRO\n";
   if (!report_options.table_path.empty()) std::cout << "wrote " << report_options.table_path << "\n";
   std::cout << "wrote " << report_options.front_csv_path << "\nwrote " << report_options.front_svg_path << "\n";
+  if (!options.save_plan.empty())
+    std::cout << "wrote " << options.save_plan << " (plan " << options.rank << " of the front, fastest first)\n";
 }
 
 CLI::Validator positive(const std::string& what) {
@@ -210,7 +241,16 @@ void add_search_command(CLI::App& app) {
   command->add_option("--hold-limit", options->hold_limit,
                       "with --pareto: above this many candidates the full table is streamed unsorted (default 250000)")
       ->check(CLI::PositiveNumber);
+  command->add_option("--fix", options->planner.fix,
+                      "search only layouts with these degrees, e.g. tp=2,pp=4 (tp, dp, pp, mbs, zero=N, "
+                      "recompute=none|full)")
+      ->delimiter(',')->type_name("KEY=VALUE");
+  command->add_option("--save-plan", options->save_plan,
+                      "write the best plan (or the --rank-th; with --pareto, of the front fastest first) as a plan file");
+  command->add_option("--rank", options->rank, "with --save-plan: which plan, 1 = the best (default 1)")
+      ->check(CLI::PositiveNumber);
   command->callback([options, command] {
+    if (command->count("--rank") && options->save_plan.empty()) throw SpecError("--rank needs --save-plan FILE");
     bool pareto_only = !options->max_nodes.empty() || options->front_only || options->constraints.exclude_oom ||
                        command->count("--max-step-time") || command->count("--max-cost") ||
                        command->count("--hold-limit") || options->refine_all;

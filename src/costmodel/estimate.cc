@@ -35,6 +35,11 @@ double price_per_second_usd(const PlanContext& ctx) {
   return usd;
 }
 
+std::vector<PipelineEvent> pipeline_events(const PlanContext& ctx, const CostPolicy& policy,
+                                           const std::vector<int>& partition) {
+  return simulate_1f1b_events(policy.stage_timings(ctx, partition), ctx.num_microbatches);
+}
+
 double step_time_s(const PlanContext& ctx, const CostPolicy& policy, const std::vector<int>& partition) {
   return compute_step_time(ctx, policy, partition, partition).step_s;
 }

@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "costmodel/cost_policy.h"
+#include "costmodel/pipeline_1f1b.h"
 #include "costmodel/plan_context.h"
 
 namespace fasop {
@@ -41,6 +42,10 @@ double step_time_s(const PlanContext& ctx, const CostPolicy& policy, const std::
 PlanEstimate estimate_plan(const PlanContext& ctx, const CostPolicy& policy,
                            const std::vector<int>& partition, double iterations = kFasopIterations,
                            const std::vector<int>* timed_partition = nullptr);
+
+/// The plan's 1F1B schedule as timeline boxes (stage timings of `partition`), for pictures.
+std::vector<PipelineEvent> pipeline_events(const PlanContext& ctx, const CostPolicy& policy,
+                                           const std::vector<int>& partition);
 
 /// USD per second of the plan's nodes.
 double price_per_second_usd(const PlanContext& ctx);

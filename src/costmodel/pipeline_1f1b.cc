@@ -45,6 +45,29 @@ class Simulation {
   Simulation(const std::vector<StageTiming>& stages, int m)
       : stages_(stages), pp_(static_cast<int>(stages.size())), m_(m), warmup_{pp_, m}, t_(pp_, m) {}
 
+  /// The run's boxes (call after run()).
+  std::vector<PipelineEvent> events() {
+    using Kind = PipelineEvent::Kind;
+    std::vector<PipelineEvent> events;
+    for (int s = 0; s < pp_; ++s) {
+      const StageTiming& st = stages_[s];
+      std::vector<PipelineEvent> stage;
+      for (int j = 0; j < m_; ++j) {
+        stage.push_back({Kind::kForward, s, j, t_.forward_end(s, j) - st.forward_s, t_.forward_end(s, j)});
+        stage.push_back({Kind::kBackward, s, j, t_.backward_end(s, j) - st.backward_s, t_.backward_end(s, j)});
+        if (s + 1 < pp_)
+          stage.push_back({Kind::kForwardSend, s, j, t_.forward_send_end(s, j) - st.forward_send_s, t_.forward_send_end(s, j)});
+        if (s > 0)
+          stage.push_back({Kind::kBackwardSend, s, j, t_.backward_send_end(s, j) - st.backward_send_s,
+                           t_.backward_send_end(s, j)});
+      }
+      std::stable_sort(stage.begin(), stage.end(),
+                       [](const PipelineEvent& a, const PipelineEvent& b) { return a.start_s < b.start_s; });
+      events.insert(events.end(), stage.begin(), stage.end());
+    }
+    return events;
+  }
+
   PipelineResult run() {
     // FASOP's loops visit every (stage, micro-batch) and skip the inactive ones; these visit
     // the active ones only, in the same order. warmup_[s] = min(pp-s-1, m) falls with s.
@@ -156,6 +179,23 @@ PipelineResult simulate_1f1b(const std::vector<StageTiming>& stages, int m) {
     return {seconds, {seconds}};
   }
   return Simulation(stages, m).run();
+}
+
+std::vector<PipelineEvent> simulate_1f1b_events(const std::vector<StageTiming>& stages, int m) {
+  if (stages.size() == 1) {  // one stage: forward and backward of each micro-batch in turn
+    std::vector<PipelineEvent> events;
+    double t = 0;
+    for (int j = 0; j < m; ++j) {
+      events.push_back({PipelineEvent::Kind::kForward, 0, j, t, t + stages[0].forward_s});
+      t += stages[0].forward_s;
+      events.push_back({PipelineEvent::Kind::kBackward, 0, j, t, t + stages[0].backward_s});
+      t += stages[0].backward_s;
+    }
+    return events;
+  }
+  Simulation simulation(stages, m);
+  simulation.run();
+  return simulation.events();
 }
 
 double pipeline_1f1b_lower_bound(const std::vector<StageTiming>& stages, int m) {

@@ -23,6 +23,21 @@ struct PipelineResult {
 /// the receiver has posted the receive. One stage runs m micro-batches back to back.
 PipelineResult simulate_1f1b(const std::vector<StageTiming>& stages, int num_microbatches);
 
+/// One box of a simulated 1F1B timeline: a stage's forward or backward of a micro-batch, or
+/// the send that follows it.
+struct PipelineEvent {
+  enum class Kind { kForward, kBackward, kForwardSend, kBackwardSend };
+  Kind kind = Kind::kForward;
+  int stage = 0;
+  int microbatch = 0;
+  double start_s = 0;
+  double end_s = 0;
+};
+
+/// simulate_1f1b's schedule as boxes, stage by stage, each stage's in the order it runs them
+/// (sends after the compute they follow), for drawing the timeline.
+std::vector<PipelineEvent> simulate_1f1b_events(const std::vector<StageTiming>& stages, int num_microbatches);
+
 /// A lower bound on simulate_1f1b's pipeline_s without simulating: the longest of some
 /// dependency chains of the schedule, which the simulation can only exceed. For every stage k:
 /// micro-batch 0's forwards (and sends) up to k, k's m forwards and m backwards, the last

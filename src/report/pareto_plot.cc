@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "report/svg_text.h"
 #include "search/cluster_shapes.h"
 
 namespace fasop {
@@ -18,22 +19,9 @@ constexpr double kWidth = 1240, kHeight = 680;
 constexpr double kLeft = 90, kRight = 420, kTop = 60, kBottom = 60;
 constexpr size_t kListedPlans = 40;
 
-std::string fmt(const char* format, double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, format, value);
-  return buffer;
-}
+std::string fmt(const char* format, double value) { return format_number(format, value); }
 
-std::string escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
-  }
-  return out;
-}
+std::string escape(const std::string& text) { return xml_escape(text); }
 
 /// A log10 axis over [lo, hi] (in log10 units) mapped to pixels [from, to].
 struct LogAxis {

@@ -109,6 +109,7 @@ std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSp
   const std::vector<std::vector<int>> placements =
       options.placements == PlacementKind::kCyclic ? cyclic_placements(cluster) : type_block_placements(cluster);
   auto add = [&](PlanKey key) {
+    if (!options.fixed.matches(key)) return;
     for (int zero : options.zero_stages) {
       if (zero > 0 && key.dp == 1) continue;  // nothing to shard
       for (bool recompute : options.recompute) {

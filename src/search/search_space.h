@@ -17,6 +17,17 @@ enum class PlacementKind {
                 ///< contiguous ranks, so only which types follow which matters (k! orders)
 };
 
+/// Degrees the user fixed (`search --fix tp=2,pp=4`, as ATorch's semi-automatic mode): the
+/// search tries only layouts that have them. 0: free.
+struct FixedDims {
+  int mbs = 0, tp = 0, dp = 0, pp = 0;
+  bool matches(const PlanKey& key) const {
+    return (mbs == 0 || key.mbs == mbs) && (tp == 0 || key.tp == tp) && (dp == 0 || key.dp == dp) &&
+           (pp == 0 || key.pp == pp);
+  }
+  bool any() const { return mbs || tp || dp || pp; }
+};
+
 /// Bounds and dimensions of the layouts the search tries. The defaults are FASOP's space.
 struct SearchSpaceOptions {
   int max_tp = 4;  ///< FASOP: tp divides min(GPUs per node, 4); 0: up to the GPUs in a node
@@ -26,6 +37,7 @@ struct SearchSpaceOptions {
   /// Also try a data-parallel degree per node type (Metis-style): with type-block placements,
   /// each type's GPUs form whole stages of tp x that type's dp.
   bool per_stage_dp = false;
+  FixedDims fixed;  ///< only layouts with these degrees
 
   /// Everything beyond FASOP: tp up to a node, ZeRO 0-3, recomputation off and on, type blocks.
   static SearchSpaceOptions beyond_fasop();

@@ -1,0 +1,178 @@
+#include "cli/saved_plan.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <numeric>
+
+#include "costmodel/make_context.h"
+#include "report/atomic_file.h"
+#include "search/cluster_shapes.h"
+#include "specs/spec_error.h"
+#include "specs/spec_store.h"
+
+namespace fasop {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// A spec reference that names a file, relative to the working directory, is also looked for
+/// beside the plan file: a plan saved next to its specs travels with them.
+std::string resolve_beside(const std::string& ref, const std::string& plan_path) {
+  const bool is_file = ref.find('/') != std::string::npos || ref.size() > 5 && ref.rfind(".yaml") == ref.size() - 5;
+  if (!is_file || fs::path(ref).is_absolute() || fs::exists(ref)) return ref;
+  fs::path beside = fs::path(plan_path).parent_path() / ref;
+  return fs::exists(beside) ? beside.string() : ref;
+}
+
+/// The node counts the plan runs on, by the cluster's node types; throws where the cluster
+/// cannot give them.
+std::vector<int> plan_node_counts(const PlanFile& plan, const ClusterSpec& cluster) {
+  std::vector<int> counts(cluster.node_types.size(), 0);
+  for (const auto& [name, count] : plan.nodes) {
+    int type = cluster.find_node_type(name);
+    if (type < 0) {
+      if (count == 0) continue;
+      throw SpecError(plan.source + ": field 'nodes': node type '" + name + "' is not in cluster '" + cluster.name +
+                      "' (" + cluster.source + "); restore it there, or plan again with `fasop-cpp search`");
+    }
+    if (count > cluster.node_count(type))
+      throw SpecError(plan.source + ": field 'nodes': the plan runs on " + std::to_string(count) + " nodes of type '" +
+                      name + "' but cluster '" + cluster.name + "' (" + cluster.source + ") has " +
+                      std::to_string(cluster.node_count(type)) + "; add nodes there, or plan again with `fasop-cpp search`");
+    counts[type] = count;
+  }
+  return counts;
+}
+
+/// The plan's node order as indices of the cluster's node types.
+std::vector<int> node_order_indices(const PlanFile& plan, const ClusterSpec& cluster, const std::vector<int>& counts) {
+  std::vector<int> order, used(counts.size(), 0);
+  for (const std::string& name : plan.node_order) {
+    int type = cluster.find_node_type(name);
+    if (type < 0)
+      throw SpecError(plan.source + ": field 'node_order': node type '" + name + "' is not in cluster '" + cluster.name +
+                      "' (" + cluster.source + ")");
+    if (++used[type] > counts[type])
+      throw SpecError(plan.source + ": field 'node_order': more '" + name + "' nodes than 'nodes' gives them (" +
+                      std::to_string(counts[type]) + ")");
+    order.push_back(type);
+  }
+  return order;
+}
+
+/// Throws unless the model still has the units and batch the plan was made for.
+void check_model_fits_plan(const PlanFile& plan, const ModelSpec& model) {
+  const int units = std::accumulate(plan.partition.begin(), plan.partition.end(), 0);
+  if (units != model.num_units())
+    throw SpecError(plan.source + ": field 'partition': covers " + std::to_string(units) + " units but model '" +
+                    model.name + "' (" + model.source + ") has " + std::to_string(model.num_units()) +
+                    "; the model changed since the plan was saved: plan again with `fasop-cpp search`");
+  if (plan.global_batch != model.global_batch)
+    throw SpecError(plan.source + ": field 'global_batch': the plan was made for " + std::to_string(plan.global_batch) +
+                    " but model '" + model.name + "' (" + model.source + ") now says " +
+                    std::to_string(model.global_batch) + "; plan again with `fasop-cpp search`");
+}
+
+bool differs(double saved, double fresh) {
+  return std::fabs(saved - fresh) > 1e-9 * std::max(std::fabs(saved), std::fabs(fresh));
+}
+
+}  // namespace
+
+PlanFile make_plan_file(const PlannerOptions& options, const PlannerSetup& setup, const CandidateResult& result) {
+  PlanFile plan;
+  plan.model = options.model;
+  plan.cluster = setup.cluster_ref;
+  plan.profile_dir = options.profile_dir;
+  plan.policy = setup.policy_name;
+  plan.overlap_dp_allreduce = !options.no_overlap;
+  const PlanKey& key = result.plan.key;
+  for (size_t type = 0; type < setup.cluster.node_types.size(); ++type)
+    plan.nodes.emplace_back(setup.cluster.node_types[type].name,
+                            static_cast<int>(std::count(key.node_order.begin(), key.node_order.end(), int(type))));
+  plan.global_batch = setup.model.global_batch;
+  plan.key = key;
+  for (int type : key.node_order) plan.node_order.push_back(setup.cluster.node_types[type].name);
+  plan.partition = result.plan.partition;
+  const PlanEstimate& e = result.estimate;
+  for (size_t s = 0; s < e.stages.size(); ++s) {
+    const StageReport& r = e.stages[s];
+    PlanStage stage;
+    stage.first_unit = r.first_unit;
+    stage.num_units = r.num_units;
+    stage.node_type = setup.cluster.node_types[r.node_type].name;
+    stage.gpu = setup.cluster.node_types[r.node_type].gpu;
+    stage.dp = key.stage_dp.empty() ? key.dp : key.stage_dp[s];
+    stage.compute_s = r.compute_s;
+    stage.memory_gib = r.memory.gib;
+    plan.stages.push_back(stage);
+  }
+  plan.estimate.step_time_s = e.step_time_s;
+  plan.estimate.pipeline_time_s = e.pipeline_time_s;
+  plan.estimate.dp_allreduce_s = e.dp_allreduce_s;
+  plan.estimate.embedding_allreduce_s = e.embedding_allreduce_s;
+  plan.estimate.price_per_step_usd = e.price_per_step_usd;
+  plan.estimate.train_cost_usd = e.train_cost_usd;
+  plan.estimate.iterations = setup.input.iterations;
+  plan.estimate.peak_memory_gib = e.memory.oom_gpumem_gib;
+  plan.estimate.out_of_memory = e.memory.is_oom;
+  return plan;
+}
+
+LoadedPlan load_plan(const std::string& path, const PlanOverrides& overrides) {
+  DiskSource disk;
+  std::optional<std::string> text = disk.read(path);
+  if (!text) throw SpecError("--plan: cannot read '" + path + "'; give a plan file that `search --save-plan` wrote");
+  LoadedPlan loaded;
+  loaded.file = parse_plan_file(*text, path);
+  PlanFile& plan = loaded.file;
+  PlannerOptions& options = loaded.options;
+  options.model = resolve_beside(plan.model, path);
+  options.cluster = overrides.cluster.empty() ? resolve_beside(plan.cluster, path) : overrides.cluster;
+  options.profile_dir = overrides.profile_dir.empty() ? plan.profile_dir : overrides.profile_dir;
+  options.policy = plan.policy;
+  options.no_overlap = !plan.overlap_dp_allreduce;
+  options.iterations = plan.estimate.iterations;
+  options.quiet = true;
+  try {
+    loaded.setup = PlannerSetup::load_specs(options);
+  } catch (const SpecError& e) {
+    throw SpecError(path + ": the plan's specs do not load: " + e.what());
+  }
+  PlannerSetup& setup = *loaded.setup;
+  check_model_fits_plan(plan, setup.model);
+  std::vector<int> counts = plan_node_counts(plan, setup.cluster);
+  std::vector<int> order = node_order_indices(plan, setup.cluster, counts);
+  setup.cluster = shape_cluster(setup.cluster, counts);
+  setup.load_profiles(options, counts);
+  plan.key.node_order = order;
+  try {
+    validate_plan_key(setup.model, setup.cluster, plan.key);
+  } catch (const SpecError& e) {
+    throw SpecError(path + ": the plan no longer fits its specs: " + e.what());
+  }
+  // FASOP's policy reports some partitions with the stage times FASOP's greedy had before its
+  // last move (estimate's default); the saved figures were made that way, and so are these.
+  PartitionTiming timing = plan.policy == "fasop" ? PartitionTiming::kAsFasopReports : PartitionTiming::kExact;
+  loaded.result = evaluate_candidate(setup.input, plan.key, plan.partition, timing);
+  return loaded;
+}
+
+void save_plan(const std::string& path, const PlanFile& plan) { write_file_atomically(path, plan_file_yaml(plan)); }
+
+std::string estimate_change(const PlanFile& plan, const CandidateResult& fresh) {
+  const PlanEstimate& e = fresh.estimate;
+  if (!differs(plan.estimate.step_time_s, e.step_time_s) && !differs(plan.estimate.train_cost_usd, e.train_cost_usd) &&
+      !differs(plan.estimate.peak_memory_gib, e.memory.oom_gpumem_gib))
+    return "";
+  char line[300];
+  std::snprintf(line, sizeof line,
+                "note: the estimate differs from the one saved in %s: step %.6g s -> %.6g s, cost $%.6g -> $%.6g, "
+                "peak memory %.4g -> %.4g GiB (the specs or profiles changed)\n",
+                plan.source.c_str(), plan.estimate.step_time_s, e.step_time_s, plan.estimate.train_cost_usd,
+                e.train_cost_usd, plan.estimate.peak_memory_gib, e.memory.oom_gpumem_gib);
+  return line;
+}
+
+}  // namespace fasop

@@ -1,0 +1,97 @@
+#include "report/plan_view.h"
+
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "report/plan_table.h"
+
+namespace fasop {
+namespace {
+
+std::string fixed(double value, int digits) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
+}
+
+/// "g5.24xlarge x7, p4d.24xlarge": the node order with runs of one type counted.
+std::string node_order_text(const std::vector<std::string>& order) {
+  std::string text;
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j < order.size() && order[j] == order[i]) ++j;
+    text += (text.empty() ? "" : ", ") + order[i] + (j - i > 1 ? " x" + std::to_string(j - i) : "");
+    i = j;
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string stage_layers_text(const ModelSpec& model, int first, int count) {
+  // The index of each transformer-role unit within its segment.
+  std::map<std::string, int> seen;
+  std::vector<int> index(model.units.size(), -1);
+  for (size_t u = 0; u < model.units.size(); ++u)
+    if (model.units[u].role == LayerRole::kTransformer) index[u] = seen[model.units[u].segment]++;
+  std::string text;
+  for (int u = first; u < first + count;) {
+    int v = u;
+    while (v < first + count && model.units[v].type == model.units[u].type) ++v;
+    std::string part = model.units[u].type;
+    if (index[u] >= 0) part += " " + std::to_string(index[u]) + (v - u > 1 ? "-" + std::to_string(index[v - 1]) : "");
+    text += (text.empty() ? "" : ", ") + part;
+    u = v;
+  }
+  return text;
+}
+
+std::vector<std::string> stage_labels(const ModelSpec& model, const ClusterSpec& cluster, const CandidateResult& result) {
+  std::vector<std::string> labels;
+  const PlanKey& key = result.plan.key;
+  for (size_t s = 0; s < result.estimate.stages.size(); ++s) {
+    const StageReport& r = result.estimate.stages[s];
+    int dp = key.stage_dp.empty() ? key.dp : key.stage_dp[s];
+    labels.push_back("stage " + std::to_string(s) + ": " + cluster.node_types[r.node_type].gpu + " x" +
+                     std::to_string(dp * key.tp) + ", " + stage_layers_text(model, r.first_unit, r.num_units));
+  }
+  return labels;
+}
+
+std::string plan_view_text(const PlanFile& plan, const ModelSpec& model, const ClusterSpec& cluster,
+                           const CandidateResult& result) {
+  const PlanKey& key = result.plan.key;
+  const PlanEstimate& e = result.estimate;
+  std::ostringstream out;
+  out << "plan " << plan.source << ": model " << model.name << " on " << cluster.name << " (" << plan.policy
+      << " policy)\n"
+      << "layout: tp " << key.tp << ", dp " << key.dp << ", pp " << key.pp << ", micro-batch " << key.mbs << " ("
+      << model.global_batch / (key.mbs * key.dp) << " micro-batches of the global batch " << model.global_batch
+      << "), ZeRO " << key.zero_stage << ", recomputation " << (key.recompute ? "full" : "none") << "\n"
+      << "nodes in rank order: " << node_order_text(plan.node_order) << "\n\n";
+  char line[400];
+  std::snprintf(line, sizeof line, "%-5s %-8s %-5s %4s %12s %12s %10s %9s  %s\n", "stage", "units", "gpu", "gpus",
+                "compute_s", "end_s", "mem_gib", "limit_gib", "layers");
+  out << line;
+  for (size_t s = 0; s < e.stages.size(); ++s) {
+    const StageReport& r = e.stages[s];
+    int dp = key.stage_dp.empty() ? key.dp : key.stage_dp[s];
+    std::string units = std::to_string(r.first_unit) + "-" + std::to_string(r.first_unit + r.num_units - 1);
+    std::snprintf(line, sizeof line, "%5zu %-8s %-5s %4d %12.6f %12.6f %10.3f %9.2f  %s\n", s, units.c_str(),
+                  cluster.node_types[r.node_type].gpu.c_str(), dp * key.tp, r.compute_s, r.end_s, r.memory.gib,
+                  r.memory.limit_gib, stage_layers_text(model, r.first_unit, r.num_units).c_str());
+    out << line;
+  }
+  out << "(compute_s: forward and backward of one micro-batch; end_s: the stage's last backward in 1F1B)\n\n"
+      << "step time " << fixed(e.step_time_s, 6) << " s: pipeline " << fixed(e.pipeline_time_s, 6)
+      << " s, DP all-reduce " << fixed(e.dp_allreduce_s, 6) << " s, embedding sync " << fixed(e.embedding_allreduce_s, 6)
+      << " s\n"
+      << "price $" << fixed(e.price_per_step_usd, 6) << " a step, $" << fixed(e.train_cost_usd, 2) << " for "
+      << format_iterations(plan.estimate.iterations) << " steps\n"
+      << "peak memory " << fixed(e.memory.oom_gpumem_gib, 3) << " GiB a GPU"
+      << (e.memory.is_oom ? " (out of memory)" : " (fits)") << "\n";
+  return out.str();
+}
+
+}  // namespace fasop
