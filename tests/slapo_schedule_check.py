@@ -210,7 +210,7 @@ def main():
         model, calls, regrouped = run(emit_fixture, "gpt2-tp2-pp3-uneven", gpt2, workdir)
         check_order(calls)
         layers = [f"transformer.h.{i}" for i in range(48)]
-        assert targets(calls, "cut_pipeline_stage") == ["transformer.h.16", "transformer.h.31"], calls
+        assert targets(calls, "cut_pipeline_stage") == ["transformer.h.16", "transformer.h.31"], targets(calls, "cut_pipeline_stage")
         assert [c for c in calls if c[0] == "trace_until"] == [("trace_until", ("transformer",))]
         assert targets(calls, "checkpoint") == layers
         assert targets(calls, "fork_rng") == [f"{p}.attn.attn_dropout" for p in layers]
