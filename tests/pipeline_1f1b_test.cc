@@ -71,3 +71,41 @@ TEST_CASE("the pipeline lower bound never exceeds the simulation and is tight wi
   }
   CHECK(worst_ratio > 0.6);  // a bound, but not a useless one
 }
+
+TEST_CASE("the timeline's boxes are the simulated schedule, worked out by hand", "[pipeline]") {
+  // Two stages, forward 1 s, backward 2 s, sends 0.5 s, two micro-batches. Stage 0 warms up
+  // with F0 [0,1] (send [1,1.5]), runs F1 [1.5,2.5] (send [2.5,3]); stage 1 runs F0 [1.5,2.5],
+  // B0 [2.5,4.5] (send back [4.5,5]), F1 [5,6], B1 [6,8] (send back [8,8.5]); stage 0 then runs
+  // B0 [5,7] and B1 [8.5,10.5]: the pipeline ends at 10.5 s.
+  std::vector<StageTiming> stages = {{1.0, 2.0, 0.5, 0.5}, {1.0, 2.0, 0.5, 0.5}};
+  REQUIRE(simulate_1f1b(stages, 2).pipeline_s == Approx(10.5));
+  std::vector<PipelineEvent> events = simulate_1f1b_events(stages, 2);
+  using K = PipelineEvent::Kind;
+  struct Box {
+    K kind;
+    int stage, microbatch;
+    double start, end;
+  };
+  std::vector<Box> expected = {
+      {K::kForward, 0, 0, 0, 1},       {K::kForwardSend, 0, 0, 1, 1.5}, {K::kForward, 0, 1, 1.5, 2.5},
+      {K::kForwardSend, 0, 1, 2.5, 3}, {K::kBackward, 0, 0, 5, 7},      {K::kBackward, 0, 1, 8.5, 10.5},
+      {K::kForward, 1, 0, 1.5, 2.5},   {K::kBackward, 1, 0, 2.5, 4.5},  {K::kBackwardSend, 1, 0, 4.5, 5},
+      {K::kForward, 1, 1, 5, 6},       {K::kBackward, 1, 1, 6, 8},      {K::kBackwardSend, 1, 1, 8, 8.5}};
+  REQUIRE(events.size() == expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    INFO("box " << i);
+    CHECK(events[i].kind == expected[i].kind);
+    CHECK(events[i].stage == expected[i].stage);
+    CHECK(events[i].microbatch == expected[i].microbatch);
+    CHECK(events[i].start_s == Approx(expected[i].start));
+    CHECK(events[i].end_s == Approx(expected[i].end));
+  }
+}
+
+TEST_CASE("one stage's timeline is its forwards and backwards in turn", "[pipeline]") {
+  std::vector<PipelineEvent> events = simulate_1f1b_events({{1.0, 2.0, 0, 0}}, 2);
+  REQUIRE(events.size() == 4);
+  CHECK(events[3].kind == PipelineEvent::Kind::kBackward);
+  CHECK(events[3].start_s == Approx(4.0));
+  CHECK(events[3].end_s == Approx(6.0));
+}

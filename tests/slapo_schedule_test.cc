@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "emit/slapo_schedule.h"
+#include "specs/spec_error.h"
 #include "emit_fixtures.h"
 #include "test_support.h"
 
@@ -101,7 +102,7 @@ TEST_CASE("Slapo schedule of LLaMA with an embedding-only first stage", "[emit]"
   CHECK(count(py, "sch.trace_until(\"model\"") == 1);
   // Two stages that both would end after layers.0 cannot be realized.
   CHECK_THROWS_AS(slapo_schedule_py(emit_plan("llama2-7b", 1, 1, {1, 1, 32}, false), specs.model),
-                  std::invalid_argument);
+                  fasop::SpecError);
   // A boundary right before the head is exact: the last stage holds model.norm and lm_head.
   const std::string head = slapo_schedule_py(emit_plan("llama2-7b", 1, 1, {33, 1}, false), specs.model);
   CHECK(cut_targets(head) == std::vector<std::string>{"model.layers.31"});
@@ -132,7 +133,7 @@ TEST_CASE("Slapo schedule of T5 cuts in both stacks and between them", "[emit]")
 TEST_CASE("Slapo schedule rejects plans that do not fit the model", "[emit]") {
   const PresetSpecs specs("gpt2xl", "fasop-8nodes");
   CHECK_THROWS_AS(slapo_schedule_py(emit_plan("gpt2xl", 2, 1, {18, 15, 16}, false), specs.model),
-                  std::invalid_argument);  // 49 of 50 units
+                  fasop::SpecError);  // 49 of 50 units
   CHECK_THROWS_AS(slapo_schedule_py(emit_plan("gpt2xl", 3, 1, {25, 25}, false), specs.model),
-                  std::invalid_argument);  // 3 does not divide 16 heads
+                  fasop::SpecError);  // 3 does not divide 16 heads
 }

@@ -6,6 +6,7 @@
 #include "cli/calibrate_command.h"
 #include "cli/estimate_command.h"
 #include "cli/plan_command.h"
+#include "cli/schedule_command.h"
 #include "cli/profile_command.h"
 #include "cli/search_command.h"
 #include "specs/spec_error.h"
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
   fasop::add_search_command(app);
   fasop::add_estimate_command(app);
   fasop::add_plan_command(app);
+  fasop::add_schedule_command(app);
   fasop::add_calibrate_command(app);
   fasop::add_profile_command(app);
   try {

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "specs/spec_error.h"
+
 namespace fasop {
 namespace {
 
@@ -16,7 +18,7 @@ const char* layer_class(ModelFamily family) {
     case ModelFamily::kT5: return "T5Block";
     case ModelFamily::kLlama: return "LlamaDecoderLayer";
   }
-  throw std::invalid_argument("unknown model family");
+  throw SpecError("unknown model family");
 }
 
 /// The qualified name of layer `index` of `segment` in the family's Hugging Face model: the
@@ -28,7 +30,7 @@ std::string layer_path(ModelFamily family, const std::string& segment, int index
     case ModelFamily::kT5: return segment + ".block." + std::to_string(index);
     case ModelFamily::kLlama: return "model.layers." + std::to_string(index);
   }
-  throw std::invalid_argument("unknown model family");
+  throw SpecError("unknown model family");
 }
 
 }  // namespace
@@ -38,7 +40,7 @@ std::string atorch_strategy_py(const PlanFile& plan, const ModelSpec& model) {
   int covered = 0;
   for (int units : plan.partition) covered += units;
   if (plan.partition.empty() || covered != model.num_units() || static_cast<int>(plan.partition.size()) != key.pp)
-    throw std::invalid_argument("plan partition covers " + std::to_string(covered) + " units in " +
+    throw SpecError("plan partition covers " + std::to_string(covered) + " units in " +
                                 std::to_string(plan.partition.size()) + " stages; " + model.name + " has " +
                                 std::to_string(model.num_units()) + " units and the plan pp " +
                                 std::to_string(key.pp));

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "specs/spec_error.h"
+
 namespace fasop {
 namespace {
 
@@ -42,7 +44,7 @@ SlapoFamily family_of(ModelFamily family) {
               {"input_ids", "attention_mask", "position_ids"}, "model.embed_tokens",
               "model.norm, lm_head"};
   }
-  throw std::invalid_argument("unknown model family");
+  throw SpecError("unknown model family");
 }
 
 /// A unit's place in the Hugging Face model: its layer path when it is a transformer layer.
@@ -59,7 +61,7 @@ std::vector<UnitPlace> place_units(const ModelSpec& model, const SlapoFamily& na
     if (unit.role == LayerRole::kTransformer) {
       auto list = names.layers.find(unit.segment);
       if (list == names.layers.end())
-        throw std::invalid_argument("model " + model.name + ": segment '" + unit.segment +
+        throw SpecError("model " + model.name + ": segment '" + unit.segment +
                                     "' has no layer list in the " + family_name(model.family) + " family");
       place.layer = next_layer[unit.segment]++;
       place.path = list->second + "." + std::to_string(place.layer);
@@ -102,12 +104,12 @@ std::vector<Cut> pipeline_cuts(const PlanFile& plan, const ModelSpec& model, con
     } else if (after.role == LayerRole::kPostProcess && places[boundary - 1].layer >= 0) {
       cut.target = places[boundary - 1].path;  // the head and final norm go to the next stage
     } else {
-      throw std::invalid_argument("Slapo cannot cut between units " + std::to_string(boundary - 1) + " (" +
+      throw SpecError("Slapo cannot cut between units " + std::to_string(boundary - 1) + " (" +
                                   before.type + ") and " + std::to_string(boundary) + " (" + after.type + ")");
     }
     for (const Cut& earlier : cuts)
       if (earlier.target == cut.target)
-        throw std::invalid_argument("Slapo cannot realize partition: stage " + std::to_string(s + 1) +
+        throw SpecError("Slapo cannot realize partition: stage " + std::to_string(s + 1) +
                                     " would be empty once the cut after the embedding moves to " + cut.target);
     cuts.push_back(cut);
   }
@@ -122,7 +124,7 @@ std::string py_list(const std::vector<std::string>& items) {
 
 void check_divides(int tp, int value, const std::string& what, const ModelSpec& model) {
   if (value % tp != 0)
-    throw std::invalid_argument("tp " + std::to_string(tp) + " does not divide " + what + " (" +
+    throw SpecError("tp " + std::to_string(tp) + " does not divide " + what + " (" +
                                 std::to_string(value) + ") of " + model.name);
 }
 
@@ -232,7 +234,7 @@ std::string slapo_schedule_py(const PlanFile& plan, const ModelSpec& model) {
   int covered = 0;
   for (int units : plan.partition) covered += units;
   if (plan.partition.empty() || covered != model.num_units() || static_cast<int>(plan.partition.size()) != key.pp)
-    throw std::invalid_argument("plan partition covers " + std::to_string(covered) + " units in " +
+    throw SpecError("plan partition covers " + std::to_string(covered) + " units in " +
                                 std::to_string(plan.partition.size()) + " stages; " + model.name + " has " +
                                 std::to_string(model.num_units()) + " units and the plan pp " +
                                 std::to_string(key.pp));
@@ -275,8 +277,8 @@ std::string slapo_schedule_py(const PlanFile& plan, const ModelSpec& model) {
     out << "\n";
     unit = end;
   }
-  out << "# Embeddings and output heads stay replicated (not vocab-parallel): GPT-2's 50257-entry\n"
-         "# vocabulary does not split evenly, and the plan's tp applies to the transformer layers.\n";
+  out << "# Embeddings and output heads stay replicated (not vocab-parallel): the plan's tp applies to\n"
+         "# the transformer layers (a vocabulary such as GPT-2's 50257 entries need not split evenly).\n";
   for (const Cut& cut : cuts)
     if (!cut.note.empty()) out << "# NOTE: " << cut.note << ".\n";
   out << "\"\"\"Slapo schedule of a fasop-cpp plan: call build_schedule(model) on every rank.\"\"\"\n"

@@ -1,0 +1,71 @@
+#include "cli/schedule_command.h"
+
+#include <iostream>
+#include <memory>
+
+#include "cli/saved_plan.h"
+#include "emit/emit.h"
+#include "report/atomic_file.h"
+#include "specs/spec_error.h"
+
+namespace fasop {
+namespace {
+
+struct ScheduleOptions {
+  std::string plan;
+  std::string format;
+  std::string output;
+  std::string megatron_flavor = "upstream";
+};
+
+/// The plan in `options.format`.
+std::string emit(const ScheduleOptions& options, const PlanFile& plan, const ModelSpec& model) {
+  if (options.format == "slapo") return slapo_schedule_py(plan, model);
+  if (options.format == "atorch") return atorch_strategy_py(plan, model);
+  if (options.format == "deepspeed") return deepspeed_config_json(plan, model);
+  MegatronFlavor flavor = options.megatron_flavor == "fasop" ? MegatronFlavor::kFasop : MegatronFlavor::kUpstream;
+  return megatron_args_text(plan, model, flavor) + "\n";
+}
+
+void run(const ScheduleOptions& options) {
+  // Loading checks the plan against its specs (and re-estimates it): a schedule is only written
+  // for a plan its model and cluster can still hold.
+  LoadedPlan loaded = load_plan(options.plan);
+  if (loaded.result.estimate.memory.is_oom)
+    std::cerr << "fasop-cpp: warning: " << options.plan << " is estimated not to fit in GPU memory ("
+              << loaded.result.estimate.memory.oom_gpumem_gib << " GiB a GPU)\n";
+  std::string text = emit(options, loaded.file, loaded.setup->model);
+  if (options.output.empty()) {
+    std::cout << text;
+    return;
+  }
+  write_file_atomically(options.output, text);
+  std::cout << "wrote " << options.output << " (" << options.format << ")\n";
+}
+
+}  // namespace
+
+void add_schedule_command(CLI::App& app) {
+  auto options = std::make_shared<ScheduleOptions>();
+  CLI::App* command = app.add_subcommand(
+      "schedule", "write a saved plan for a training framework: a Slapo schedule, an ATorch strategy, "
+                  "Megatron-LM arguments or a DeepSpeed config");
+  command->add_option("--plan", options->plan, "plan file (search --save-plan)")->required();
+  command->add_option("--format", options->format,
+                      "slapo (Python schedule script), atorch (load_strategy list), megatron (arguments), "
+                      "deepspeed (config JSON)")
+      ->required()
+      ->check(CLI::IsMember({"slapo", "atorch", "megatron", "deepspeed"}));
+  command->add_option("-o,--output", options->output, "file to write (default: standard output)");
+  command->add_option("--megatron-flavor", options->megatron_flavor,
+                      "with --format megatron: upstream (--pipeline-model-parallel-layout) or fasop (FASOP's "
+                      "fork, --balance)")
+      ->check(CLI::IsMember({"upstream", "fasop"}));
+  command->callback([options, command] {
+    if (command->count("--megatron-flavor") && options->format != "megatron")
+      throw SpecError("--megatron-flavor needs --format megatron");
+    run(*options);
+  });
+}
+
+}  // namespace fasop

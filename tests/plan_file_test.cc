@@ -1,0 +1,88 @@
+// Plan files: written and read back field for field, and errors that name the field.
+#include <catch2/catch.hpp>
+
+#include "specs/plan_file.h"
+#include "specs/spec_error.h"
+
+using namespace fasop;
+using Catch::Matchers::Contains;
+
+namespace {
+
+PlanFile sample_plan() {
+  PlanFile plan;
+  plan.model = "configs/models/gpt2xl.yaml";
+  plan.cluster = "fasop-pareto";
+  plan.profile_dir = "my profiles";
+  plan.policy = "analytic";
+  plan.overlap_dp_allreduce = false;
+  plan.nodes = {{"p4d.24xlarge", 1}, {"g5.24xlarge", 2}};
+  plan.global_batch = 64;
+  plan.key.mbs = 2;
+  plan.key.tp = 2;
+  plan.key.dp = 2;
+  plan.key.pp = 3;
+  plan.key.zero_stage = 1;
+  plan.key.recompute = true;
+  plan.key.stage_dp = {2, 2, 1};
+  plan.node_order = {"g5.24xlarge", "g5.24xlarge", "p4d.24xlarge"};
+  plan.partition = {18, 15, 17};
+  plan.stages = {{0, 18, "g5.24xlarge", "A10", 2, 0.1 + 0.2, 7.25}, {18, 15, "g5.24xlarge", "A10", 2, 1.0 / 3, 6.5},
+                 {33, 17, "p4d.24xlarge", "A100", 1, 2.0 / 7, 9.125}};
+  plan.estimate = {1.0 / 3, 0.3, 0.01, 0.02, 0.0263464700701, 329330.875876, 12.5e6, 10.380249, false};
+  return plan;
+}
+
+}  // namespace
+
+TEST_CASE("a plan file reads back as it was written, doubles bit for bit", "[plan]") {
+  PlanFile plan = sample_plan();
+  PlanFile back = parse_plan_file(plan_file_yaml(plan), "p.yaml");
+  CHECK(back.source == "p.yaml");
+  CHECK(back.model == plan.model);
+  CHECK(back.cluster == plan.cluster);
+  CHECK(back.profile_dir == plan.profile_dir);
+  CHECK(back.policy == "analytic");
+  CHECK_FALSE(back.overlap_dp_allreduce);
+  CHECK(back.nodes == plan.nodes);
+  CHECK(back.global_batch == 64);
+  CHECK(back.key.mbs == 2);
+  CHECK(back.key.tp == 2);
+  CHECK(back.key.dp == 2);
+  CHECK(back.key.pp == 3);
+  CHECK(back.key.zero_stage == 1);
+  CHECK(back.key.recompute);
+  CHECK(back.key.stage_dp == std::vector<int>{2, 2, 1});
+  CHECK(back.node_order == plan.node_order);
+  CHECK(back.partition == std::vector<int>{18, 15, 17});
+  REQUIRE(back.stages.size() == 3);
+  CHECK(back.stages[0].compute_s == plan.stages[0].compute_s);  // 0.30000000000000004 exactly
+  CHECK(back.stages[1].compute_s == plan.stages[1].compute_s);
+  CHECK(back.stages[2].node_type == "p4d.24xlarge");
+  CHECK(back.stages[2].gpu == "A100");
+  CHECK(back.stages[2].dp == 1);
+  CHECK(back.estimate.step_time_s == plan.estimate.step_time_s);
+  CHECK(back.estimate.train_cost_usd == plan.estimate.train_cost_usd);
+  CHECK(back.estimate.iterations == 12.5e6);
+  CHECK_FALSE(back.estimate.out_of_memory);
+  CHECK(plan_file_yaml(back) == plan_file_yaml(plan));
+}
+
+TEST_CASE("plan file errors name the file and the field", "[plan]") {
+  std::string text = plan_file_yaml(sample_plan());
+  auto without = [&](const std::string& line) {
+    std::string t = text;
+    size_t at = t.find(line);
+    REQUIRE(at != std::string::npos);
+    return t.erase(at, t.find('\n', at) - at + 1);
+  };
+  CHECK_THROWS_WITH(parse_plan_file(without("tp: 2\n"), "p.yaml"), Contains("p.yaml") && Contains("'tp'"));
+  CHECK_THROWS_WITH(parse_plan_file(without("  step_time_s:"), "p.yaml"), Contains("'estimate.step_time_s'"));
+  std::string wrong_stages = text;
+  wrong_stages.replace(wrong_stages.find("partition: [18, 15, 17]"), 23, "partition: [18, 32]");
+  CHECK_THROWS_WITH(parse_plan_file(wrong_stages, "p.yaml"), Contains("'partition'") && Contains("pp is 3"));
+  std::string policy = text;
+  policy.replace(policy.find("policy: analytic"), 16, "policy: magic");
+  CHECK_THROWS_WITH(parse_plan_file(policy, "p.yaml"), Contains("'policy'") && Contains("fasop or analytic"));
+  CHECK_THROWS_WITH(parse_plan_file("version: 2\n", "p.yaml"), Contains("'version'"));
+}

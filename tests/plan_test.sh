@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Plans as a user meets them: search --save-plan, estimate --plan (identical numbers after the
+# round trip), plan show and its timeline, search --fix, schedule, and plans their specs can no
+# longer hold. Usage: plan_test.sh PATH/TO/fasop-cpp
+set -uo pipefail
+bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+passed=0 failed=0
+ok() { passed=$((passed + 1)); }
+fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+# expect_error WHAT NEEDLE ARGS...: exit non-zero with NEEDLE in a one-line message.
+expect_error() {
+  local what=$1 needle=$2; shift 2
+  local out rc
+  out=$("$bin" "$@" 2>&1 >/dev/null); rc=$?
+  out=$(printf '%s\n' "$out" | grep -vx 'Run with --help for more information.')
+  if [ "$rc" -eq 0 ]; then fail "$what: exit 0"; return; fi
+  if [ "$(printf '%s\n' "$out" | wc -l)" -ne 1 ]; then fail "$what: message is not one line: $out"; return; fi
+  case "$out" in *"$needle"*) ok ;; *) fail "$what: message '$out' lacks '$needle'" ;; esac
+}
+
+# FASOP's policy: the best heterogeneous gpt2xl plan, saved, re-estimated: the same numbers.
+"$bin" search --model gpt2xl --heterogeneous --out-dir logs --save-plan plans/best.yaml --quiet > search.out ||
+  fail "search --save-plan: $(tail -3 search.out)"
+grep -q "^tp: 1$" plans/best.yaml && grep -q "^pp: 16$" plans/best.yaml && ok || fail "saved plan is not FASOP's best (tp 1, pp 16)"
+"$bin" estimate --plan plans/best.yaml --json > again.json || fail "estimate --plan"
+"$bin" estimate --model gpt2xl --heterogeneous --mbs 1 --tp 1 --dp 2 --pp 16 \
+  --placement "$(sed -n 's/^node_order: \[\(.*\)\].*/\1/p' plans/best.yaml | tr -d '" ')" \
+  --partition "$(sed -n 's/^partition: \[\(.*\)\].*/\1/p' plans/best.yaml | tr -d ' ')" --json > direct.json
+# The same figures (the plan's cluster is named with its shape, the direct one without).
+cmp -s <(sed 's/"cluster": "[^"]*"//' again.json) <(sed 's/"cluster": "[^"]*"//' direct.json) && ok ||
+  fail "estimate --plan differs from the same plan given by hand"
+# The plan file keeps 17 digits: the estimate made again equals the saved one bit for bit
+# (estimate --plan says when any saved figure differs at all).
+"$bin" estimate --plan plans/best.yaml | grep -q "note: the estimate differs" && fail "round trip reports a change" || ok
+
+# The analytic policy, --fix and --rank: plan 2 of a search restricted to tp 2, pp 4, no
+# recomputation, ZeRO-1: micro-batch 2 (32 micro-batches of 1,024 over dp 16), partition [6, 7, 10, 11].
+"$bin" search --model llama2-7b --cluster aws-h100 --fix tp=2,pp=4,recompute=none,zero=1 --out-dir logs \
+  --save-plan plans/llama.yaml --rank 2 --quiet > fix.out || fail "search --fix: $(tail -3 fix.out)"
+grep -q "^tp: 2$" plans/llama.yaml && grep -q "^pp: 4$" plans/llama.yaml && grep -q "^recompute: none$" plans/llama.yaml &&
+  ok || fail "--fix tp=2,pp=4: $(grep -E '^(tp|pp|recompute):' plans/llama.yaml | tr '\n' ' ')"
+awk -F, 'NR > 1 && ($2 != 2 || $4 != "4.0" || $(NF-1) != "none") { bad = 1 } END { exit bad || NR < 2 }' logs/llama2-7b.csv &&
+  ok || fail "--fix: the table holds other layouts"
+"$bin" estimate --plan plans/llama.yaml | grep -q "note: the estimate differs" && fail "analytic round trip changed" || ok
+"$bin" plan show plans/llama.yaml --timeline llama.svg > show.out || fail "plan show: $(cat show.out)"
+grep -q "embedding, transformer 0-" show.out && grep -q "post_process" show.out && ok || fail "plan show lacks the layers: $(cat show.out)"
+# 4 stages x 32 micro-batches x (forward + backward) compute boxes, and sends.
+boxes=$(grep -c 'fill="#4c78a8"\|fill="#54a24b"' llama.svg)
+[ "$boxes" -eq 256 ] && ok || fail "timeline has $boxes compute boxes, expected 4 x 32 x 2 = 256"
+sends=$(grep -c 'fill="#f58518"\|fill="#b279a2"' llama.svg)
+[ "$sends" -eq 192 ] && ok || fail "timeline has $sends sends, expected 3 x 32 x 2 = 192"
+
+# Schedules of the llama plan (partition [6, 7, 10, 11]: embedding + layers 0-4 | 5-11 | 12-21 |
+# 22-31 + head).
+grep -q "^micro_batch: 2$" plans/llama.yaml && grep -q "^partition: \[6, 7, 10, 11\]" plans/llama.yaml && ok ||
+  fail "llama plan 2 is not mbs 2 with [6, 7, 10, 11]"
+"$bin" schedule --plan plans/llama.yaml --format megatron -o megatron.sh > /dev/null || fail "schedule megatron"
+grep -qx -- "--pipeline-model-parallel-layout 'Et\*5|t\*7|t\*10|t\*10L'" megatron.sh && ok || fail "megatron layout: $(tail -1 megatron.sh)"
+grep -q -- "--tensor-model-parallel-size 2 " megatron.sh && grep -q -- "--use-distributed-optimizer" megatron.sh && ok ||
+  fail "megatron arguments: $(cat megatron.sh)"
+"$bin" schedule --plan plans/llama.yaml --format deepspeed -o ds.json > /dev/null || fail "schedule deepspeed"
+python3 -c 'import json, sys; c = json.load(open("ds.json")); sys.exit(not (c["gradient_accumulation_steps"] == 32 and c["pipeline"]["parts"] == [0, 6, 13, 23, 34]))' &&
+  ok || fail "deepspeed config: $(cat ds.json)"
+for format in slapo atorch; do
+  "$bin" schedule --plan plans/llama.yaml --format $format -o $format.py > /dev/null && python3 -m py_compile $format.py && ok ||
+    fail "schedule $format is not valid Python"
+done
+grep -q 'PIPELINE_CUTS = \["model.layers.4", "model.layers.11", "model.layers.21"\]' slapo.py && ok || fail "slapo cuts: $(grep PIPELINE_CUTS slapo.py)"
+"$bin" schedule --plan plans/llama.yaml --format slapo > stdout.py && cmp -s stdout.py slapo.py && ok || fail "schedule to stdout differs"
+expect_error "flavor without megatron" "--megatron-flavor" schedule --plan plans/llama.yaml --format slapo --megatron-flavor fasop
+expect_error "FASOP's fork cannot run LLaMA" "swiglu" schedule --plan plans/llama.yaml --format megatron --megatron-flavor fasop
+expect_error "unknown format" "--format" schedule --plan plans/llama.yaml --format jax
+
+# Plans their specs cannot hold any more.
+cp "$root/configs/models/gpt2xl.yaml" gpt2xl-copy.yaml
+"$bin" search --model gpt2xl-copy.yaml --heterogeneous --out-dir logs --save-plan plans/copy.yaml --quiet > /dev/null ||
+  fail "search with a model file"
+mv gpt2xl-copy.yaml gone.yaml
+expect_error "model file gone" "gpt2xl-copy.yaml" estimate --plan plans/copy.yaml
+sed 's/repeat: 48/repeat: 40/' gone.yaml > gpt2xl-copy.yaml
+expect_error "model with other layers" "field 'partition'" estimate --plan plans/copy.yaml
+expect_error "fewer nodes than the plan" "has 0" estimate --plan plans/best.yaml --cluster fasop-8nodes
+expect_error "missing plan" "cannot read" plan show nope.yaml
+printf 'version: 1\nmodel: gpt2xl\n' > broken.yaml
+expect_error "plan without its fields" "broken.yaml" estimate --plan broken.yaml
+expect_error "--fix with an unknown degree" "--fix" search --model gpt2xl --fix tq=2 --out-dir logs
+expect_error "--fix nothing has" "--fix" search --model gpt2xl --fix tp=3 --out-dir logs
+expect_error "--rank past the plans" "--rank" search --model gpt2xl --fix tp=1,dp=1 --save-plan x.yaml --rank 9999 --out-dir nothing
+[ ! -e x.yaml ] && [ ! -e nothing ] && ok || fail "a failed --save-plan wrote files"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
