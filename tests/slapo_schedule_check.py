@@ -17,9 +17,22 @@ FAKE_SLAPO = '''
 CALLS = []
 
 
+SEEDS = []
+
+
+def is_random_seed_set():
+    return bool(SEEDS)
+
+
+def set_random_seed(seed=2013, dp_rank=None, pp_rank=None, tp_rank=None):
+    SEEDS.append((seed, tp_rank))
+    CALLS.append(("set_random_seed", tp_rank))
+
+
 class Schedule:
     def __init__(self, root, path, world_size, traced):
         self.root, self.path, self.world_size, self.traced = root, path, world_size, traced
+        self.rank = 0
         self.mod = root
         for part in path.split(".") if path else []:
             child = self.mod[int(part)] if part.isdigit() else getattr(self.mod, part, None)
@@ -48,6 +61,10 @@ class Schedule:
     def trace_until(self, paths, tracer=None, concrete_args=None):
         paths = [paths] if isinstance(paths, str) else list(paths)
         assert "input_ids" not in concrete_args, concrete_args
+        import torch
+        for path in paths:  # traced modules become fx.GraphModules, as in Slapo
+            mod = self[path].mod
+            mod.__class__ = type("Traced", (type(mod), torch.fx.GraphModule), {})
         self.traced.extend(paths)
         CALLS.append(("trace_until", tuple(paths)))
 
@@ -75,6 +92,11 @@ REGROUPED = []
 
 def no_grad():
     return contextlib.nullcontext()
+
+
+class fx:
+    class GraphModule:
+        pass
 '''
 
 
@@ -177,6 +199,7 @@ def run(emit_fixture, fixture, make_model, workdir):
     module = importlib.import_module(name)
     slapo, torch = importlib.import_module("slapo"), importlib.import_module("torch")
     slapo.CALLS.clear()
+    slapo.SEEDS.clear()
     torch.REGROUPED.clear()
     model = make_model()
     module.build_schedule(model, tp_group=Group(module.TP))
@@ -189,7 +212,7 @@ def targets(calls, primitive):
 
 def check_order(calls):
     # Slapo's schedules shard, then checkpoint, then trace and cut, then build.
-    order = {"shard": 0, "sync": 0, "fork_rng": 0, "checkpoint": 1, "trace_until": 2, "cut_pipeline_stage": 2, "build": 3}
+    order = {"set_random_seed": 0, "shard": 0, "sync": 0, "fork_rng": 0, "checkpoint": 1, "trace_until": 2, "cut_pipeline_stage": 2, "build": 3}
     phases = [order[c[0]] for c in calls]
     assert phases == sorted(phases), "primitives out of order"
     assert calls[-1] == ("build", None)
@@ -213,6 +236,7 @@ def main():
         assert targets(calls, "cut_pipeline_stage") == ["transformer.h.16", "transformer.h.31"], targets(calls, "cut_pipeline_stage")
         assert [c for c in calls if c[0] == "trace_until"] == [("trace_until", ("transformer",))]
         assert targets(calls, "checkpoint") == layers
+        assert [c for c in calls if c[0] == "set_random_seed"] == [("set_random_seed", 0)]  # for fork_rng
         assert targets(calls, "fork_rng") == [f"{p}.attn.attn_dropout" for p in layers]
         shards = [c for c in calls if c[0] == "shard"]
         assert len(shards) == 6 * 48, len(shards)

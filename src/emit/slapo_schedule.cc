@@ -283,7 +283,8 @@ std::string slapo_schedule_py(const PlanFile& plan, const ModelSpec& model) {
     if (!cut.note.empty()) out << "# NOTE: " << cut.note << ".\n";
   out << "\"\"\"Slapo schedule of a fasop-cpp plan: call build_schedule(model) on every rank.\"\"\"\n"
          "import inspect\n\n"
-         "import slapo\n\n";
+         "import slapo\n"
+         "from torch import fx\n\n";
   out << "TP = " << key.tp << "\nPP = " << key.pp << "\nDP = " << key.dp << "\nMICRO_BATCH = " << key.mbs
       << "\nGLOBAL_BATCH = " << plan.global_batch << "\n";
   std::vector<std::string> cut_targets;
@@ -357,7 +358,17 @@ std::string slapo_schedule_py(const PlanFile& plan, const ModelSpec& model) {
            "    concrete_args = {p.name: p.default for p in sig.parameters.values()\n"
            "                     if p.name not in " << py_list(names.input_names) << "}\n";
     const std::string until = names.trace_until.size() == 1 ? "\"" + names.trace_until[0] + "\"" : py_list(names.trace_until);
-    out << "    sch.trace_until(" << until << ", tracer=\"huggingface\", concrete_args=concrete_args)\n";
+    // Pipelines pass plain tensors between stages: the key/value cache's tuples cannot be cut
+    // (Slapo's examples turn it off too). Slapo only warns when tracing fails, and its cut then
+    // fails with a confusing message: say what went wrong instead.
+    out << "    config = getattr(sch.mod, \"config\", None)\n"
+           "    if getattr(config, \"use_cache\", False):\n"
+           "        config.use_cache = False\n"
+           "    sch.trace_until(" << until << ", tracer=\"huggingface\", concrete_args=concrete_args)\n"
+           "    for path in " << py_list(names.trace_until) << ":\n"
+           "        if not isinstance(sch[path].mod, fx.GraphModule):\n"
+           "            raise RuntimeError(f\"Slapo could not trace {path} (its warning above says why; the Hugging Face \"\n"
+           "                               \"tracer needs transformers installed), so the pipeline cannot be cut\")\n";
     for (size_t c = 0; c < cuts.size(); ++c) {
       if (!cuts[c].note.empty()) out << "    # Moved: " << cuts[c].note << ".\n";
       out << "    sch[\"" << cuts[c].target << "\"].cut_pipeline_stage()  # end of stage " << c << "\n";
@@ -367,20 +378,27 @@ std::string slapo_schedule_py(const PlanFile& plan, const ModelSpec& model) {
   }
   out << "\n\n";
 
-  out << "def schedule_model(model, tp_group=None):\n"
+  out << "def schedule_model(model, tp_group=None, seed=2013):\n"
          "    \"\"\"The Slapo schedule of `model` (a " << names.hf_class << ") for this plan.\n"
-         "    tp_group: the process group of this rank's TP = " << key.tp << " ranks.\"\"\"\n"
+         "    tp_group: the process group of this rank's TP = " << key.tp << " ranks. seed: Slapo's random\n"
+         "    seed, set here unless the caller set it (slapo.set_random_seed).\"\"\"\n"
          "    sch = slapo.create_schedule(model, group=tp_group)\n"
          "    if sch.world_size != TP:\n"
          "        raise ValueError(f\"the tensor-parallel group has {sch.world_size} ranks; the plan has TP={TP}\")\n"
+         "    if TP > 1 and not slapo.is_random_seed_set():\n"
+         "        # fork_rng draws dropout masks from Slapo's tensor-parallel RNG tracker (CUDA only).\n"
+         "        slapo.set_random_seed(seed, tp_rank=sch.rank)\n"
          "    _shard_tensor_parallel(sch)\n"
          "    _checkpoint_layers(sch)\n"
          "    _cut_pipeline_stages(sch)\n"
          "    return sch\n\n\n";
-  out << "def build_schedule(model, tp_group=None, topology=None, target=None, init_weights=True, **build_kwargs):\n"
+  out << "def build_schedule(model, tp_group=None, topology=None, target=None, init_weights=False, seed=2013,\n"
+         "                   **build_kwargs):\n"
          "    \"\"\"Schedules `model` and builds it with slapo.build. With target=\\\"deepspeed\\\" and no\n"
-         "    topology, the plan's PP x TP x DP topology is made with DeepSpeed's class.\"\"\"\n"
-         "    sch = schedule_model(model, tp_group)\n"
+         "    topology, the plan's PP x TP x DP topology is made with DeepSpeed's class.\n"
+         "    init_weights=False keeps the model's weights (loaded, pretrained, and the shards made here);\n"
+         "    True (or an init function, e.g. model._init_weights) makes Slapo initialise them afresh.\"\"\"\n"
+         "    sch = schedule_model(model, tp_group, seed)\n"
          "    if topology is None and target == \"deepspeed\":\n"
          "        from deepspeed.runtime.pipe.topology import PipeModelDataParallelTopology\n\n"
          "        topology = PipeModelDataParallelTopology(num_pp=PP, num_mp=TP, num_dp=DP)\n"
