@@ -5,9 +5,10 @@
 
 #include "cli/calibrate_command.h"
 #include "cli/estimate_command.h"
+#include "cli/launch_command.h"
 #include "cli/plan_command.h"
-#include "cli/schedule_command.h"
 #include "cli/profile_command.h"
+#include "cli/schedule_command.h"
 #include "cli/search_command.h"
 #include "specs/spec_error.h"
 
@@ -18,6 +19,7 @@ int main(int argc, char** argv) {
   fasop::add_estimate_command(app);
   fasop::add_plan_command(app);
   fasop::add_schedule_command(app);
+  fasop::add_launch_command(app);
   fasop::add_calibrate_command(app);
   fasop::add_profile_command(app);
   try {

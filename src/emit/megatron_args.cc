@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "emit/shell_quote.h"
 #include "specs/spec_error.h"
 
 namespace fasop {
@@ -118,14 +119,6 @@ int t5_split_rank(const PlanFile& plan, const ModelSpec& model,
                       "Re-plan T5 with an even split per segment, or run it with pp 1");
   }
   return encoder_stages;
-}
-
-/// Single quotes around a value the shell would otherwise interpret ('|', '*', spaces).
-std::string shell_quote(const std::string& value) {
-  if (value.find_first_of("|*?[]()<>&;$`\"' \t\\{}~#!") == std::string::npos && !value.empty()) return value;
-  std::string out = "'";
-  for (char c : value) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
 }
 
 }  // namespace

@@ -5,6 +5,15 @@
 
 namespace fasop {
 
+/// Where a node type's nodes come from in Slurm (`launch --backend slurm`): its partition,
+/// and the generic resources and constraints to ask for.
+struct SlurmMapping {
+  std::string partition;   ///< empty: the node type has no Slurm mapping
+  std::string gres;        ///< e.g. "gpu:8" (empty: none)
+  std::string constraint;  ///< e.g. "a100" (empty: none)
+  std::string account;     ///< e.g. "ml-team" (empty: the user's default)
+};
+
 /// A kind of node one can rent: its GPUs, links and price.
 struct NodeType {
   std::string name;  ///< e.g. "p4d.24xlarge"
@@ -21,6 +30,7 @@ struct NodeType {
   double compute_efficiency = 0.5;  ///< share of peak the model's GEMMs reach; a measured profile calibrates it
   double intra_node_latency_s = 5e-6;  ///< per message, alpha of the alpha-beta model
   double inter_node_latency_s = 20e-6;
+  SlurmMapping slurm;  ///< field `slurm: {partition, gres, constraint, account}`
 
   bool has_gpu_spec() const { return !peak_tflops.empty() && memory_bandwidth_bytes_per_s > 0; }
 };

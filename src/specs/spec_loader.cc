@@ -141,6 +141,13 @@ ClusterSpec parse_cluster(const std::string& yaml_text, const std::string& sourc
       type.intra_node_latency_s = entry.child("intra_node_latency_s").non_negative_double();
     if (entry.child("inter_node_latency_s").present())
       type.inter_node_latency_s = entry.child("inter_node_latency_s").non_negative_double();
+    if (Field slurm = entry.child("slurm"); slurm.present()) {
+      if (!slurm.node.IsMap()) slurm.fail("expected {partition: NAME, gres: gpu:8, constraint: ..., account: ...}");
+      type.slurm.partition = slurm.child("partition").text();
+      if (slurm.child("gres").present()) type.slurm.gres = slurm.child("gres").text();
+      if (slurm.child("constraint").present()) type.slurm.constraint = slurm.child("constraint").text();
+      if (slurm.child("account").present()) type.slurm.account = slurm.child("account").text();
+    }
     cluster.node_types.push_back(type);
   }
 

@@ -1,0 +1,17 @@
+#pragma once
+// launch: a saved plan started on nodes, and what became of it.
+//   make_launch_layout   node ranks, components, rank coordinates (launch_layout.h)
+//   node_script          node.sh, what every node runs (node_script.h)
+//   slurm_batch_script   one heterogeneous Slurm job (slurm_script.h)
+//   docker_commands      a `docker run` per node (docker_commands.h)
+//   run_local_nodes      the nodes as local processes (local_launcher.h)
+//   read_run_status      exit codes and logs of a run directory (run_status.h)
+//   sbatch_submit        sbatch and scontrol (slurm_client.h)
+#include "launch/docker_commands.h"
+#include "launch/launch_layout.h"
+#include "launch/local_launcher.h"
+#include "launch/node_script.h"
+#include "launch/run_directory.h"
+#include "launch/run_status.h"
+#include "launch/slurm_client.h"
+#include "launch/slurm_script.h"
