@@ -6,20 +6,7 @@ set -uo pipefail
 bin=$1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
-
-# expect_error "what" "text the message must contain" ARGS...
-expect_error() {
-  local what=$1 needle=$2; shift 2
-  local out rc
-  out=$("$bin" "$@" 2>&1 >/dev/null); rc=$?
-  out=$(printf '%s\n' "$out" | grep -vx 'Run with --help for more information.')  # CLI11's hint
-  if [ "$rc" -eq 0 ]; then fail "$what: exit 0"; return; fi
-  if [ "$(printf '%s\n' "$out" | wc -l)" -ne 1 ]; then fail "$what: message is not one line: $out"; return; fi
-  case "$out" in *"$needle"*) ok ;; *) fail "$what: message '$out' lacks '$needle'" ;; esac
-}
+source "$(dirname "${BASH_SOURCE[0]}")/test_lib.sh"
 
 expect_error "unknown model" "--model" search --model gpt3 --out-dir "$work/a"
 printf 'name: x\nnode_types: [\n' > "$work/bad.yaml"
@@ -128,5 +115,4 @@ sed 's/^gpu: A100$/gpu: A100-80G/' "$(dirname "$0")/../configs/profiles/gpt2xl_a
 expect_error "calibrate on a GPU the cluster lacks" "--node-type" calibrate --model gpt2xl --cluster aws-h100 \
   --profile "$work/gpt2xl_a100-80g.yaml"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -3,39 +3,18 @@
 
 #include "emit/deepspeed_config.h"
 #include "specs/spec_error.h"
+#include "emit_fixtures.h"
 #include "test_support.h"
 
 using namespace fasop;
+using fasop::testing::layout_plan;
+using fasop::testing::preset_model;
 using Catch::Matchers::Contains;
-
-namespace {
-
-ModelSpec preset_model(const std::string& name) {
-  fasop::testing::MapSource none;
-  SpecStore store(none, embedded_presets());
-  return store.load_model(name);
-}
-
-PlanFile make_plan(int mbs, int tp, int dp, int pp, int global_batch, std::vector<int> partition, int zero,
-                   bool recompute) {
-  PlanFile plan;
-  plan.global_batch = global_batch;
-  plan.key.mbs = mbs;
-  plan.key.tp = tp;
-  plan.key.dp = dp;
-  plan.key.pp = pp;
-  plan.key.zero_stage = zero;
-  plan.key.recompute = recompute;
-  plan.partition = std::move(partition);
-  return plan;
-}
-
-}  // namespace
 
 TEST_CASE("deepspeed: gpt2xl tp2 pp3 dp2 mbs2, ZeRO-1, recompute, fp16", "[emit]") {
   // gradient_accumulation_steps = 64 / (2 x 2) = 16. parts: 0, 18, 18 + 15 = 33, 33 + 17 = 50
   // (50 = embedding + 48 layers + post_process, one PipelineModule layer each).
-  PlanFile plan = make_plan(2, 2, 2, 3, 64, {18, 15, 17}, 1, true);
+  PlanFile plan = layout_plan(2, 2, 2, 3, 64, {18, 15, 17}, 1, true);
   CHECK(deepspeed_config_json(plan, preset_model("gpt2xl")) ==
         "{\n"
         "  \"train_batch_size\": 64,\n"
@@ -59,7 +38,7 @@ TEST_CASE("deepspeed: gpt2xl tp2 pp3 dp2 mbs2, ZeRO-1, recompute, fp16", "[emit]
 
 TEST_CASE("deepspeed: llama2-7b tp4 pp2 dp1 mbs2, bf16, no recompute", "[emit]") {
   // gradient_accumulation_steps = 1024 / (2 x 1) = 512. parts: 0, 17, 34 (34 units).
-  PlanFile plan = make_plan(2, 4, 1, 2, 1024, {17, 17}, 0, false);
+  PlanFile plan = layout_plan(2, 4, 1, 2, 1024, {17, 17}, 0, false);
   CHECK(deepspeed_config_json(plan, preset_model("llama2-7b")) ==
         "{\n"
         "  \"train_batch_size\": 1024,\n"
@@ -77,11 +56,11 @@ TEST_CASE("deepspeed: llama2-7b tp4 pp2 dp1 mbs2, bf16, no recompute", "[emit]")
 
 TEST_CASE("deepspeed: ZeRO-2/3 only without pipelining, as its pipeline engine asserts", "[emit]") {
   ModelSpec model = preset_model("gpt2xl");
-  PlanFile piped = make_plan(2, 2, 2, 3, 64, {18, 15, 17}, 2, true);
+  PlanFile piped = layout_plan(2, 2, 2, 3, 64, {18, 15, 17}, 2, true);
   CHECK_THROWS_WITH(deepspeed_config_json(piped, model),
                     Contains("ZeRO stage 2 with pp 3") && Contains("incompatible with pipeline parallelism"));
   // pp 1 on 8 GPUs (tp 2, dp 4): 64 / (2 x 4) = 8 steps, ZeRO-3 kept.
-  PlanFile flat = make_plan(2, 2, 4, 1, 64, {50}, 3, false);
+  PlanFile flat = layout_plan(2, 2, 4, 1, 64, {50}, 3, false);
   std::string json = deepspeed_config_json(flat, model);
   CHECK_THAT(json, Contains("\"gradient_accumulation_steps\": 8,"));
   CHECK_THAT(json, Contains("\"stage\": 3"));
@@ -90,11 +69,11 @@ TEST_CASE("deepspeed: ZeRO-2/3 only without pipelining, as its pipeline engine a
 
 TEST_CASE("deepspeed: plans it cannot run are SpecErrors", "[emit]") {
   ModelSpec model = preset_model("gpt2xl");
-  PlanFile odd = make_plan(3, 2, 2, 3, 64, {18, 15, 17}, 1, false);  // 64 % 6 = 4
+  PlanFile odd = layout_plan(3, 2, 2, 3, 64, {18, 15, 17}, 1, false);  // 64 % 6 = 4
   CHECK_THROWS_WITH(deepspeed_config_json(odd, model), Contains("not a multiple"));
-  PlanFile metis = make_plan(2, 2, 2, 3, 64, {18, 15, 17}, 1, false);
+  PlanFile metis = layout_plan(2, 2, 2, 3, 64, {18, 15, 17}, 1, false);
   metis.key.stage_dp = {2, 1, 2};
   CHECK_THROWS_WITH(deepspeed_config_json(metis, model), Contains("stage_dp"));
-  PlanFile wrong = make_plan(2, 2, 2, 2, 64, {18, 15, 17}, 1, false);
+  PlanFile wrong = layout_plan(2, 2, 2, 2, 64, {18, 15, 17}, 1, false);
   CHECK_THROWS_WITH(deepspeed_config_json(wrong, model), Contains("3 stages but pp is 2"));
 }

@@ -26,6 +26,21 @@ inline PlanFile emit_plan(const std::string& model, int tp, int dp, const std::v
   return plan;
 }
 
+/// A plan file in memory with every degree and the global batch given.
+inline PlanFile layout_plan(int mbs, int tp, int dp, int pp, int global_batch, std::vector<int> partition, int zero,
+                            bool recompute) {
+  PlanFile plan;
+  plan.global_batch = global_batch;
+  plan.key.mbs = mbs;
+  plan.key.tp = tp;
+  plan.key.dp = dp;
+  plan.key.pp = pp;
+  plan.key.zero_stage = zero;
+  plan.key.recompute = recompute;
+  plan.partition = std::move(partition);
+  return plan;
+}
+
 /// GPT-2 XL, tp=2 pp=3 with the uneven partition {18, 15, 17} and full recomputation:
 /// embedding + h.0-16 | h.17-31 | h.32-47 + post_process, so Slapo cuts after h.16 and h.31.
 inline PlanFile gpt2_uneven_plan() { return emit_plan("gpt2xl", 2, 1, {18, 15, 17}, true); }

@@ -16,18 +16,7 @@ cleanup() {
 }
 trap cleanup EXIT
 cd "$work"
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
-expect_error() {
-  local what=$1 needle=$2; shift 2
-  local out rc
-  out=$("$bin" "$@" 2>&1 >/dev/null); rc=$?
-  out=$(printf '%s\n' "$out" | grep -vx 'Run with --help for more information.')
-  if [ "$rc" -eq 0 ]; then fail "$what: exit 0"; return; fi
-  case "$out" in *"$needle"*) ok ;; *) fail "$what: message '$out' lacks '$needle'" ;; esac
-}
-
+source "$root/tests/test_lib.sh"
 # The plan: the tiny model on two node types of 2 GPUs, tp 2, pp 2 (dp 1).
 cluster=$root/tests/data/launch/two-types.yaml
 "$bin" search --model "$root/tests/data/profiler/tiny.yaml" --cluster "$cluster" --fix tp=2,pp=2 --out-dir logs \
@@ -117,5 +106,4 @@ else
   fi
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

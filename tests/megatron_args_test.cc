@@ -6,32 +6,16 @@
 
 #include "emit/megatron_args.h"
 #include "specs/spec_error.h"
+#include "emit_fixtures.h"
 #include "test_support.h"
 
 using namespace fasop;
+using fasop::testing::layout_plan;
+using fasop::testing::preset_model;
 using Catch::Matchers::Contains;
 
 namespace {
 
-ModelSpec preset_model(const std::string& name) {
-  fasop::testing::MapSource none;
-  SpecStore store(none, embedded_presets());
-  return store.load_model(name);
-}
-
-PlanFile make_plan(int mbs, int tp, int dp, int pp, int global_batch, std::vector<int> partition, int zero,
-                   bool recompute) {
-  PlanFile plan;
-  plan.global_batch = global_batch;
-  plan.key.mbs = mbs;
-  plan.key.tp = tp;
-  plan.key.dp = dp;
-  plan.key.pp = pp;
-  plan.key.zero_stage = zero;
-  plan.key.recompute = recompute;
-  plan.partition = std::move(partition);
-  return plan;
-}
 
 // (a) gpt2xl: 50 units = embedding + 48 transformer layers + post_process; hidden 1600,
 // 16 heads, ffn 4 x 1600 = 6400, sequence 1024, fp16, tied. Partition {18, 15, 17}:
@@ -39,12 +23,12 @@ PlanFile make_plan(int mbs, int tp, int dp, int pp, int global_batch, std::vecto
 //   stage 1: layers 17-31             (15 units)           -> "t*15",  15 layers
 //   stage 2: layers 32-47 + post      (16 + 1 = 17 units)  -> "t*16L", 16 layers
 // 17 + 15 + 16 = 48 = --num-layers, as validate_layer_layout demands.
-PlanFile gpt2xl_plan() { return make_plan(2, 2, 2, 3, 64, {18, 15, 17}, 1, true); }
+PlanFile gpt2xl_plan() { return layout_plan(2, 2, 2, 3, 64, {18, 15, 17}, 1, true); }
 
 // (b) llama2-7b: 34 units = embedding + 32 layers + post_process; hidden 4096, 32 heads and
 // 32 kv heads (no GQA), ffn 11008, sequence 4096, bf16, SwiGLU, RMSNorm, untied. Partition {17, 17}:
 //   stage 0: embedding + layers 0-15 -> "Et*16"; stage 1: layers 16-31 + post -> "t*16L".
-PlanFile llama_plan() { return make_plan(2, 4, 1, 2, 1024, {17, 17}, 0, false); }
+PlanFile llama_plan() { return layout_plan(2, 4, 1, 2, 1024, {17, 17}, 0, false); }
 
 }  // namespace
 
@@ -103,7 +87,7 @@ TEST_CASE("megatron upstream: llama2-7b tp4 pp2, bf16 SwiGLU RMSNorm rotary unti
 
 TEST_CASE("megatron: grouped-query attention names its groups", "[emit]") {
   ModelSpec model = preset_model("llama3-8b");  // 32 heads, 8 kv heads, 32 layers
-  PlanFile plan = make_plan(1, 8, 1, 1, 1024, {34}, 0, false);
+  PlanFile plan = layout_plan(1, 8, 1, 1, 1024, {34}, 0, false);
   std::vector<std::string> args = megatron_args(plan, model, MegatronFlavor::kUpstream);
   auto at = std::find(args.begin(), args.end(), "--group-query-attention");
   REQUIRE(at != args.end());
@@ -121,7 +105,7 @@ TEST_CASE("megatron: what a flavour cannot express is a SpecError naming the fix
 
   // T5: upstream refuses pipelining it; the fork takes an even split per segment as a split rank.
   ModelSpec t5 = preset_model("t5");  // 25 encoder units (embedding + 24), then 25 decoder units
-  PlanFile even = make_plan(1, 1, 4, 2, 128, {25, 25}, 0, false);
+  PlanFile even = layout_plan(1, 1, 4, 2, 128, {25, 25}, 0, false);
   CHECK_THROWS_WITH(megatron_args(even, t5, MegatronFlavor::kUpstream), Contains("not supported for T5"));
   std::vector<std::string> args = megatron_args(even, t5, MegatronFlavor::kFasop);
   CHECK(args[8] == "--encoder-num-layers");
@@ -132,7 +116,7 @@ TEST_CASE("megatron: what a flavour cannot express is a SpecError naming the fix
   CHECK(args[args.size() - 2] == "--pipeline-model-parallel-split-rank");
   CHECK(args.back() == "1");
   // {14, 11, 25}: encoder stages hold 13 and 11 layers; Megatron splits 24 as 12 + 12.
-  PlanFile uneven = make_plan(1, 1, 4, 3, 128, {14, 11, 25}, 0, false);
+  PlanFile uneven = layout_plan(1, 1, 4, 3, 128, {14, 11, 25}, 0, false);
   CHECK_THROWS_WITH(megatron_args(uneven, t5, MegatronFlavor::kFasop),
                     Contains("stage 0 holds 13 encoder layers") && Contains("cannot be expressed"));
   CHECK_THROWS_WITH(megatron_pipeline_layout(even, t5), Contains("encoder"));
@@ -141,9 +125,9 @@ TEST_CASE("megatron: what a flavour cannot express is a SpecError naming the fix
   PlanFile zero2 = gpt2xl_plan();
   zero2.key.zero_stage = 2;
   CHECK_THROWS_WITH(megatron_args(zero2, gpt, MegatronFlavor::kUpstream), Contains("ZeRO stage 2"));
-  PlanFile short_partition = make_plan(2, 2, 2, 3, 64, {18, 15, 16}, 1, true);
+  PlanFile short_partition = layout_plan(2, 2, 2, 3, 64, {18, 15, 16}, 1, true);
   CHECK_THROWS_WITH(megatron_args(short_partition, gpt, MegatronFlavor::kUpstream),
                     Contains("covers 49 units") && Contains("has 50"));
-  PlanFile odd_batch = make_plan(3, 2, 2, 3, 64, {18, 15, 17}, 1, true);  // 64 % (3 x 2) = 4
+  PlanFile odd_batch = layout_plan(3, 2, 2, 3, 64, {18, 15, 17}, 1, true);  // 64 % (3 x 2) = 4
   CHECK_THROWS_WITH(megatron_args(odd_batch, gpt, MegatronFlavor::kUpstream), Contains("not a multiple"));
 }

@@ -8,20 +8,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
-# expect_error WHAT NEEDLE ARGS...: exit non-zero with NEEDLE in a one-line message.
-expect_error() {
-  local what=$1 needle=$2; shift 2
-  local out rc
-  out=$("$bin" "$@" 2>&1 >/dev/null); rc=$?
-  out=$(printf '%s\n' "$out" | grep -vx 'Run with --help for more information.')
-  if [ "$rc" -eq 0 ]; then fail "$what: exit 0"; return; fi
-  if [ "$(printf '%s\n' "$out" | wc -l)" -ne 1 ]; then fail "$what: message is not one line: $out"; return; fi
-  case "$out" in *"$needle"*) ok ;; *) fail "$what: message '$out' lacks '$needle'" ;; esac
-}
-
+source "$root/tests/test_lib.sh"
 # FASOP's policy: the best heterogeneous gpt2xl plan, saved, re-estimated: the same numbers.
 "$bin" search --model gpt2xl --heterogeneous --out-dir logs --save-plan plans/best.yaml --quiet > search.out ||
   fail "search --save-plan: $(tail -3 search.out)"
@@ -92,5 +79,4 @@ expect_error "--fix nothing has" "--fix" search --model gpt2xl --fix tp=3 --out-
 expect_error "--rank past the plans" "--rank" search --model gpt2xl --fix tp=1,dp=1 --save-plan x.yaml --rank 9999 --out-dir nothing
 [ ! -e x.yaml ] && [ ! -e nothing ] && ok || fail "a failed --save-plan wrote files"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -9,17 +9,7 @@ bin=$1
 data=$(cd "$(dirname "$0")/data/profiler" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
-# expect_error WHAT NEEDLE ARGS...: the command fails and says NEEDLE.
-expect_error() {
-  local what=$1 needle=$2; shift 2
-  local out
-  if out=$("$bin" "$@" 2>&1 >/dev/null); then fail "$what: exit 0"; return; fi
-  case "$out" in *"$needle"*) ok ;; *) fail "$what: '$out' lacks '$needle'" ;; esac
-}
-
+source "$(dirname "${BASH_SOURCE[0]}")/test_lib.sh"
 # Layers: tp 1 and 2, mbs 1 and 2, on CPU. Timings on a shared 2-core machine are noisy, so the
 # spread bound is not held here; a separate check below shows it refuses.
 "$bin" profile layers --model "$data/tiny.yaml" --device cpu --tp 1,2 --mbs 1,2 --threads 1 --repeats 15 \
@@ -106,5 +96,4 @@ if ! command -v nvidia-smi > /dev/null || ! nvidia-smi -L > /dev/null 2>&1; then
   [ ! -e "$work/nccl.yaml" ] && ok || fail "a failed nccl profile left a file"
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -57,6 +57,13 @@ struct SyntheticPipeline {
   }
 };
 
+/// A model preset, loaded as the planner loads it.
+inline ModelSpec preset_model(const std::string& name) {
+  MapSource none;
+  SpecStore store(none, embedded_presets());
+  return store.load_model(name);
+}
+
 /// A model and a cluster loaded from the shipped presets (no profiles: those of clusters whose
 /// GPUs nobody measured are made analytically).
 struct PresetSpecs {

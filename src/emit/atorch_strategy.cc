@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "emit/plan_checks.h"
 #include "specs/spec_error.h"
 
 namespace fasop {
@@ -37,13 +38,7 @@ std::string layer_path(ModelFamily family, const std::string& segment, int index
 
 std::string atorch_strategy_py(const PlanFile& plan, const ModelSpec& model) {
   const PlanKey& key = plan.key;
-  int covered = 0;
-  for (int units : plan.partition) covered += units;
-  if (plan.partition.empty() || covered != model.num_units() || static_cast<int>(plan.partition.size()) != key.pp)
-    throw SpecError("plan partition covers " + std::to_string(covered) + " units in " +
-                                std::to_string(plan.partition.size()) + " stages; " + model.name + " has " +
-                                std::to_string(model.num_units()) + " units and the plan pp " +
-                                std::to_string(key.pp));
+  stage_boundaries(plan, model);  // throws unless the partition covers the model in pp stages
 
   // The first module of each stage after the first. A stage that starts with a non-layer unit
   // (T5's decoder embedding) starts at its stack's first layer; one that starts with the

@@ -2,59 +2,30 @@
 
 #include <vector>
 
+#include "emit/plan_checks.h"
 #include "specs/spec_error.h"
 
 namespace fasop {
-namespace {
-
-std::string where(const PlanFile& plan) {
-  return plan.source.empty() ? std::string("plan: ") : "plan " + plan.source + ": ";
-}
-
-/// PipelineModule's parts: 0, then the running sum of units per stage (len pp + 1).
-std::vector<int> pipeline_parts(const PlanFile& plan, const ModelSpec& model) {
-  if (static_cast<int>(plan.partition.size()) != plan.key.pp)
-    throw SpecError(where(plan) + "partition has " + std::to_string(plan.partition.size()) +
-                    " stages but pp is " + std::to_string(plan.key.pp) + "; give one unit count per stage");
-  std::vector<int> parts{0};
-  for (int n : plan.partition) {
-    if (n <= 0)
-      throw SpecError(where(plan) + "a partition stage has " + std::to_string(n) +
-                      " units; every stage needs at least one");
-    parts.push_back(parts.back() + n);
-  }
-  if (parts.back() != model.num_units())
-    throw SpecError(where(plan) + "partition covers " + std::to_string(parts.back()) + " units but model '" +
-                    model.name + "' has " + std::to_string(model.num_units()) +
-                    "; was the plan saved for another model?");
-  return parts;
-}
-
-}  // namespace
-
 std::string deepspeed_config_json(const PlanFile& plan, const ModelSpec& model) {
   const PlanKey& key = plan.key;
-  const std::vector<int> parts = pipeline_parts(plan, model);
-  for (int d : key.stage_dp)
-    if (d != key.dp)
-      throw SpecError(where(plan) + "stages have different data-parallel degrees (stage_dp); DeepSpeed runs "
-                      "the same dp on every stage. Re-plan without per-stage dp");
+  const std::vector<int> parts = stage_boundaries(plan, model);
+  require_uniform_dp(plan, "DeepSpeed");
   // DeepSpeed checks train_batch_size == micro x gradient_accumulation_steps x dp world size
   // (DeepSpeedConfig._batch_assertion), so the division must be exact.
   if (key.mbs <= 0 || key.dp <= 0 || plan.global_batch % (key.mbs * key.dp) != 0)
-    throw SpecError(where(plan) + "global batch " + std::to_string(plan.global_batch) +
+    throw SpecError(plan_where(plan) + "global batch " + std::to_string(plan.global_batch) +
                     " is not a multiple of micro-batch " + std::to_string(key.mbs) + " x dp " +
                     std::to_string(key.dp) + ", which DeepSpeed asserts; fix global_batch or mbs");
   // PipelineEngine.__init__ asserts zero_optimization_stage() < ZeroStageEnum.gradients:
   // "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism" (deepspeed/runtime/pipe/engine.py).
   // Emitting stage 1 instead would silently change the plan's memory, so refuse.
   if (key.pp > 1 && key.zero_stage >= 2)
-    throw SpecError(where(plan) + "ZeRO stage " + std::to_string(key.zero_stage) + " with pp " +
+    throw SpecError(plan_where(plan) + "ZeRO stage " + std::to_string(key.zero_stage) + " with pp " +
                     std::to_string(key.pp) + ": DeepSpeed's pipeline engine allows ZeRO 0 or 1 only "
                     "(\"ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism\"); re-plan with --zero 1 "
                     "or pp 1");
   if (key.zero_stage < 0 || key.zero_stage > 3)
-    throw SpecError(where(plan) + "ZeRO stage " + std::to_string(key.zero_stage) + " is not 0-3");
+    throw SpecError(plan_where(plan) + "ZeRO stage " + std::to_string(key.zero_stage) + " is not 0-3");
 
   const int gas = plan.global_batch / (key.mbs * key.dp);
   std::string j = "{\n";

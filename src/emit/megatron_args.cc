@@ -2,51 +2,21 @@
 
 #include <set>
 
+#include "emit/plan_checks.h"
 #include "emit/shell_quote.h"
 #include "specs/spec_error.h"
 
 namespace fasop {
 namespace {
 
-/// "plan <file>: " (or "plan: " for one made in memory), so that every message names its plan.
-std::string where(const PlanFile& plan) {
-  return plan.source.empty() ? std::string("plan: ") : "plan " + plan.source + ": ";
-}
-
 /// The units of each stage, after checking that the partition covers the model exactly once:
 /// a plan edited by hand or saved for another model must not emit a silently wrong layout.
 std::vector<std::vector<const LayerUnit*>> stage_units(const PlanFile& plan, const ModelSpec& model) {
-  const int pp = plan.key.pp;
-  if (static_cast<int>(plan.partition.size()) != pp)
-    throw SpecError(where(plan) + "partition has " + std::to_string(plan.partition.size()) +
-                    " stages but pp is " + std::to_string(pp) + "; give one unit count per stage");
-  std::vector<std::vector<const LayerUnit*>> stages(pp);
-  int next = 0;
-  for (int s = 0; s < pp; ++s) {
-    if (plan.partition[s] <= 0)
-      throw SpecError(where(plan) + "partition stage " + std::to_string(s) + " has " +
-                      std::to_string(plan.partition[s]) + " units; every stage needs at least one");
-    for (int i = 0; i < plan.partition[s]; ++i, ++next) {
-      if (next >= model.num_units()) break;
-      stages[s].push_back(&model.units[next]);
-    }
-  }
-  int total = 0;
-  for (int n : plan.partition) total += n;
-  if (total != model.num_units())
-    throw SpecError(where(plan) + "partition covers " + std::to_string(total) + " units but model '" +
-                    model.name + "' has " + std::to_string(model.num_units()) +
-                    "; was the plan saved for another model?");
+  const std::vector<int> parts = stage_boundaries(plan, model);
+  std::vector<std::vector<const LayerUnit*>> stages(plan.key.pp);
+  for (int s = 0; s < plan.key.pp; ++s)
+    for (int u = parts[s]; u < parts[s + 1]; ++u) stages[s].push_back(&model.units[u]);
   return stages;
-}
-
-/// Megatron (and DeepSpeed) give every stage the same data-parallel degree: a Metis-style plan
-/// with fewer replicas on some stages has no flag.
-void require_uniform_dp(const PlanFile& plan) {
-  for (int d : plan.key.stage_dp)
-    if (d != plan.key.dp)
-      throw SpecError(where(plan) + "stages have different data-parallel degrees (stage_dp); Megatron-LM runs "
-                      "dp on every stage alike. Re-plan without per-stage dp");
 }
 
 /// An encoder-decoder model (T5): its units name two segments.
@@ -67,7 +37,7 @@ void require_embedding_first_loss_last(const PlanFile& plan, const ModelSpec& mo
   }
   if (embeddings != 1 || posts != 1 || model.units.front().role != LayerRole::kEmbedding ||
       model.units.back().role != LayerRole::kPostProcess)
-    throw SpecError(where(plan) + "model '" + model.name +
+    throw SpecError(plan_where(plan) + "model '" + model.name +
                     "' must have one embedding unit first and one post_process unit last for Megatron-LM's "
                     "layout (E ... L); fix the model's layers");
 }
@@ -95,24 +65,24 @@ int t5_split_rank(const PlanFile& plan, const ModelSpec& model,
   int encoder_stages = 0;
   for (const auto& stage : stages) {
     if (stage.front()->segment != stage.back()->segment)
-      throw SpecError(where(plan) + "a stage holds both encoder and decoder units; Megatron-LM pipelines "
+      throw SpecError(plan_where(plan) + "a stage holds both encoder and decoder units; Megatron-LM pipelines "
                       "T5's encoder and decoder on separate ranks. Re-plan (the search keeps segments apart)");
     if (stage.front()->segment == "encoder") {
       if (encoder_stages != static_cast<int>(&stage - &stages[0]))
-        throw SpecError(where(plan) + "an encoder stage follows a decoder stage; fix the partition");
+        throw SpecError(plan_where(plan) + "an encoder stage follows a decoder stage; fix the partition");
       ++encoder_stages;
     }
   }
   const int decoder_stages = plan.key.pp - encoder_stages;
   if (encoder_stages == 0 || decoder_stages == 0)
-    throw SpecError(where(plan) + "T5 pipeline needs at least one encoder and one decoder stage");
+    throw SpecError(plan_where(plan) + "T5 pipeline needs at least one encoder and one decoder stage");
   const int enc = model_transformer_count(model, "encoder"), dec = model_transformer_count(model, "decoder");
   for (int s = 0; s < plan.key.pp; ++s) {
     const bool encoder = s < encoder_stages;
     const int want = encoder ? enc / encoder_stages : dec / decoder_stages;
     const int have = transformer_count(stages[s]);
     if ((encoder ? enc % encoder_stages : dec % decoder_stages) != 0 || have != want)
-      throw SpecError(where(plan) + "stage " + std::to_string(s) + " holds " + std::to_string(have) + " " +
+      throw SpecError(plan_where(plan) + "stage " + std::to_string(s) + " holds " + std::to_string(have) + " " +
                       (encoder ? "encoder" : "decoder") +
                       " layers, but Megatron-LM splits T5's encoder and decoder layers evenly over their ranks "
                       "(--pipeline-model-parallel-split-rank), so this uneven partition cannot be expressed. "
@@ -125,7 +95,7 @@ int t5_split_rank(const PlanFile& plan, const ModelSpec& model,
 
 std::string megatron_pipeline_layout(const PlanFile& plan, const ModelSpec& model) {
   if (is_encoder_decoder(model))
-    throw SpecError(where(plan) + "Megatron-LM's --pipeline-model-parallel-layout has no encoder layers "
+    throw SpecError(plan_where(plan) + "Megatron-LM's --pipeline-model-parallel-layout has no encoder layers "
                     "(PipelineParallelLayerLayout.validate_layer_layout raises NotImplementedError); "
                     "T5 cannot be laid out this way");
   require_embedding_first_loss_last(plan, model);
@@ -153,7 +123,7 @@ std::string megatron_pipeline_layout(const PlanFile& plan, const ModelSpec& mode
 
 std::string fasop_balance(const PlanFile& plan, const ModelSpec& model) {
   if (is_encoder_decoder(model))
-    throw SpecError(where(plan) + "FASOP's Megatron fork reads --balance only for decoder-only models "
+    throw SpecError(plan_where(plan) + "FASOP's Megatron fork reads --balance only for decoder-only models "
                     "(T5's offsets ignore it); use --pipeline-model-parallel-split-rank with an even split");
   require_embedding_first_loss_last(plan, model);
   std::string balance;
@@ -170,9 +140,9 @@ std::vector<std::string> megatron_args(const PlanFile& plan, const ModelSpec& mo
   const std::string fork = "FASOP's Megatron fork (AvatarHwang/FASOP Megatron-LM-2/megatron/arguments.py) has no ";
   const std::string fix = "; emit for upstream Megatron-LM (MegatronFlavor::kUpstream) instead";
   const auto stages = stage_units(plan, model);
-  require_uniform_dp(plan);
+  require_uniform_dp(plan, "Megatron-LM");
   if (key.mbs <= 0 || key.dp <= 0 || plan.global_batch % (key.mbs * key.dp) != 0)
-    throw SpecError(where(plan) + "global batch " + std::to_string(plan.global_batch) +
+    throw SpecError(plan_where(plan) + "global batch " + std::to_string(plan.global_batch) +
                     " is not a multiple of micro-batch " + std::to_string(key.mbs) + " x dp " +
                     std::to_string(key.dp) + ", which Megatron-LM requires; fix global_batch or mbs");
 
@@ -209,25 +179,25 @@ std::vector<std::string> megatron_args(const PlanFile& plan, const ModelSpec& mo
   }
   flag("--max-position-embeddings", num(model.sequence));
   if (model.kv_heads > 0 && model.kv_heads < model.heads) {
-    if (fasop) throw SpecError(where(plan) + fork + "grouped-query attention (--num-query-groups)" + fix);
+    if (fasop) throw SpecError(plan_where(plan) + fork + "grouped-query attention (--num-query-groups)" + fix);
     flag("--group-query-attention");
     flag("--num-query-groups", num(model.kv_heads));
   }
   if (model.activation == Activation::kSwiglu) {
-    if (fasop) throw SpecError(where(plan) + fork + "--swiglu" + fix);
+    if (fasop) throw SpecError(plan_where(plan) + fork + "--swiglu" + fix);
     flag("--swiglu");
   }
   if (model.norm == Norm::kRmsNorm) {
-    if (fasop) throw SpecError(where(plan) + fork + "--normalization RMSNorm" + fix);
+    if (fasop) throw SpecError(plan_where(plan) + fork + "--normalization RMSNorm" + fix);
     flag("--normalization", "RMSNorm");
   }
   if (model.family == ModelFamily::kLlama) {
     // LLaMA's rotary positions; Megatron's default is learned absolute positions.
-    if (fasop) throw SpecError(where(plan) + fork + "rotary position embeddings" + fix);
+    if (fasop) throw SpecError(plan_where(plan) + fork + "rotary position embeddings" + fix);
     flag("--position-embedding-type", "rope");
   }
   if (!model.tied_embeddings) {
-    if (fasop) throw SpecError(where(plan) + fork + "--untie-embeddings-and-output-weights" + fix);
+    if (fasop) throw SpecError(plan_where(plan) + fork + "--untie-embeddings-and-output-weights" + fix);
     flag("--untie-embeddings-and-output-weights");
   }
 
@@ -248,7 +218,7 @@ std::vector<std::string> megatron_args(const PlanFile& plan, const ModelSpec& mo
   // gradient saving is not had, and ZeRO-3's parameter sharding is Megatron-FSDP, a different
   // data-parallel engine. A plan priced with ZeRO-2/3 memory could run out of memory here.
   if (key.zero_stage >= 2)
-    throw SpecError(where(plan) + "ZeRO stage " + num(key.zero_stage) +
+    throw SpecError(plan_where(plan) + "ZeRO stage " + num(key.zero_stage) +
                     " has no Megatron-LM flag (--use-distributed-optimizer is ZeRO-1); re-plan with "
                     "--zero 0 or 1, or run the plan with DeepSpeed");
   if (key.zero_stage == 1) flag("--use-distributed-optimizer");
@@ -257,7 +227,7 @@ std::vector<std::string> megatron_args(const PlanFile& plan, const ModelSpec& mo
   if (key.pp > 1) {
     if (is_encoder_decoder(model)) {
       if (!fasop)
-        throw SpecError(where(plan) + "upstream Megatron-LM's T5 (examples/t5/pretrain_t5.py) raises "
+        throw SpecError(plan_where(plan) + "upstream Megatron-LM's T5 (examples/t5/pretrain_t5.py) raises "
                         "\"Pipeline parallelism is not supported for T5\"; run T5 with pp 1, or emit for "
                         "FASOP's fork (MegatronFlavor::kFasop) with an even split per segment");
       flag("--pipeline-model-parallel-split-rank", num(t5_split_rank(plan, model, stages)));

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "emit/plan_checks.h"
 #include "specs/spec_error.h"
 
 namespace fasop {
@@ -231,13 +232,7 @@ const char* kTpNotes[] = {
 std::string slapo_schedule_py(const PlanFile& plan, const ModelSpec& model) {
   const PlanKey& key = plan.key;
   const SlapoFamily names = family_of(model.family);
-  int covered = 0;
-  for (int units : plan.partition) covered += units;
-  if (plan.partition.empty() || covered != model.num_units() || static_cast<int>(plan.partition.size()) != key.pp)
-    throw SpecError("plan partition covers " + std::to_string(covered) + " units in " +
-                                std::to_string(plan.partition.size()) + " stages; " + model.name + " has " +
-                                std::to_string(model.num_units()) + " units and the plan pp " +
-                                std::to_string(key.pp));
+  stage_boundaries(plan, model);  // throws unless the partition covers the model in pp stages
   if (key.tp > 1) {
     check_divides(key.tp, model.heads, "the attention heads", model);
     check_divides(key.tp, model.kv_heads > 0 ? model.kv_heads : model.heads, "the key/value heads", model);

@@ -1,0 +1,36 @@
+#include "emit/plan_checks.h"
+
+#include "specs/spec_error.h"
+
+namespace fasop {
+
+std::string plan_where(const PlanFile& plan) {
+  return plan.source.empty() ? std::string("plan: ") : "plan " + plan.source + ": ";
+}
+
+std::vector<int> stage_boundaries(const PlanFile& plan, const ModelSpec& model) {
+  if (static_cast<int>(plan.partition.size()) != plan.key.pp)
+    throw SpecError(plan_where(plan) + "partition has " + std::to_string(plan.partition.size()) +
+                    " stages but pp is " + std::to_string(plan.key.pp) + "; give one unit count per stage");
+  std::vector<int> parts{0};
+  for (size_t s = 0; s < plan.partition.size(); ++s) {
+    if (plan.partition[s] <= 0)
+      throw SpecError(plan_where(plan) + "partition stage " + std::to_string(s) + " has " +
+                      std::to_string(plan.partition[s]) + " units; every stage needs at least one");
+    parts.push_back(parts.back() + plan.partition[s]);
+  }
+  if (parts.back() != model.num_units())
+    throw SpecError(plan_where(plan) + "partition covers " + std::to_string(parts.back()) + " units but model '" +
+                    model.name + "' has " + std::to_string(model.num_units()) +
+                    "; was the plan saved for another model?");
+  return parts;
+}
+
+void require_uniform_dp(const PlanFile& plan, const std::string& framework) {
+  for (int d : plan.key.stage_dp)
+    if (d != plan.key.dp)
+      throw SpecError(plan_where(plan) + "stages have different data-parallel degrees (stage_dp); " + framework +
+                      " runs dp on every stage alike. Re-plan without per-stage dp");
+}
+
+}  // namespace fasop

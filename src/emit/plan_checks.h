@@ -1,0 +1,24 @@
+#pragma once
+// What every emitter checks of a plan before writing it for a framework: a plan edited by hand
+// or saved for another model must not become a silently wrong schedule.
+#include <string>
+#include <vector>
+
+#include "specs/model_spec.h"
+#include "specs/plan_file.h"
+
+namespace fasop {
+
+/// "plan <file>: " (or "plan: " for one made in memory): every message names its plan.
+std::string plan_where(const PlanFile& plan);
+
+/// The units where each stage starts, and the unit count at the end (pp + 1 numbers, as
+/// DeepSpeed's PipelineModule.parts). Throws SpecError unless the partition has pp stages of one
+/// unit or more that cover the model's units exactly.
+std::vector<int> stage_boundaries(const PlanFile& plan, const ModelSpec& model);
+
+/// Throws SpecError when the plan gives stages different data-parallel degrees, which
+/// `framework` cannot run.
+void require_uniform_dp(const PlanFile& plan, const std::string& framework);
+
+}  // namespace fasop
