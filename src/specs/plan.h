@@ -13,6 +13,15 @@ struct PlanKey {
   std::vector<int> node_order;  ///< node type of each node, in rank order
   int zero_stage = 0;      ///< ZeRO 0-3: what of optimizer state, gradients, parameters dp shards
   bool recompute = false;  ///< full activation recomputation: keep each layer's input, redo its forward
+  /// Megatron-LM's selective recomputation (Korthikanti et al. 2022): only attention's
+  /// softmax, its dropout and the attention over values are recomputed (ignored with `recompute`).
+  bool selective_recompute = false;
+  /// Megatron-LM's sequence parallelism: tp's all-reduces become reduce-scatters and
+  /// all-gathers, and the norms and dropouts work on 1/tp of the sequence.
+  bool sequence_parallel = false;
+  /// Megatron-LM's interleaved 1F1B: model chunks (virtual stages) per pipeline rank; 1 is the
+  /// plain 1F1B schedule.
+  int virtual_stages = 1;
   /// Metis-style data parallelism per stage (empty: dp on every stage). Stage s then has
   /// stage_dp[s] replicas of tp GPUs; dp is the largest, and a pipeline micro-batch of
   /// mbs x dp samples is split over each stage's replicas (mbs x dp / stage_dp[s] each).
