@@ -116,6 +116,16 @@ job_processes() {
 
 write_conf() {
   local dir=$1 base=$2
+  # slurmd 22.05 starts its cgroup plugin whatever the other plugins; where no cgroup
+  # filesystem is mounted (containers, chroots) the autodetected one fails, cgroup/v1 does not
+  # (nothing here uses cgroups: proctrack/linuxproc, task/none).
+  cat > "$dir/cgroup.conf" <<EOF
+CgroupPlugin=cgroup/v1
+CgroupAutomount=no
+ConstrainCores=no
+ConstrainRAMSpace=no
+ConstrainDevices=no
+EOF
   cat > "$dir/slurm.conf" <<EOF
 # Written by fasop-cpp scripts/slurm-local.sh: a test cluster on loopback.
 ClusterName=fasoplocal

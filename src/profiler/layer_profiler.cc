@@ -224,30 +224,36 @@ LayerSample time_once(LayerModule& layer, int mbs, const torch::Device& device) 
   return sample;
 }
 
-/// Times every layer type at one micro-batch size in rounds, each round running the layers one
-/// after another as a step does, so that each layer meets the caches a step leaves it and a
-/// slow spell of the machine touches all layers alike. Gradients stay between rounds: a step
-/// accumulates them over its micro-batches, and the warm-up rounds allocate them. `each_round`
-/// (if any) runs once a round, told whether the round is timed: the step check times a whole
-/// step there, so that step and layers see the same machine.
-std::vector<LayerTiming> time_layers(const std::vector<LayerModule*>& layers, int mbs, const torch::Device& device,
-                                     int warmup, int repeats, const std::function<void(bool timed)>& each_round = {}) {
-  std::vector<std::vector<double>> forward(layers.size()), backward(layers.size());
-  std::vector<LayerTiming> result(layers.size());
+/// Times every layer type at every micro-batch size in rounds, each round running every layer
+/// at every size one after another, so that each layer meets the caches a step leaves it and a
+/// slow spell of the machine touches all layers and sizes alike (the order of times across
+/// sizes then holds on a busy machine). Gradients stay between rounds: a step accumulates them
+/// over its micro-batches, and the warm-up rounds allocate them. `each_round` (if any) runs
+/// once a round, told whether the round is timed: the step check times a whole step there, so
+/// that step and layers see the same machine. Returns [size][layer].
+std::vector<std::vector<LayerTiming>> time_layers(const std::vector<LayerModule*>& layers,
+                                                  const std::vector<int>& micro_batches, const torch::Device& device,
+                                                  int warmup, int repeats,
+                                                  const std::function<void(int round)>& each_round = {}) {
+  const size_t sizes = micro_batches.size(), n = layers.size();
+  std::vector<std::vector<double>> forward(sizes * n), backward(sizes * n);
+  std::vector<std::vector<LayerTiming>> result(sizes, std::vector<LayerTiming>(n));
   for (int r = 0; r < warmup + repeats; ++r) {
-    if (each_round) each_round(r >= warmup);
-    for (size_t i = 0; i < layers.size(); ++i) {
-      LayerSample sample = time_once(*layers[i], mbs, device);
-      result[i].activation_bytes = sample.activation_bytes;
-      if (r < warmup) continue;
-      forward[i].push_back(sample.forward_s);
-      backward[i].push_back(sample.backward_s);
+    if (each_round) each_round(r);
+    for (size_t m = 0; m < sizes; ++m)
+      for (size_t i = 0; i < n; ++i) {
+        LayerSample sample = time_once(*layers[i], micro_batches[m], device);
+        result[m][i].activation_bytes = sample.activation_bytes;
+        if (r < warmup) continue;
+        forward[m * n + i].push_back(sample.forward_s);
+        backward[m * n + i].push_back(sample.backward_s);
+      }
+  }
+  for (size_t m = 0; m < sizes; ++m)
+    for (size_t i = 0; i < n; ++i) {
+      result[m][i].forward = summarise(forward[m * n + i]);
+      result[m][i].backward = summarise(backward[m * n + i]);
     }
-  }
-  for (size_t i = 0; i < layers.size(); ++i) {
-    result[i].forward = summarise(forward[i]);
-    result[i].backward = summarise(backward[i]);
-  }
   return result;
 }
 
@@ -369,12 +375,17 @@ int profile_layers(const LayerProfileOptions& options) {
     for (const LayerUnit* unit : units) layers.push_back(build_layer(model, *unit, tp, tensor));
     std::vector<LayerModule*> timed;
     for (LayerModule& layer : layers) timed.push_back(&layer);
-    for (int mbs : options.micro_batches) {
-      if (progress) std::fprintf(stderr, "\rprofile: tp %d mbs %d ...          ", tp, mbs);
-      std::vector<LayerTiming> timings = time_layers(timed, mbs, device, options.warmup, options.repeats);
+    auto show_round = [&](int round) {
+      if (progress)
+        std::fprintf(stderr, "\rprofile: tp %d, round %d of %d ...          ", tp, round + 1,
+                     options.warmup + options.repeats);
+    };
+    std::vector<std::vector<LayerTiming>> timings =
+        time_layers(timed, options.micro_batches, device, options.warmup, options.repeats, show_round);
+    for (size_t m = 0; m < options.micro_batches.size(); ++m)
       for (size_t i = 0; i < units.size(); ++i)
-        measured.record(units[i]->type, tp, mbs, timings[i], layers[i].matmul_flops * mbs);
-    }
+        measured.record(units[i]->type, tp, options.micro_batches[m], timings[m][i],
+                        layers[i].matmul_flops * options.micro_batches[m]);
   }
   if (progress) std::fprintf(stderr, "\n");
   std::printf("largest spread of the repeats (of timings from %.0f us): %.0f%% (%s)\n", 1e6 * kMinCheckedSeconds,
@@ -457,19 +468,19 @@ int check_step(const StepCheckOptions& options) {
   torch::manual_seed(0);
   std::vector<LayerModule> stack = build_stack(model, torch::TensorOptions().dtype(parse_dtype(options.dtype)).device(device));
   std::vector<double> steps;
-  auto time_step = [&](bool timed) {
+  auto time_step = [&](int round) {
     double seconds = time_step_once(stack, options, device);
-    if (timed) steps.push_back(seconds);
+    if (round >= options.warmup) steps.push_back(seconds);
   };
   if (options.measure_profile.empty()) {
-    for (int r = 0; r < options.warmup + options.repeats; ++r) time_step(r >= options.warmup);
+    for (int r = 0; r < options.warmup + options.repeats; ++r) time_step(r);
   } else {
     std::unique_ptr<AtomicFileWriter> file = std::make_unique<AtomicFileWriter>(options.measure_profile);
     std::vector<const LayerUnit*> units = distinct_layers(model);
     std::vector<LayerModule*> timed;
     for (const LayerUnit* unit : units) timed.push_back(&stack[size_t(unit - model.units.data())]);
     std::vector<LayerTiming> timings =
-        time_layers(timed, options.micro_batch, device, options.warmup, options.repeats, time_step);
+        time_layers(timed, {options.micro_batch}, device, options.warmup, options.repeats, time_step).front();
     MeasuredProfile measured;
     measured.cuda = device.is_cuda();
     for (size_t i = 0; i < units.size(); ++i)
