@@ -132,15 +132,7 @@ cd "$REPO"
 "$FASOP" search --model tests/data/profiler/tiny.yaml --cluster tests/data/launch/two-types.yaml --fix tp=2,pp=2 \
   --save-plan "$TMP/plan.yaml" --out-dir "$TMP/logs" --quiet >"$TMP/search.out"
 trainer="test -f $MARKER || { echo 'rank_probe: not in the $IMAGE rootfs' >&2; exit 9; }; exec $PROBE"
-launch_args=(launch --plan "$TMP/plan.yaml" --backend docker --runtime podman --no-gpus --image "$IMAGE"
-             --master-addr 127.0.0.1 --mount "$TMP:$TMP" --mount "$BUILD:$BUILD:ro" --trainer-cmd "$trainer")
-"$FASOP" "${launch_args[@]}" >"$TMP/launch.sh"
-say "generated ($FASOP ${launch_args[*]}):"
-sed 's/^/    /' "$TMP/launch.sh"
-mapfile -t lines < <(grep '^podman run ' "$TMP/launch.sh")
-[ ${#lines[@]} = 2 ] || die "expected 2 'podman run' lines, got ${#lines[@]}"
-
-# 6. The flags podman needs here beyond the generated line. Rootful podman asks for
+# 6. The flags podman needs on this host, given to the launcher with --container-args. Rootful podman asks for
 # RLIMIT_NOFILE 1048576 and a large RLIMIT_NPROC in the container; runc (started by conmon)
 # cannot raise a hard limit without CAP_SYS_RESOURCE, which this VM's root lacks, so the
 # generated line fails with "error setting rlimit type 7 (nofile) / 6 (nproc): operation not
@@ -150,14 +142,20 @@ lim() { local v; v=$(ulimit "$1" "$2"); [ "$v" = unlimited ] && v=$3; [ "$v" -gt
 PODMAN_EXTRA=(--ulimit "nofile=$(lim -S -n 1048576):$(lim -H -n 1048576)"
               --ulimit "nproc=$(lim -S -u 32768):$(lim -H -u 32768)")
 [ -z "$OCI_RUNTIME" ] || PODMAN_EXTRA+=(--runtime "$OCI_RUNTIME")
-say "added after 'podman run': ${PODMAN_EXTRA[*]}"
+launch_args=(launch --plan "$TMP/plan.yaml" --backend docker --runtime podman --no-gpus --image "$IMAGE"
+             --master-addr 127.0.0.1 --mount "$TMP:$TMP" --mount "$BUILD:$BUILD:ro" --trainer-cmd "$trainer"
+             --container-args "${PODMAN_EXTRA[*]}")
+"$FASOP" "${launch_args[@]}" >"$TMP/launch.sh"
+say "generated ($FASOP ${launch_args[*]}):"
+sed 's/^/    /' "$TMP/launch.sh"
+mapfile -t lines < <(grep '^podman run ' "$TMP/launch.sh")
+[ ${#lines[@]} = 2 ] || die "expected 2 'podman run' lines, got ${#lines[@]}"
 
 # 7. Run both nodes at once.
 pids=()
 for n in 0 1; do
   line=${lines[$n]}
-  case "$line" in "podman run --rm --name fasop-node$n "*) ;; *) die "unexpected line for node $n: $line" ;; esac
-  line="podman run ${PODMAN_EXTRA[*]} ${line#podman run }"
+  case "$line" in "podman run ${PODMAN_EXTRA[*]} --rm --name fasop-node$n "*) ;; *) die "unexpected line for node $n: $line" ;; esac
   (
     t0=$(now)
     set +e

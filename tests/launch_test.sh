@@ -68,6 +68,9 @@ expect_error "docker without an image" "--image" launch --plan plan.yaml --backe
 [ "$(grep -c '^docker run --rm --name fasop-node[01] --network host --ipc host --gpus all -v /data:/data' docker.sh)" -eq 2 ] &&
   grep -q "NODE_RANK=1" docker.sh && grep -q "MASTER_ADDR=10.0.0.1" docker.sh && bash -n docker.sh && ok ||
   fail "docker commands: $(cat docker.sh)"
+"$bin" launch --plan plan.yaml --backend docker --runtime podman --no-gpus --image img:1 --master-addr 10.0.0.1 \
+  --container-args "--ulimit nofile=1024:1024" | grep -c "^podman run --ulimit nofile=1024:1024 --rm --name fasop-node" |
+  grep -qx 2 && ok || fail "podman lines with --container-args"
 [ ! -e main_logs/runs/local-5 ] && ok || fail "a dry run or docker launch made a run directory"
 
 # A real Slurm on loopback: one heterogeneous job, node types on their partitions (box-a: a100

@@ -35,6 +35,7 @@ struct LaunchOptions {
   std::vector<std::string> mounts;
   std::string runtime = "docker";
   bool no_gpus = false;
+  std::string container_args;
   // status / logs
   std::string job;
   int node = -1;
@@ -84,7 +85,8 @@ void launch(const LaunchOptions& options) {
     if (options.image.empty()) throw SpecError("--backend docker needs --image IMAGE");
     if (options.master_addr.empty())
       throw SpecError("--backend docker needs --master-addr ADDRESS (node rank 0's address as the other nodes reach it)");
-    DockerSettings docker{options.image, options.master_addr, options.mounts, options.runtime, !options.no_gpus};
+    DockerSettings docker{options.image, options.master_addr, options.mounts, options.runtime, !options.no_gpus,
+                          options.container_args};
     std::cout << docker_commands(plan, layout, settings, docker);
     return;
   }
@@ -206,6 +208,8 @@ void add_launch_command(CLI::App& app) {
   command->add_option("--runtime", options->runtime, "docker: docker or podman (default docker)")
       ->check(CLI::IsMember({"docker", "podman"}));
   command->add_flag("--no-gpus", options->no_gpus, "docker: leave out --gpus all (CPU-only containers)");
+  command->add_option("--container-args", options->container_args,
+                      "docker: flags written as given after `run`, e.g. '--ulimit nofile=20000:20000'");
 
   CLI::App* status_command = command->add_subcommand("status", "a launched job's state, each node's exit code, failures' logs");
   status_command->add_option("job", options->job, "job id (Slurm's, or local-N)")->required();

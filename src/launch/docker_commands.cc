@@ -16,7 +16,8 @@ std::string docker_commands(const PlanFile& plan, const LaunchLayout& layout, co
   for (const LaunchNode& node : layout.nodes) {
     out << "\n# node rank " << node.node_rank << ": " << node.node_type << ", " << node.gpus << " GPUs, ranks "
         << node.first_rank << "-" << node.first_rank + node.gpus - 1 << "\n"
-        << docker.runtime << " run --rm --name fasop-node" << node.node_rank << " --network host --ipc host";
+        << docker.runtime << " run" << (docker.extra_args.empty() ? "" : " " + docker.extra_args) << " --rm --name fasop-node"
+        << node.node_rank << " --network host --ipc host";
     if (docker.gpus) out << " --gpus all";
     for (const std::string& mount : docker.mounts) out << " -v " << shell_quote(mount);
     out << " -w " << shell_quote(settings.workdir);

@@ -17,6 +17,9 @@ struct DockerSettings {
   std::vector<std::string> mounts;  ///< -v SRC:DST[:ro] each
   std::string runtime = "docker";   ///< or podman
   bool gpus = true;                 ///< --gpus all (off for CPU-only tests)
+  /// Written as given right after `run`: flags a host needs, e.g. podman's "--ulimit nofile=..."
+  /// where root may not raise its limits.
+  std::string extra_args;
 };
 
 /// A shell script: per node rank, a comment naming the node and its `docker run` line. The
