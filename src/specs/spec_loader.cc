@@ -20,23 +20,11 @@ LayerRole parse_role(const Field& field) {
 
 }  // namespace
 
-ModelSpec parse_model(const std::string& yaml_text, const std::string& source) {
-  Field root = load_root(yaml_text, source);
-  ModelSpec model;
-  model.source = source;
-  model.name = root.child("name").text();
-  model.report_name =
-      root.child("report_name").present() ? root.child("report_name").text() : model.name;
-  Field aliases = root.child("aliases");
-  if (aliases.present()) {
-    if (!aliases.node.IsSequence()) aliases.fail("expected a list of names");
-    for (size_t i = 0; i < aliases.node.size(); ++i) model.aliases.push_back(aliases.item(i).text());
-  }
+void parse_model_dims(const Field& root, ModelSpec& model) {
   model.hidden = root.child("hidden").positive_int();
   model.heads = root.child("heads").positive_int();
   model.sequence = root.child("sequence").positive_int();
   model.vocab = root.child("vocab").positive_int();
-  model.global_batch = root.child("global_batch").positive_int();
   if (root.child("precision_bits").present())
     model.precision_bits = root.child("precision_bits").positive_int();
   if (model.hidden % model.heads != 0)
@@ -64,7 +52,6 @@ ModelSpec parse_model(const std::string& yaml_text, const std::string& source) {
     else if (norm == "rmsnorm") model.norm = Norm::kRmsNorm;
     else root.child("norm").fail("unknown norm '" + norm + "'; use layernorm or rmsnorm");
   }
-  if (root.child("train_steps").present()) model.train_steps = root.child("train_steps").positive_double();
   if (root.child("tied_embeddings").present()) model.tied_embeddings = root.child("tied_embeddings").as<bool>("true or false");
   if (root.child("family").present()) {
     std::string family = root.child("family").text();
@@ -74,6 +61,23 @@ ModelSpec parse_model(const std::string& yaml_text, const std::string& source) {
     else if (family == "llama") model.family = ModelFamily::kLlama;
     else root.child("family").fail("unknown family '" + family + "'; use gpt2, bert, t5 or llama");
   }
+}
+
+ModelSpec parse_model(const std::string& yaml_text, const std::string& source) {
+  Field root = load_root(yaml_text, source);
+  ModelSpec model;
+  model.source = source;
+  model.name = root.child("name").text();
+  model.report_name =
+      root.child("report_name").present() ? root.child("report_name").text() : model.name;
+  Field aliases = root.child("aliases");
+  if (aliases.present()) {
+    if (!aliases.node.IsSequence()) aliases.fail("expected a list of names");
+    for (size_t i = 0; i < aliases.node.size(); ++i) model.aliases.push_back(aliases.item(i).text());
+  }
+  parse_model_dims(root, model);
+  model.global_batch = root.child("global_batch").positive_int();
+  if (root.child("train_steps").present()) model.train_steps = root.child("train_steps").positive_double();
 
   Field layers = root.child("layers");
   if (!layers.node.IsSequence() || layers.node.size() == 0)
@@ -100,6 +104,46 @@ ModelSpec parse_model(const std::string& yaml_text, const std::string& source) {
   return model;
 }
 
+NodeType parse_node_type(const Field& entry) {
+  NodeType type;
+  type.name = entry.child("name").text();
+  type.gpu = entry.child("gpu").text();
+  type.gpus_per_node = entry.child("gpus_per_node").positive_int();
+  type.gpu_memory_gib = entry.child("gpu_memory_gib").positive_double();
+  type.intra_node_bandwidth_bits_per_s =
+      entry.child("intra_node_bandwidth_bits_per_s").positive_double();
+  type.inter_node_bandwidth_bits_per_s =
+      entry.child("inter_node_bandwidth_bits_per_s").positive_double();
+  type.price_usd_per_hour = entry.child("price_usd_per_hour").non_negative_double();
+  Field peak = entry.child("peak_tflops");
+  if (peak.present()) {
+    if (!peak.node.IsMap() || peak.node.size() == 0) peak.fail("expected a map: precision -> dense TFLOP/s");
+    for (const auto& item : peak.node) {
+      std::string precision = item.first.as<std::string>();
+      type.peak_tflops[precision] = Field{entry.source, item.second, peak.path + "." + precision}.positive_double();
+    }
+    entry.child("memory_bandwidth_bytes_per_s").require();
+  }
+  if (entry.child("memory_bandwidth_bytes_per_s").present())
+    type.memory_bandwidth_bytes_per_s = entry.child("memory_bandwidth_bytes_per_s").positive_double();
+  if (entry.child("compute_efficiency").present()) {
+    type.compute_efficiency = entry.child("compute_efficiency").positive_double();
+    if (type.compute_efficiency > 1) entry.child("compute_efficiency").fail("is a share of peak: at most 1");
+  }
+  if (entry.child("intra_node_latency_s").present())
+    type.intra_node_latency_s = entry.child("intra_node_latency_s").non_negative_double();
+  if (entry.child("inter_node_latency_s").present())
+    type.inter_node_latency_s = entry.child("inter_node_latency_s").non_negative_double();
+  if (Field slurm = entry.child("slurm"); slurm.present()) {
+    if (!slurm.node.IsMap()) slurm.fail("expected {partition: NAME, gres: gpu:8, constraint: ..., account: ...}");
+    type.slurm.partition = slurm.child("partition").text();
+    if (slurm.child("gres").present()) type.slurm.gres = slurm.child("gres").text();
+    if (slurm.child("constraint").present()) type.slurm.constraint = slurm.child("constraint").text();
+    if (slurm.child("account").present()) type.slurm.account = slurm.child("account").text();
+  }
+  return type;
+}
+
 ClusterSpec parse_cluster(const std::string& yaml_text, const std::string& source) {
   Field root = load_root(yaml_text, source);
   ClusterSpec cluster;
@@ -110,44 +154,9 @@ ClusterSpec parse_cluster(const std::string& yaml_text, const std::string& sourc
   if (!types.node.IsSequence() || types.node.size() == 0) types.fail("expected a non-empty list");
   for (size_t i = 0; i < types.node.size(); ++i) {
     Field entry = types.item(i);
-    NodeType type;
-    type.name = entry.child("name").text();
+    NodeType type = parse_node_type(entry);
     if (cluster.find_node_type(type.name) >= 0)
       entry.child("name").fail("node type '" + type.name + "' is defined twice");
-    type.gpu = entry.child("gpu").text();
-    type.gpus_per_node = entry.child("gpus_per_node").positive_int();
-    type.gpu_memory_gib = entry.child("gpu_memory_gib").positive_double();
-    type.intra_node_bandwidth_bits_per_s =
-        entry.child("intra_node_bandwidth_bits_per_s").positive_double();
-    type.inter_node_bandwidth_bits_per_s =
-        entry.child("inter_node_bandwidth_bits_per_s").positive_double();
-    type.price_usd_per_hour = entry.child("price_usd_per_hour").non_negative_double();
-    Field peak = entry.child("peak_tflops");
-    if (peak.present()) {
-      if (!peak.node.IsMap() || peak.node.size() == 0) peak.fail("expected a map: precision -> dense TFLOP/s");
-      for (const auto& item : peak.node) {
-        std::string precision = item.first.as<std::string>();
-        type.peak_tflops[precision] = Field{source, item.second, peak.path + "." + precision}.positive_double();
-      }
-      entry.child("memory_bandwidth_bytes_per_s").require();
-    }
-    if (entry.child("memory_bandwidth_bytes_per_s").present())
-      type.memory_bandwidth_bytes_per_s = entry.child("memory_bandwidth_bytes_per_s").positive_double();
-    if (entry.child("compute_efficiency").present()) {
-      type.compute_efficiency = entry.child("compute_efficiency").positive_double();
-      if (type.compute_efficiency > 1) entry.child("compute_efficiency").fail("is a share of peak: at most 1");
-    }
-    if (entry.child("intra_node_latency_s").present())
-      type.intra_node_latency_s = entry.child("intra_node_latency_s").non_negative_double();
-    if (entry.child("inter_node_latency_s").present())
-      type.inter_node_latency_s = entry.child("inter_node_latency_s").non_negative_double();
-    if (Field slurm = entry.child("slurm"); slurm.present()) {
-      if (!slurm.node.IsMap()) slurm.fail("expected {partition: NAME, gres: gpu:8, constraint: ..., account: ...}");
-      type.slurm.partition = slurm.child("partition").text();
-      if (slurm.child("gres").present()) type.slurm.gres = slurm.child("gres").text();
-      if (slurm.child("constraint").present()) type.slurm.constraint = slurm.child("constraint").text();
-      if (slurm.child("account").present()) type.slurm.account = slurm.child("account").text();
-    }
     cluster.node_types.push_back(type);
   }
 

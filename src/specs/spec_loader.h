@@ -4,6 +4,7 @@
 #include "specs/cluster_spec.h"
 #include "specs/model_spec.h"
 #include "specs/profile_spec.h"
+#include "specs/yaml_field.h"
 
 namespace fasop {
 
@@ -12,5 +13,14 @@ namespace fasop {
 ModelSpec parse_model(const std::string& yaml_text, const std::string& source);
 ClusterSpec parse_cluster(const std::string& yaml_text, const std::string& source);
 ProfileSpec parse_profile(const std::string& yaml_text, const std::string& source);
+
+// The pieces other loaders share (validation cases: an inline model or node type).
+/// One node type, as a cluster file's `node_types` entry gives it (name, gpu, gpus_per_node,
+/// memory, links, price, the GPU's specs, slurm).
+NodeType parse_node_type(const Field& entry);
+/// A model's dimensions and precision (hidden, heads, sequence, vocab, precision_bits, dtype,
+/// ffn_hidden, kv_heads, activation, norm, tied_embeddings, family): everything but its name,
+/// units, batch and clusters.
+void parse_model_dims(const Field& root, ModelSpec& model);
 
 }  // namespace fasop
