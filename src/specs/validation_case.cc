@@ -1,0 +1,182 @@
+#include "specs/validation_case.h"
+
+#include <set>
+
+#include "specs/spec_error.h"
+#include "specs/spec_loader.h"
+#include "specs/yaml_field.h"
+
+namespace fasop {
+namespace {
+
+/// Fails on a key of `map` that is not in `known` (a typo would otherwise pass unnoticed).
+void reject_unknown_keys(const Field& map, const std::set<std::string>& known) {
+  for (const auto& item : map.node) {
+    std::string key = item.first.as<std::string>();
+    if (known.count(key)) continue;
+    std::string list;
+    for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+    map.child(key).fail("unknown field; use " + list);
+  }
+}
+
+Field require_map(const Field& field, const std::string& shape) {
+  field.require();
+  if (!field.node.IsMap()) field.fail("expected a mapping " + shape);
+  return field;
+}
+
+bool optional_bool(const Field& field, bool fallback) {
+  return field.present() ? field.as<bool>("true or false") : fallback;
+}
+
+
+void parse_node_type_field(const Field& field, const SpecStore& store, ValidationCase& c) {
+  require_map(field, "{cluster: PRESET_OR_FILE, name: NODE_TYPE} or a node type as a cluster file gives it");
+  if (field.child("cluster").present()) {
+    reject_unknown_keys(field, {"cluster", "name"});
+    std::string cluster_ref = field.child("cluster").text();
+    std::string name = field.child("name").text();
+    ClusterSpec cluster = store.load_cluster(cluster_ref, c.file + ": field '" + field.path + ".cluster'");
+    int type = cluster.find_node_type(name);
+    if (type < 0) {
+      std::string known;
+      for (const NodeType& t : cluster.node_types) known += (known.empty() ? "" : ", ") + t.name;
+      field.child("name").fail("cluster '" + cluster_ref + "' has no node type '" + name + "'; use " + known);
+    }
+    c.node_type = cluster.node_types[type];
+    c.node_type_ref = cluster_ref + "/" + name;
+  } else {
+    c.node_type = parse_node_type(field);
+    c.node_type_ref = "inline";
+  }
+}
+
+void parse_model_field(const Field& field, const SpecStore& store, ValidationCase& c) {
+  require_map(field, "{preset: NAME} or inline dimensions {hidden, heads, layers, sequence, vocab, ...}");
+  if (field.child("preset").present()) {
+    reject_unknown_keys(field, {"preset"});
+    c.model_ref = field.child("preset").text();
+    c.model = store.load_model(c.model_ref, c.file + ": field '" + field.path + ".preset'");
+    return;
+  }
+  reject_unknown_keys(field, {"hidden", "heads", "layers", "ffn_hidden", "kv_heads", "sequence", "vocab", "activation",
+                              "norm", "tied_embeddings", "family", "dtype", "precision_bits"});
+  c.model_ref = "inline";
+  ModelSpec& model = c.model;
+  model.source = c.file;
+  model.name = c.name;
+  model.report_name = c.name;
+  parse_model_dims(field, model);
+  int layers = field.child("layers").positive_int();
+  model.units.push_back({"embedding", LayerRole::kEmbedding, "", false});
+  for (int i = 0; i < layers; ++i) model.units.push_back({"transformer", LayerRole::kTransformer, "", false});
+  model.units.push_back({"post_process", LayerRole::kPostProcess, "", false});
+}
+
+RecomputeMode parse_recompute(const Field& field) {
+  std::string mode = field.text();
+  if (mode == "none") return RecomputeMode::kNone;
+  if (mode == "selective") return RecomputeMode::kSelective;
+  if (mode == "full") return RecomputeMode::kFull;
+  field.fail("unknown recomputation '" + mode + "'; use none, selective or full");
+}
+
+void parse_plan_field(const Field& field, ValidationPlan& plan) {
+  require_map(field, "{gpus, tp, pp, dp, global_batch, micro_batch?, recompute, ...}");
+  reject_unknown_keys(field, {"gpus", "tp", "pp", "dp", "global_batch", "micro_batch", "recompute", "sequence_parallel",
+                              "virtual_stages", "distributed_optimizer", "overlap_grad_reduce"});
+  plan.gpus = field.child("gpus").positive_int();
+  plan.tp = field.child("tp").positive_int();
+  plan.pp = field.child("pp").positive_int();
+  plan.dp = field.child("dp").positive_int();
+  plan.global_batch = field.child("global_batch").positive_int();
+  if (field.child("micro_batch").present()) plan.micro_batch = field.child("micro_batch").positive_int();
+  plan.recompute = parse_recompute(field.child("recompute"));
+  plan.sequence_parallel = optional_bool(field.child("sequence_parallel"), false);
+  if (field.child("virtual_stages").present()) plan.virtual_stages = field.child("virtual_stages").positive_int();
+  plan.distributed_optimizer = optional_bool(field.child("distributed_optimizer"), false);
+  plan.overlap_grad_reduce = optional_bool(field.child("overlap_grad_reduce"), false);
+}
+
+void parse_measurement_field(const Field& field, ValidationMeasurement& m) {
+  require_map(field, "{step_s: SECONDS} or {tflops_per_gpu: X, flop_formula: megatron-narayanan-2021}");
+  reject_unknown_keys(field, {"step_s", "tflops_per_gpu", "flop_formula", "memory_gib_per_gpu"});
+  bool step = field.child("step_s").present(), tflops = field.child("tflops_per_gpu").present();
+  if (step == tflops)
+    field.fail(step ? "gives both step_s and tflops_per_gpu; keep one"
+                    : "gives neither step_s nor tflops_per_gpu; add one (tflops_per_gpu with flop_formula)");
+  if (step) {
+    m.step_s = field.child("step_s").positive_double();
+    if (field.child("flop_formula").present()) field.child("flop_formula").fail("goes with tflops_per_gpu only; remove it");
+  } else {
+    m.tflops_per_gpu = field.child("tflops_per_gpu").positive_double();
+    m.flop_formula = field.child("flop_formula").text();  // checked where it is applied (src/validate/measurement.h)
+  }
+  if (field.child("memory_gib_per_gpu").present()) m.memory_gib_per_gpu = field.child("memory_gib_per_gpu").positive_double();
+}
+
+/// The layout against the model and the node type.
+void check_case(const Field& root, const ValidationCase& c) {
+  const ValidationPlan& p = c.plan;
+  Field plan = root.child("plan");
+  auto n = [](int v) { return std::to_string(v); };
+  if (p.tp * p.pp * p.dp != p.gpus)
+    plan.child("gpus").fail("is " + n(p.gpus) + " but tp x pp x dp = " + n(p.tp) + " x " + n(p.pp) + " x " + n(p.dp) +
+                            " = " + n(p.tp * p.pp * p.dp) + "; make them agree");
+  if (p.global_batch % p.dp != 0)
+    plan.child("global_batch").fail(n(p.global_batch) + " is not divisible by dp (" + n(p.dp) + "); fix either");
+  if (p.micro_batch > 0 && p.global_batch % (p.micro_batch * p.dp) != 0)
+    plan.child("micro_batch").fail("global_batch (" + n(p.global_batch) + ") is not divisible by micro_batch x dp (" +
+                                   n(p.micro_batch * p.dp) + "); fix either");
+  if (p.gpus % c.node_type.gpus_per_node != 0)
+    plan.child("gpus").fail(n(p.gpus) + " is not a multiple of the node type's gpus_per_node (" +
+                            n(c.node_type.gpus_per_node) + "); validation cases run on whole nodes");
+  if (p.tp > c.node_type.gpus_per_node)
+    plan.child("tp").fail(n(p.tp) + " is more than a node's GPUs (" + n(c.node_type.gpus_per_node) +
+                          "); tensor parallelism stays inside a node");
+  if (c.model.heads % p.tp != 0)
+    plan.child("tp").fail(n(p.tp) + " does not divide the model's heads (" + n(c.model.heads) + ")");
+  int layers = c.model.num_transformer_layers();
+  if (layers % (p.pp * p.virtual_stages) != 0)
+    plan.child(p.virtual_stages > 1 ? "virtual_stages" : "pp")
+        .fail("pp x virtual_stages (" + n(p.pp * p.virtual_stages) + ") does not divide the model's layers (" +
+              n(layers) + ")");
+}
+
+}  // namespace
+
+const char* recompute_name(RecomputeMode mode) {
+  switch (mode) {
+    case RecomputeMode::kNone: return "none";
+    case RecomputeMode::kSelective: return "selective";
+    case RecomputeMode::kFull: return "full";
+  }
+  return "none";
+}
+
+ValidationCase parse_validation_case(const std::string& yaml_text, const std::string& source,
+                                     const SpecStore& store) {
+  Field root = load_root(yaml_text, source);
+  reject_unknown_keys(root, {"set", "case", "source", "node_type", "model", "plan", "measurement", "notes"});
+  ValidationCase c;
+  c.file = source;
+  c.set = root.child("set").text();
+  c.name = root.child("case").text();
+  Field src = require_map(root.child("source"), "{title, table, url?, date}");
+  reject_unknown_keys(src, {"title", "table", "url", "date"});
+  c.source.title = src.child("title").text();
+  c.source.table = src.child("table").text();
+  if (src.child("url").present()) c.source.url = src.child("url").text();
+  c.source.date = src.child("date").text();
+  parse_node_type_field(root.child("node_type"), store, c);
+  parse_model_field(root.child("model"), store, c);
+  parse_plan_field(root.child("plan"), c.plan);
+  c.model.global_batch = c.plan.global_batch;
+  parse_measurement_field(root.child("measurement"), c.measurement);
+  if (root.child("notes").present()) c.notes = root.child("notes").text();
+  check_case(root, c);
+  return c;
+}
+
+}  // namespace fasop
