@@ -10,6 +10,7 @@
 #include "cli/profile_command.h"
 #include "cli/schedule_command.h"
 #include "cli/search_command.h"
+#include "cli/validate_command.h"
 #include "specs/spec_error.h"
 
 int main(int argc, char** argv) {
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
   fasop::add_launch_command(app);
   fasop::add_calibrate_command(app);
   fasop::add_profile_command(app);
+  fasop::add_validate_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,272 @@
+#include "validate/validate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include "costmodel/analytic_policy.h"
+#include "costmodel/make_context.h"
+#include "profiles/analytic_profile.h"
+#include "search/search.h"
+#include "search/search_space.h"
+#include "specs/spec_error.h"
+#include "validate/measurement.h"
+
+namespace fasop {
+namespace {
+
+constexpr const char* kShippedDir = "validation";
+constexpr int kLargestMicroBatch = 16;  ///< micro-batch sizes tried where a case gives none
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string strip_slashes(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  if (path.rfind("./", 0) == 0) path = path.substr(2);
+  return path;
+}
+
+std::string fixed(double value, int digits) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
+  return buffer;
+}
+
+std::string signed_fixed(double value, int digits) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%+.*f", digits, value);
+  return buffer;
+}
+
+std::string pad(const std::string& text, size_t width, bool right) {
+  if (text.size() >= width) return text;
+  std::string space(width - text.size(), ' ');
+  return right ? space + text : text + space;
+}
+
+}  // namespace
+
+std::vector<std::string> shipped_validation_files() {
+  std::vector<std::string> files;
+  for (const EmbeddedFile& file : embedded_presets()) {
+    std::string path = file.path;
+    if (path.rfind(std::string(kShippedDir) + "/", 0) == 0 && ends_with(path, ".yaml")) files.push_back(path);
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::vector<ValidationCase> load_validation_cases(const std::vector<std::string>& paths, const SpecStore& store,
+                                                  const TextSource& disk) {
+  namespace fs = std::filesystem;
+  std::vector<std::pair<std::string, std::string>> texts;  // source, text
+  auto embedded = [](const std::string& path) -> const char* {
+    for (const EmbeddedFile& file : embedded_presets())
+      if (path == file.path) return file.text;
+    return nullptr;
+  };
+  auto add_shipped_under = [&](const std::string& prefix) {
+    bool any = false;
+    for (const std::string& file : shipped_validation_files())
+      if (prefix == kShippedDir || file.rfind(prefix + "/", 0) == 0 || file == prefix) {
+        texts.emplace_back(file, embedded(file));
+        any = true;
+      }
+    return any;
+  };
+  if (paths.empty()) add_shipped_under(kShippedDir);
+  for (const std::string& given : paths) {
+    std::error_code error;
+    if (fs::is_directory(given, error)) {
+      std::vector<std::string> files;
+      for (const fs::directory_entry& entry : fs::directory_iterator(given, error))
+        if (entry.is_regular_file() && (ends_with(entry.path().string(), ".yaml") || ends_with(entry.path().string(), ".yml")))
+          files.push_back(entry.path().string());
+      std::sort(files.begin(), files.end());
+      if (files.empty()) throw SpecError(given + ": no validation cases (*.yaml) in this directory");
+      for (const std::string& file : files) texts.emplace_back(file, *disk.read(file));
+    } else if (std::optional<std::string> text = disk.read(given)) {
+      texts.emplace_back(given, *text);
+    } else if (!add_shipped_under(strip_slashes(given))) {
+      throw SpecError(given + ": cannot read it; give a validation case file, a directory of them, or a shipped set (" +
+                      std::string(kShippedDir) + "/...)");
+    }
+  }
+  std::vector<ValidationCase> cases;
+  for (const auto& [source, text] : texts) {
+    cases.push_back(parse_validation_case(text, source, store));
+    measured_step_s(cases.back());  // an unknown flop_formula fails at load, naming the file
+  }
+  std::stable_sort(cases.begin(), cases.end(), [](const ValidationCase& a, const ValidationCase& b) {
+    if (a.set != b.set) return a.set < b.set;
+    if (a.plan.gpus != b.plan.gpus) return a.plan.gpus < b.plan.gpus;
+    return a.file < b.file;
+  });
+  return cases;
+}
+
+std::vector<int> megatron_partition(const ModelSpec& model, int pp) {
+  int layers = model.num_transformer_layers();
+  std::vector<int> partition(pp, layers / pp);
+  for (const LayerUnit& unit : model.units) {
+    if (unit.role == LayerRole::kEmbedding) partition.front() += 1;
+    if (unit.role == LayerRole::kPostProcess) partition.back() += 1;
+  }
+  return partition;
+}
+
+ValidationResult predict_case(const ValidationCase& c) {
+  const NodeType& node = c.node_type;
+  if (!node.has_gpu_spec())
+    throw SpecError(c.file + ": field 'node_type': node type '" + node.name +
+                    "' gives no GPU specs (peak_tflops, memory_bandwidth_bytes_per_s); validation predicts with "
+                    "analytic profiles: add them");
+  const ValidationPlan& plan = c.plan;
+  ClusterSpec cluster;
+  cluster.name = c.set + "/" + c.name;
+  cluster.source = c.file;
+  cluster.node_types = {node};
+  cluster.nodes.assign(plan.gpus / node.gpus_per_node, 0);
+
+  std::vector<int> micro_batches;
+  if (plan.micro_batch > 0) {
+    micro_batches = {plan.micro_batch};
+  } else {
+    for (int mbs : divisors(plan.global_batch / plan.dp))
+      if (mbs <= kLargestMicroBatch) micro_batches.push_back(mbs);
+  }
+  ProfileSpec profile = analytic_profile(c.model, node, {plan.tp}, micro_batches);
+  AnalyticOptions options;
+  options.overlap_dp_allreduce = plan.overlap_grad_reduce;
+  AnalyticPolicy policy(options);
+  SearchInput input;
+  input.model = &c.model;
+  input.cluster = &cluster;
+  input.profiles = {&profile};
+  input.policy = &policy;
+  input.iterations = 1;
+  input.threads = 1;
+  input.memory_aware = true;
+
+  ValidationResult result;
+  result.c = c;
+  result.partition = megatron_partition(c.model, plan.pp);
+  result.measured_step_s = measured_step_s(c);
+  result.mbs_chosen = plan.micro_batch == 0;
+  bool have = false;
+  for (int mbs : micro_batches) {
+    PlanKey key;
+    key.mbs = mbs;
+    key.tp = plan.tp;
+    key.dp = plan.dp;
+    key.pp = plan.pp;
+    key.node_order.assign(cluster.num_nodes(), 0);
+    key.zero_stage = plan.distributed_optimizer ? 1 : 0;
+    key.recompute = plan.recompute == RecomputeMode::kFull;
+    key.selective_recompute = plan.recompute == RecomputeMode::kSelective;
+    key.sequence_parallel = plan.sequence_parallel;
+    key.virtual_stages = plan.virtual_stages;
+    try {
+      validate_plan_key(c.model, cluster, key);
+    } catch (const SpecError& e) {
+      throw SpecError(c.file + ": field 'plan': " + e.what());
+    }
+    CandidateResult candidate = evaluate_candidate(input, key, result.partition, PartitionTiming::kExact);
+    bool fits = !candidate.estimate.memory.is_oom;
+    double step = candidate.estimate.step_time_s;
+    // The fastest that fits; where none fits, the fastest (marked as not fitting).
+    bool better = !have || (fits && !result.fits) || (fits == result.fits && step < result.predicted_step_s);
+    if (!better) continue;
+    have = true;
+    result.mbs = mbs;
+    result.fits = fits;
+    result.predicted_step_s = step;
+    result.predicted_memory_gib = candidate.estimate.memory.oom_gpumem_gib;
+  }
+  result.error_pct = (result.predicted_step_s - result.measured_step_s) / result.measured_step_s * 100;
+  return result;
+}
+
+std::vector<ValidationSummary> summarize(const std::vector<ValidationResult>& results) {
+  std::vector<ValidationSummary> sets;
+  for (const ValidationResult& r : results) {
+    auto it = std::find_if(sets.begin(), sets.end(), [&](const ValidationSummary& s) { return s.set == r.c.set; });
+    if (it == sets.end()) {
+      sets.push_back({r.c.set, 0, 0, "", 0});
+      it = sets.end() - 1;
+    }
+    it->cases += 1;
+    it->mean_abs_error_pct += std::fabs(r.error_pct);
+    if (it->worst_case.empty() || std::fabs(r.error_pct) > std::fabs(it->worst_error_pct)) {
+      it->worst_case = r.c.name;
+      it->worst_error_pct = r.error_pct;
+    }
+  }
+  for (ValidationSummary& s : sets) s.mean_abs_error_pct /= s.cases;
+  return sets;
+}
+
+std::string validation_text(const std::vector<ValidationResult>& results, bool quiet) {
+  std::string out;
+  bool memory = false, chosen = false, oom = false;
+  for (const ValidationResult& r : results) {
+    memory = memory || r.c.measurement.memory_gib_per_gpu > 0;
+    chosen = chosen || r.mbs_chosen;
+    oom = oom || !r.fits;
+  }
+  if (!quiet) {
+    size_t set_w = 3, case_w = 4;
+    for (const ValidationResult& r : results) {
+      set_w = std::max(set_w, r.c.set.size());
+      case_w = std::max(case_w, r.c.name.size());
+    }
+    out += pad("set", set_w, false) + "  " + pad("case", case_w, false) + "  " + pad("gpus", 5, true) +
+           pad("tp", 4, true) + pad("pp", 4, true) + pad("dp", 4, true) + pad("mbs", 5, true) + "  " +
+           pad("measured s/step", 15, true) + pad("predicted s/step", 18, true) + pad("error %", 9, true) +
+           pad("pred. GiB/GPU", 15, true);
+    if (memory) out += pad("meas. GiB/GPU", 15, true);
+    out += "\n";
+    for (const ValidationResult& r : results) {
+      std::string mbs = std::to_string(r.mbs) + (r.mbs_chosen ? "*" : "");
+      std::string gib = fixed(r.predicted_memory_gib, 1) + (r.fits ? "" : "!");
+      out += pad(r.c.set, set_w, false) + "  " + pad(r.c.name, case_w, false) + "  " +
+             pad(std::to_string(r.c.plan.gpus), 5, true) + pad(std::to_string(r.c.plan.tp), 4, true) +
+             pad(std::to_string(r.c.plan.pp), 4, true) + pad(std::to_string(r.c.plan.dp), 4, true) + pad(mbs, 5, true) +
+             "  " + pad(fixed(r.measured_step_s, 3), 15, true) + pad(fixed(r.predicted_step_s, 3), 18, true) +
+             pad(signed_fixed(r.error_pct, 1), 9, true) + pad(gib, 15, true);
+      if (memory)
+        out += pad(r.c.measurement.memory_gib_per_gpu > 0 ? fixed(r.c.measurement.memory_gib_per_gpu, 1) : "-", 15, true);
+      out += "\n";
+    }
+    if (chosen) out += "* micro-batch not stated by the source: the fastest predicted that fits (sizes up to 16 dividing global_batch / dp)\n";
+    if (oom) out += "! predicted not to fit in the GPU's memory at any micro-batch size tried\n";
+    out += "\n";
+  }
+  for (const ValidationSummary& s : summarize(results))
+    out += s.set + ": " + std::to_string(s.cases) + " case" + (s.cases == 1 ? "" : "s") +
+           ", mean absolute error " + fixed(s.mean_abs_error_pct, 1) + "%, worst " + s.worst_case + " " +
+           signed_fixed(s.worst_error_pct, 1) + "%\n";
+  return out;
+}
+
+std::string validation_csv(const std::vector<ValidationResult>& results) {
+  std::string out =
+      "set,case,gpus,tp,pp,dp,mbs,mbs_chosen,measured_step_s,predicted_step_s,error_pct,measured_memory_gib,"
+      "predicted_memory_gib,fits\n";
+  for (const ValidationResult& r : results) {
+    const ValidationPlan& p = r.c.plan;
+    out += r.c.set + "," + r.c.name + "," + std::to_string(p.gpus) + "," + std::to_string(p.tp) + "," +
+           std::to_string(p.pp) + "," + std::to_string(p.dp) + "," + std::to_string(r.mbs) + "," +
+           (r.mbs_chosen ? "true" : "false") + "," + fixed(r.measured_step_s, 6) + "," + fixed(r.predicted_step_s, 6) +
+           "," + fixed(r.error_pct, 3) + "," +
+           (r.c.measurement.memory_gib_per_gpu > 0 ? fixed(r.c.measurement.memory_gib_per_gpu, 3) : "") + "," +
+           fixed(r.predicted_memory_gib, 3) + "," + (r.fits ? "true" : "false") + "\n";
+  }
+  return out;
+}
+
+}  // namespace fasop

@@ -1,0 +1,59 @@
+#pragma once
+// validate: the cost model's predictions against published measurements (validation cases,
+// src/specs/validation_case.h), per case and per set.
+#include <string>
+#include <vector>
+
+#include "specs/spec_store.h"
+#include "specs/validation_case.h"
+
+namespace fasop {
+
+/// One case predicted.
+struct ValidationResult {
+  ValidationCase c;
+  int mbs = 0;               ///< the micro-batch size predicted
+  bool mbs_chosen = false;   ///< true: the case gives none; the fastest that fits was chosen
+  std::vector<int> partition;  ///< units per stage (Megatron's: embedding first, head last)
+  double measured_step_s = 0;
+  double predicted_step_s = 0;
+  double error_pct = 0;        ///< (predicted - measured) / measured x 100
+  double predicted_memory_gib = 0;  ///< peak over stages, per GPU
+  bool fits = true;            ///< the predicted memory fits the GPU
+};
+
+/// A set's summary.
+struct ValidationSummary {
+  std::string set;
+  int cases = 0;
+  double mean_abs_error_pct = 0;
+  std::string worst_case;
+  double worst_error_pct = 0;  ///< signed, the largest in absolute value
+};
+
+/// Loads cases from `paths` (files, or directories of *.yaml files read in name order); a path
+/// that is not on disk but names the shipped cases' directory (validation/..., embedded) reads
+/// those. No paths: every shipped case. Cases come sorted by set, then GPUs, then file.
+std::vector<ValidationCase> load_validation_cases(const std::vector<std::string>& paths, const SpecStore& store,
+                                                  const TextSource& disk);
+
+/// The shipped cases' paths (embedded into the binary), sorted.
+std::vector<std::string> shipped_validation_files();
+
+/// Megatron-LM's partition of the case's model: layers / pp transformer layers a stage, the
+/// embedding on the first stage, the post-process unit on the last.
+std::vector<int> megatron_partition(const ModelSpec& model, int pp);
+
+/// Predicts one case with the analytic profiles and the analytic cost policy.
+ValidationResult predict_case(const ValidationCase& c);
+
+/// Per set (in order of first appearance): mean absolute error and the worst case.
+std::vector<ValidationSummary> summarize(const std::vector<ValidationResult>& results);
+
+/// The table `fasop-cpp validate` prints (rows unless `quiet`, then the sets' summaries).
+std::string validation_text(const std::vector<ValidationResult>& results, bool quiet);
+/// The rows as CSV: set,case,gpus,tp,pp,dp,mbs,mbs_chosen,measured_step_s,predicted_step_s,
+/// error_pct,measured_memory_gib,predicted_memory_gib,fits.
+std::string validation_csv(const std::vector<ValidationResult>& results);
+
+}  // namespace fasop
