@@ -1,0 +1,195 @@
+// Validation cases (src/specs/validation_case.h) and fasop-cpp validate's library (src/validate).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+
+#include "specs/spec_error.h"
+#include "specs/validation_case.h"
+#include "test_support.h"
+#include "validate/measurement.h"
+#include "validate/validate.h"
+
+using namespace fasop;
+
+namespace {
+
+/// A valid case with an inline node type and an inline model (Megatron's 1.7B run).
+const std::string kInlineCase = R"(set: test-set
+case: inline-1.7b
+source: {title: Test, table: Table 1, date: 2021-04}
+node_type:
+  name: dgx
+  gpu: A100
+  gpus_per_node: 8
+  gpu_memory_gib: 80
+  peak_tflops: {fp16: 312}
+  memory_bandwidth_bytes_per_s: 2.039e12
+  intra_node_bandwidth_bits_per_s: 2.4e12
+  inter_node_bandwidth_bits_per_s: 1.6e12
+  price_usd_per_hour: 0
+model: {hidden: 2304, heads: 24, layers: 24, sequence: 2048, vocab: 51200}
+plan: {gpus: 32, tp: 1, pp: 1, dp: 32, global_batch: 512, recompute: full}
+measurement: {tflops_per_gpu: 137, flop_formula: megatron-narayanan-2021}
+notes: a test
+)";
+
+/// The same case with a preset node type and a preset model.
+const std::string kPresetCase = R"(set: test-set
+case: preset
+source: {title: Test, table: Table 1, date: 2021-04}
+node_type: {cluster: selene-dgx-a100, name: dgx-a100-80g}
+model: {preset: gpt2xl}
+plan: {gpus: 16, tp: 2, pp: 2, dp: 4, global_batch: 64, micro_batch: 2, recompute: selective}
+measurement: {step_s: 1.5, memory_gib_per_gpu: 20}
+)";
+
+std::string replace(std::string text, const std::string& from, const std::string& to) {
+  size_t at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
+ValidationCase parse(const std::string& text, const std::string& file = "case.yaml") {
+  static fasop::testing::MapSource none;
+  static SpecStore store(none, embedded_presets());
+  return parse_validation_case(text, file, store);
+}
+
+/// The SpecError message of parsing `text` as bad.yaml.
+std::string error_of(const std::string& text) {
+  try {
+    ValidationCase c = parse(text, "bad.yaml");
+    measured_step_s(c);
+  } catch (const SpecError& e) {
+    return e.what();
+  }
+  FAIL("no SpecError");
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("Megatron's FLOP formula gives the reference table's step times", "[validate]") {
+  // reference/megatron/a100_2021.csv: gpt-1.7b at 137 TFLOP/s -> 3.528 s; gpt-1t at 163 -> 102.63 s.
+  double small = step_s_from_tflops(megatron_narayanan_2021_flops(512, 2048, 24, 2304, 51200), 32, 137);
+  CHECK(std::fabs(small / 3.528 - 1) < 1e-3);
+  double large = step_s_from_tflops(megatron_narayanan_2021_flops(3072, 2048, 128, 25600, 51200), 3072, 163);
+  CHECK(std::fabs(large / 102.63 - 1) < 1e-3);
+  // Through a case file, the same.
+  CHECK(std::fabs(measured_step_s(parse(kInlineCase)) / 3.528 - 1) < 1e-3);
+}
+
+TEST_CASE("A validation case with an inline model and node type", "[validate]") {
+  ValidationCase c = parse(kInlineCase);
+  CHECK(c.set == "test-set");
+  CHECK(c.name == "inline-1.7b");
+  CHECK(c.source.table == "Table 1");
+  CHECK(c.node_type_ref == "inline");
+  CHECK(c.node_type.gpus_per_node == 8);
+  CHECK(c.node_type.peak_tflops.at("fp16") == 312);
+  CHECK(c.model_ref == "inline");
+  CHECK(c.model.hidden == 2304);
+  CHECK(c.model.ffn_hidden == 4 * 2304);
+  CHECK(c.model.dtype == "fp16");
+  CHECK(c.model.global_batch == 512);
+  REQUIRE(c.model.num_units() == 26);
+  CHECK(c.model.units.front().role == LayerRole::kEmbedding);
+  CHECK(c.model.units.back().role == LayerRole::kPostProcess);
+  CHECK(c.model.num_transformer_layers() == 24);
+  CHECK(c.plan.micro_batch == 0);
+  CHECK(c.plan.recompute == RecomputeMode::kFull);
+  CHECK(c.plan.virtual_stages == 1);
+  CHECK_FALSE(c.plan.distributed_optimizer);
+  CHECK(c.notes == "a test");
+}
+
+TEST_CASE("A validation case with a preset model and node type", "[validate]") {
+  ValidationCase c = parse(kPresetCase);
+  CHECK(c.node_type_ref == "selene-dgx-a100/dgx-a100-80g");
+  CHECK(c.node_type.gpu == "A100-SXM4-80GB");
+  CHECK(c.model_ref == "gpt2xl");
+  CHECK(c.model.global_batch == 64);  // the plan's, not the preset's
+  CHECK(c.plan.recompute == RecomputeMode::kSelective);
+  CHECK(measured_step_s(c) == 1.5);
+  CHECK(c.measurement.memory_gib_per_gpu == 20);
+  // Megatron's partition: 48 layers / 2 stages, the embedding first, the head last.
+  CHECK(megatron_partition(c.model, 2) == std::vector<int>{25, 25});
+  ValidationResult r = predict_case(c);
+  CHECK(r.mbs == 2);
+  CHECK_FALSE(r.mbs_chosen);
+  CHECK(r.predicted_step_s > 0);
+  CHECK(r.error_pct == Approx((r.predicted_step_s - 1.5) / 1.5 * 100));
+}
+
+TEST_CASE("Bad validation cases name the file and the field", "[validate]") {
+  SECTION("missing measurement") {
+    std::string text = replace(kInlineCase, "measurement: {tflops_per_gpu: 137, flop_formula: megatron-narayanan-2021}\n", "");
+    std::string message = error_of(text);
+    CHECK_THAT(message, Catch::Contains("bad.yaml") && Catch::Contains("'measurement'") && Catch::Contains("missing"));
+  }
+  SECTION("tp x pp x dp != gpus") {
+    std::string message = error_of(replace(kInlineCase, "dp: 32,", "dp: 16,"));
+    CHECK_THAT(message, Catch::Contains("bad.yaml") && Catch::Contains("'plan.gpus'") && Catch::Contains("tp x pp x dp"));
+  }
+  SECTION("unknown model preset") {
+    std::string message = error_of(replace(kPresetCase, "preset: gpt2xl", "preset: no-such-model"));
+    CHECK_THAT(message, Catch::Contains("bad.yaml") && Catch::Contains("'model.preset'") &&
+                            Catch::Contains("unknown preset 'no-such-model'"));
+  }
+  SECTION("unknown cluster preset") {
+    std::string message = error_of(replace(kPresetCase, "cluster: selene-dgx-a100", "cluster: no-such-cluster"));
+    CHECK_THAT(message, Catch::Contains("bad.yaml") && Catch::Contains("'node_type.cluster'"));
+  }
+  SECTION("unknown flop_formula") {
+    std::string message = error_of(replace(kInlineCase, "megatron-narayanan-2021", "kaplan-2020"));
+    CHECK_THAT(message, Catch::Contains("bad.yaml") && Catch::Contains("'measurement.flop_formula'") &&
+                            Catch::Contains("kaplan-2020"));
+  }
+  SECTION("heads not divisible by tp") {
+    std::string text = replace(replace(kInlineCase, "tp: 1,", "tp: 8,"), "dp: 32,", "dp: 4,");
+    std::string message = error_of(replace(text, "heads: 24", "heads: 36"));
+    CHECK_THAT(message, Catch::Contains("'plan.tp'") && Catch::Contains("heads (36)"));
+  }
+  SECTION("layers not divisible by pp") {
+    std::string message = error_of(replace(replace(kInlineCase, "pp: 1,", "pp: 5,"), "gpus: 32,", "gpus: 160,"));
+    CHECK_THAT(message, Catch::Contains("'plan.pp'") && Catch::Contains("layers"));
+  }
+  SECTION("gpus not whole nodes") {
+    std::string message = error_of(replace(replace(kInlineCase, "gpus: 32,", "gpus: 4,"), "dp: 32,", "dp: 4,"));
+    CHECK_THAT(message, Catch::Contains("'plan.gpus'") && Catch::Contains("gpus_per_node"));
+  }
+  SECTION("global batch not divisible by micro-batch x dp") {
+    std::string message = error_of(replace(kPresetCase, "micro_batch: 2", "micro_batch: 32"));
+    CHECK_THAT(message, Catch::Contains("'plan.micro_batch'"));
+  }
+  SECTION("a typo in a field name") {
+    std::string message = error_of(replace(kInlineCase, "recompute: full", "recompute: full, sequence_paralel: true"));
+    CHECK_THAT(message, Catch::Contains("'plan.sequence_paralel'") && Catch::Contains("unknown field"));
+  }
+}
+
+TEST_CASE("The shipped Megatron set: ten cases, each predicted", "[validate]") {
+  fasop::testing::MapSource none;
+  SpecStore store(none, embedded_presets());
+  std::vector<ValidationCase> cases = load_validation_cases({}, store, none);
+  REQUIRE(cases.size() == 10);
+  CHECK(cases.front().name == "gpt-1.7b");
+  CHECK(cases.back().name == "gpt-1t");
+  std::vector<ValidationResult> results;
+  for (const ValidationCase& c : cases) {
+    INFO(c.name);
+    CHECK(c.node_type_ref == "selene-dgx-a100/dgx-a100-80g");
+    results.push_back(predict_case(c));
+    CHECK(results.back().mbs_chosen);
+    CHECK(results.back().predicted_step_s > 0);
+  }
+  // The table's step_s column, converted by our formula.
+  CHECK(std::fabs(results.front().measured_step_s / 3.528 - 1) < 1e-3);
+  CHECK(std::fabs(results.back().measured_step_s / 102.63 - 1) < 1e-3);
+  std::vector<ValidationSummary> sets = summarize(results);
+  REQUIRE(sets.size() == 1);
+  CHECK(sets[0].set == "megatron-a100-2021");
+  CHECK(sets[0].cases == 10);
+  CHECK(validation_csv(results) == validation_csv(results));
+}

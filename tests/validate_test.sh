@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# fasop-cpp validate as a user meets it: the shipped set from any directory, the CSV, --max-mae,
+# deterministic output, case files and directories on disk, errors naming file and field.
+# Usage: validate_test.sh PATH/TO/fasop-cpp
+set -uo pipefail
+bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"  # not the source tree: the shipped cases are embedded in the binary
+source "$root/tests/test_lib.sh"
+
+# The shipped set: ten rows, a summary line with the mean absolute error, the CSV's columns.
+"$bin" validate --csv out/a.csv > a.out 2> a.err || fail "validate: $(cat a.err)"
+rows=$(grep -c '^megatron-a100-2021  ' a.out)
+[ "$rows" -eq 10 ] && ok || fail "validate printed $rows rows, expected 10: $(cat a.out)"
+grep -q '^megatron-a100-2021: 10 cases, mean absolute error [0-9.]*%, worst gpt-' a.out && ok ||
+  fail "no MAE line: $(tail -2 a.out)"
+head -1 out/a.csv | grep -q '^set,case,.*measured_step_s,predicted_step_s,error_pct' && ok ||
+  fail "CSV header: $(head -1 out/a.csv)"
+[ "$(wc -l < out/a.csv)" -eq 11 ] && ok || fail "CSV has $(wc -l < out/a.csv) lines, expected 11"
+grep -q '^megatron-a100-2021,gpt-1.7b,32,1,1,32,[0-9]*,true,3.528' out/a.csv && ok || fail "gpt-1.7b row: $(grep 1.7b out/a.csv)"
+ls out | grep -qv '^a.csv$' && fail "temporary file left beside the CSV: $(ls out)" || ok
+
+# The same inputs: byte-identical CSV and text; the set named by its directory: the same rows.
+"$bin" validate --csv out/b.csv > b.out || fail "validate again"
+cmp -s out/a.csv out/b.csv && ok || fail "CSV differs between two runs"
+cmp -s a.out b.out && ok || fail "text differs between two runs"
+"$bin" validate validation/megatron-a100-2021 --csv out/c.csv > /dev/null || fail "validate validation/megatron-a100-2021"
+cmp -s out/a.csv out/c.csv && ok || fail "the shipped set by name differs from the default"
+
+# --max-mae: 1 when a set's MAE exceeds it (and the report still printed), 0 when not.
+"$bin" validate --max-mae 0.001 > m.out 2> m.err; rc=$?
+[ "$rc" -eq 1 ] && ok || fail "--max-mae 0.001 exited $rc, expected 1"
+grep -q "exceeds --max-mae" m.err && ok || fail "--max-mae message: $(cat m.err)"
+grep -q "mean absolute error" m.out && ok || fail "--max-mae: no report"
+"$bin" validate --max-mae 1000 --quiet > q.out || fail "--max-mae 1000 exited non-zero"
+[ "$(wc -l < q.out)" -eq 1 ] && ok || fail "--quiet printed $(wc -l < q.out) lines, expected the summary only"
+
+# Cases on disk: a file and a directory, from the shipped ones edited.
+mkdir -p mine
+"$bin" validate --quiet > /dev/null
+sed -n '/^set:/,$p' "$root/validation/megatron-a100-2021/gpt-1.7b.yaml" | sed 's/^set: .*/set: mine/' > mine/one.yaml
+"$bin" validate mine/one.yaml --csv one.csv > one.out || fail "validate FILE: $(cat one.out)"
+grep -q '^mine,gpt-1.7b,' one.csv && ok || fail "validate FILE: $(cat one.csv)"
+"$bin" validate mine > dir.out || fail "validate DIR"
+grep -q '^mine: 1 case, mean absolute error' dir.out && ok || fail "validate DIR: $(tail -1 dir.out)"
+
+# Bad files: each fails (exit 2) with one line naming the file and the field.
+sed '/^measurement:/,/^  flop_formula:/d' mine/one.yaml > bad-missing.yaml
+expect_error "missing measurement" "bad-missing.yaml: field 'measurement': missing" validate bad-missing.yaml
+sed 's/^  dp: 32/  dp: 16/' mine/one.yaml > bad-product.yaml
+expect_error "tp*pp*dp != gpus" "bad-product.yaml: field 'plan.gpus'" validate bad-product.yaml
+sed 's/^node_type: .*/node_type: {cluster: no-such-cluster, name: x}/' mine/one.yaml > bad-preset.yaml
+expect_error "unknown cluster preset" "bad-preset.yaml: field 'node_type.cluster': unknown preset 'no-such-cluster'" validate bad-preset.yaml
+sed 's/flop_formula: .*/flop_formula: kaplan-2020/' mine/one.yaml > bad-formula.yaml
+expect_error "unknown flop_formula" "bad-formula.yaml: field 'measurement.flop_formula': unknown formula 'kaplan-2020'" validate bad-formula.yaml
+expect_error "no such file" "no-such.yaml: cannot read it" validate no-such.yaml
+"$bin" validate bad-formula.yaml > /dev/null 2>&1; [ $? -eq 2 ] && ok || fail "a bad case does not exit 2"
+
+finish
