@@ -39,7 +39,6 @@ grep -q "mean absolute error" m.out && ok || fail "--max-mae: no report"
 
 # Cases on disk: a file and a directory, from the shipped ones edited.
 mkdir -p mine
-"$bin" validate --quiet > /dev/null
 sed -n '/^set:/,$p' "$root/validation/megatron-a100-2021/gpt-1.7b.yaml" | sed 's/^set: .*/set: mine/' > mine/one.yaml
 "$bin" validate mine/one.yaml --csv one.csv > one.out || fail "validate FILE: $(cat one.out)"
 grep -q '^mine,gpt-1.7b,' one.csv && ok || fail "validate FILE: $(cat one.csv)"

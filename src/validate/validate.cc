@@ -88,7 +88,11 @@ std::vector<ValidationCase> load_validation_cases(const std::vector<std::string>
           files.push_back(entry.path().string());
       std::sort(files.begin(), files.end());
       if (files.empty()) throw SpecError(given + ": no validation cases (*.yaml) in this directory");
-      for (const std::string& file : files) texts.emplace_back(file, *disk.read(file));
+      for (const std::string& file : files) {
+        std::optional<std::string> text = disk.read(file);
+        if (!text) throw SpecError(file + ": cannot read it; check its permissions");
+        texts.emplace_back(file, *text);
+      }
     } else if (std::optional<std::string> text = disk.read(given)) {
       texts.emplace_back(given, *text);
     } else if (!add_shipped_under(strip_slashes(given))) {
