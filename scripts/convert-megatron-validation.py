@@ -49,6 +49,7 @@ model:
   tied_embeddings: true
   family: gpt2
   dtype: fp16
+  attention: unfused
 plan:
   gpus: {row["gpus"]}
   tp: {row["tp"]}
@@ -66,7 +67,8 @@ notes: >-
   {row["params_b"]}B parameters; {row["tflops_per_gpu"]} TFLOP/s per GPU ({row["pct_peak"]}% of 312) as published, rounded to
   whole TFLOP/s (about +-0.4% on the step time, {step_s(row):.3f} s). The micro-batch size is not stated (validate
   takes the fastest predicted that fits), nor whether the interleaved schedule was used (virtual_stages left at 1).
-  Megatron-LM of 2021: fp16 with Adam, no distributed optimizer, no sequence parallelism, the gradient all-reduce
+  Megatron-LM of 2021: unfused attention (FlashAttention came in 2022: its fused scale-mask-softmax kernel
+  writes and reads the score matrix), fp16 with Adam, no distributed optimizer, no sequence parallelism, the gradient all-reduce
   after the backward pass.
 """
 

@@ -1,10 +1,15 @@
 #include "cli/validate_command.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <iostream>
 #include <memory>
 
 #include "report/atomic_file.h"
 #include "specs/spec_store.h"
+#include "specs/spec_error.h"
+#include "validate/efficiency_fit.h"
 #include "validate/validate.h"
 
 namespace fasop {
@@ -15,12 +20,35 @@ struct ValidateOptions {
   std::string csv;
   double max_mae = -1;
   bool quiet = false;
+  std::vector<std::string> fit;  ///< --fit: cases whose measurements fit the efficiencies
 };
+
+/// --fit: the node type's efficiencies fitted to the named cases, every case predicted with
+/// them, and the error on the cases left out (runs the fitted model has not seen).
+std::vector<ValidationCase> fitted(const ValidateOptions& options, const std::vector<ValidationCase>& cases) {
+  std::vector<ValidationCase> fit_cases, held_out;
+  for (const ValidationCase& c : cases) {
+    bool named = std::find(options.fit.begin(), options.fit.end(), c.name) != options.fit.end();
+    (named ? fit_cases : held_out).push_back(c);
+  }
+  for (const std::string& name : options.fit)
+    if (std::none_of(cases.begin(), cases.end(), [&](const ValidationCase& c) { return c.name == name; }))
+      throw SpecError("--fit: no case '" + name + "' among the cases given");
+  EfficiencyFit fit = fit_efficiencies(fit_cases);
+  double held_out_error = 0;
+  for (const ValidationCase& c : with_efficiencies(held_out, fit)) held_out_error += std::fabs(predict_case(c).error_pct);
+  std::printf("fitted on %zu cases: compute_efficiency %.3f, memory_efficiency %.3f (mean absolute error %.1f%% on them",
+              fit_cases.size(), fit.compute_efficiency, fit.memory_efficiency, fit.mean_abs_error_pct);
+  if (!held_out.empty()) std::printf(", %.1f%% on the %zu others", held_out_error / held_out.size(), held_out.size());
+  std::printf(")\n\n");
+  return with_efficiencies(cases, fit);
+}
 
 void run(const ValidateOptions& options) {
   DiskSource disk;
   SpecStore store(disk, embedded_presets());
   std::vector<ValidationCase> cases = load_validation_cases(options.paths, store, disk);
+  if (!options.fit.empty()) cases = fitted(options, cases);
   std::vector<ValidationResult> results;
   for (const ValidationCase& c : cases) results.push_back(predict_case(c));
   std::cout << validation_text(results, options.quiet);
@@ -50,6 +78,10 @@ void add_validate_command(CLI::App& app) {
       ->type_name("PCT")
       ->check(CLI::NonNegativeNumber);
   command->add_flag("--quiet,-q", options->quiet, "print only each set's summary");
+  command->add_option("--fit", options->fit,
+                      "fit the node type's compute and memory efficiencies to these cases (comma-separated names), "
+                      "then predict every case with them: the others measure the fit on runs it has not seen")
+      ->delimiter(',')->type_name("CASE,...");
   command->callback([options] { run(*options); });
 }
 

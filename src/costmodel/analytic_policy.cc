@@ -95,14 +95,26 @@ double unit_activation_bytes(const ModelSpec& m, const LayerUnit& unit, int tp, 
   return 0;
 }
 
-double AnalyticPolicy::bytes_per_param(int zero_stage, int dp) {
-  // Mixed-precision Adam: 2 (bf16 weights) + 4 (fp32 gradients) + 12 (fp32 master, m, v).
+double AnalyticPolicy::bytes_per_param(int zero_stage, int dp, const std::string& dtype) {
+  // Megatron-LM's table (docs/source/api-guide/distrib_optimizer.md), mixed-precision Adam:
+  // bf16 (and fp32-gradient) training keeps 2 (bf16 weights) + 4 (fp32 gradients) + 12 (fp32
+  // master weights and moments) = 18; fp16 training 2 (weights) + 2 (fp16 gradients) + 16
+  // (fp32 master weights and gradients, moments) = 20. ZeRO-1 (the distributed optimizer)
+  // shards the optimizer's part over dp, ZeRO-2 the gradients too, ZeRO-3 everything.
+  const bool fp16 = dtype == "fp16";
+  const double weights = 2, gradients = fp16 ? 2 : 4, optimizer = fp16 ? 16 : 12;
   switch (zero_stage) {
-    case 0: return 18;
-    case 1: return 6 + 12.0 / dp;
-    case 2: return 2 + 16.0 / dp;
-    default: return 18.0 / dp;
+    case 0: return weights + gradients + optimizer;
+    case 1: return weights + gradients + optimizer / dp;
+    case 2: return weights + (gradients + optimizer) / dp;
+    default: return (weights + gradients + optimizer) / dp;
   }
+}
+
+double AnalyticPolicy::gradient_bytes(const std::string& dtype) {
+  // Megatron-LM reduces gradients in the training precision for fp16 (its grad buffer is
+  // params_dtype unless --accumulate-allreduce-grads-in-fp32) and in fp32 for bf16 (forced).
+  return dtype == "fp16" ? 2 : 4;
 }
 
 std::vector<int> AnalyticPolicy::stage_node_types(const PlanContext& ctx) const {
@@ -174,9 +186,10 @@ std::vector<double> AnalyticPolicy::dp_allreduce_s(const PlanContext& ctx, const
   std::vector<double> costs;
   for (int s = 0; s < k.pp; ++s) {
     double params = stage_params(ctx, partition, s);
-    // ZeRO 0: all-reduce of fp32 gradients. ZeRO 1-2: reduce-scatter of them and all-gather of
-    // the updated bf16 weights; ZeRO 3: the reduce-scatter only (weights gathered per pass).
-    double ring = ring_allreduce_s(ctx, s, 4 * params);
+    // ZeRO 0: all-reduce of the gradients (gradient_bytes). ZeRO 1-2: reduce-scatter of them and
+    // all-gather of the updated 16-bit weights; ZeRO 3: the reduce-scatter only (weights
+    // gathered per pass).
+    double ring = ring_allreduce_s(ctx, s, gradient_bytes(ctx.model->dtype) * params);
     if (k.zero_stage == 1 || k.zero_stage == 2) ring = ring / 2 + ring_allreduce_s(ctx, s, 2 * params) / 2;
     if (k.zero_stage == 3) ring /= 2;
     if (options_.overlap_dp_allreduce) ring = std::max(0.0, ring - timings[s].backward_s);
@@ -212,7 +225,7 @@ std::optional<MemoryModel> AnalyticPolicy::memory_model(const PlanContext& ctx) 
   }
   for (int s = 0; s < k.pp; ++s) {
     const double samples = ctx.stage_mbs(s);
-    model.bytes_per_param.push_back(bytes_per_param(k.zero_stage, ctx.stage_dp(s)));
+    model.bytes_per_param.push_back(bytes_per_param(k.zero_stage, ctx.stage_dp(s), m.dtype));
     model.in_flight.push_back(std::min(k.pp - s, ctx.num_microbatches) * samples);
     model.fixed_bytes.push_back(kReservedBytes + working_layer * samples);
     double memory_gib = std::numeric_limits<double>::infinity();
@@ -227,7 +240,7 @@ std::vector<StageMemory> AnalyticPolicy::stage_memory(const PlanContext& ctx, co
   const MemoryModel& model = *ctx.partition_memory;
   std::vector<StageMemory> stages;
   for (int s = 0, first = 0; s < ctx.pp(); first += partition[s], ++s) {
-    const double zero3_per_param = bytes_per_param(3, ctx.stage_dp(s));
+    const double zero3_per_param = bytes_per_param(3, ctx.stage_dp(s), ctx.model->dtype);
     StageMemory mem;
     int end = first + partition[s];
     mem.gib = model.stage_bytes(s, first, end) / kGib;

@@ -19,9 +19,9 @@ struct AnalyticOptions {
 ///   the slowest link of its ring (2(d-1)/d x bytes / bandwidth + 2(d-1) latencies), exposed
 ///   only past the last backward pass when it overlaps; tied embeddings add an all-reduce
 ///   between the first and last stage;
-/// - memory per GPU: Megatron's 18 bytes a parameter with mixed-precision Adam (2 weights, 4
-///   fp32 gradients, 12 fp32 master weights and moments), ZeRO-1 sharding the 12, ZeRO-2 the
-///   16, ZeRO-3 all 18 over dp; activations per Korthikanti et al. for the micro-batches a 1F1B
+/// - memory per GPU: Megatron's bytes a parameter with mixed-precision Adam (18 for bf16, 20 for
+///   fp16; bytes_per_param), ZeRO-1 sharding the optimizer's, ZeRO-2 the gradients' too,
+///   ZeRO-3 all over dp; activations per Korthikanti et al. for the micro-batches a 1F1B
 ///   stage holds (min(pp - stage, m)), only each layer's input with full recomputation;
 /// - ZeRO-3 gathers each stage's parameters before every forward and backward pass; full
 ///   recomputation repeats the forward inside the backward pass.
@@ -39,9 +39,11 @@ class AnalyticPolicy : public CostPolicy {
   MemoryVerdict memory_verdict(const std::vector<StageMemory>& stages) const override;
   std::optional<MemoryModel> memory_model(const PlanContext& ctx) const override;
 
-  /// Bytes a parameter costs on one GPU: weights, gradients and optimizer state, the parts
-  /// ZeRO stage `zero_stage` shards over `dp` divided by it.
-  static double bytes_per_param(int zero_stage, int dp);
+  /// Bytes a parameter costs on one GPU when training in `dtype`: weights, gradients and
+  /// optimizer state, the parts ZeRO stage `zero_stage` shards over `dp` divided by it.
+  static double bytes_per_param(int zero_stage, int dp, const std::string& dtype = "bf16");
+  /// Bytes a gradient all-reduce moves per parameter when training in `dtype`.
+  static double gradient_bytes(const std::string& dtype);
 
  private:
   /// The ring all-reduce of stage `stage` over `bytes`, before any overlap.

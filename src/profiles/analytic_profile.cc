@@ -1,5 +1,6 @@
 #include "profiles/analytic_profile.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -12,8 +13,6 @@ namespace {
 // forward pass, and of the few of an embedding or a head.
 constexpr double kLayerOverheadS = 60e-6;
 constexpr double kSmallUnitOverheadS = 15e-6;
-// Element-wise kernels reach about this share of memory bandwidth.
-constexpr double kMemoryEfficiency = 0.7;
 
 double bytes_per_element(const std::string& dtype) {
   if (dtype == "fp32") return 4;
@@ -41,7 +40,8 @@ LayerWork forward_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mb
     case LayerRole::kPostProcess:
       // Final norm, the output head's GEMM over the vocabulary shard, softmax and loss.
       w.gemm_flops = 2 * tokens * h * v / t;
-      w.memory_bytes = (4 * tokens * h + 3 * tokens * v / t + h * v / t) * bytes;
+      w.weight_bytes = h * v / t * bytes;
+      w.memory_bytes = (4 * tokens * h + 3 * tokens * v / t) * bytes;
       w.kernel_overhead_s = kSmallUnitOverheadS;
       break;
     case LayerRole::kTransformer: {
@@ -51,17 +51,26 @@ LayerWork forward_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mb
       double mlp = (m.activation == Activation::kSwiglu ? 3 : 2) * 2 * tokens * h * f;
       double flops = qkv + scores + projection + mlp;
       double weights = h * (h + 2 * h * kv_share) + h * h + (m.activation == Activation::kSwiglu ? 3 : 2) * h * f;
-      // Element-wise traffic: two norms, two residual adds, dropouts, the activation over the
-      // MLP width; each reads and writes. Fused attention (FlashAttention, as training and
-      // the profiler run it) keeps the score matrix on chip: no traffic for it.
-      double elementwise = 16 * tokens * h + 4 * tokens * f / t;
+      // Element-wise traffic, in elements, as Megatron-LM's fused kernels move them: each norm
+      // reads and writes its input (2 x 2 sbh); each bias-dropout-add reads the projection and
+      // the residual and writes the sum and a one-byte mask (2 x 3.5 sbh); bias-GeLU (or SwiGLU's
+      // product) reads and writes the MLP's width (2 sbf/t). Fused attention (FlashAttention,
+      // as training and the profiler run it) keeps the score matrix on chip: no traffic for it.
+      double elementwise = 11 * tokens * h + 2 * tokens * f / t;
+      // Unfused attention (Megatron-LM 2021) writes the heads/t x s x s scores of each sample and
+      // reads them back: QK^T writes them, the fused scale-mask-softmax reads and writes them,
+      // dropout reads them and writes them and a one-byte mask, attention x V reads them: 6.5
+      // passes of 2-byte elements.
+      const double score_elements = b * m.heads / t * s * s;
+      if (!m.flash_attention) elementwise += 6.5 * score_elements;
       if (unit.cross_attention) {
         flops += 2 * tokens * h * h + 2 * tokens * h * 2 * h * kv_share + scores + projection;
         weights += 2 * h * h + 2 * h * h * kv_share;
-        elementwise += 8 * tokens * h;
+        elementwise += 8 * tokens * h + (m.flash_attention ? 0 : 6.5 * score_elements);
       }
       w.gemm_flops = flops / t;
-      w.memory_bytes = (elementwise + weights / t) * bytes;
+      w.weight_bytes = weights / t * bytes;
+      w.memory_bytes = elementwise * bytes;
       w.kernel_overhead_s = kLayerOverheadS;
       w.allreduces = tp > 1 ? (unit.cross_attention ? 3 : 2) : 0;  // after attention(s) and MLP
       w.allreduce_bytes = tokens * h * bytes;
@@ -79,13 +88,18 @@ double roofline_time_s(const LayerWork& work, const NodeType& node, const std::s
                     "'s dense " + dtype + " TFLOP/s or train the model in a precision it lists");
   double allreduce_s = 0;
   if (work.allreduces > 0 && work.tp > 1) {
-    double t = work.tp;
-    allreduce_s = work.allreduces * (2 * (t - 1) * node.intra_node_latency_s +
-                                     2 * (t - 1) / t * 8 * work.allreduce_bytes / node.intra_node_bandwidth_bits_per_s);
+    const double t = work.tp;
+    // Within a node the ring runs on NVLink; a tp group larger than a node crosses the network,
+    // whose bandwidth the node's GPUs share.
+    const bool inside = work.tp <= node.gpus_per_node;
+    const double latency_s = inside ? node.intra_node_latency_s : node.inter_node_latency_s;
+    const double bits_per_s =
+        inside ? node.intra_node_bandwidth_bits_per_s : node.inter_node_bandwidth_bits_per_s / node.gpus_per_node;
+    allreduce_s = work.allreduces * (2 * (t - 1) * latency_s + 2 * (t - 1) / t * 8 * work.allreduce_bytes / bits_per_s);
   }
-  return work.gemm_flops / (peak->second * 1e12 * efficiency) +
-         work.memory_bytes / (node.memory_bandwidth_bytes_per_s * kMemoryEfficiency) + work.kernel_overhead_s +
-         allreduce_s;
+  const double bandwidth = node.memory_bandwidth_bytes_per_s * node.memory_efficiency;
+  const double gemm_s = std::max(work.gemm_flops / (peak->second * 1e12 * efficiency), work.weight_bytes / bandwidth);
+  return gemm_s + work.memory_bytes / bandwidth + work.kernel_overhead_s + allreduce_s;
 }
 
 ProfileSpec analytic_profile(const ModelSpec& model, const NodeType& node, const std::vector<int>& tps,

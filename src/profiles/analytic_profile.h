@@ -12,7 +12,8 @@ namespace fasop {
 /// The work of one forward pass of one pipeline unit on one GPU (its 1/tp share).
 struct LayerWork {
   double gemm_flops = 0;        ///< matrix multiplications: run at the GPU's peak x efficiency
-  double memory_bytes = 0;      ///< element-wise traffic and weight reads: run at memory bandwidth
+  double weight_bytes = 0;      ///< the GEMMs' weights, read while they compute (the slower of the two counts)
+  double memory_bytes = 0;      ///< element-wise traffic (norms, activations, dropouts, unfused scores)
   double kernel_overhead_s = 0; ///< launches and small kernels, independent of size
   int tp = 1;                   ///< the tensor-parallel group the all-reduces span
   int allreduces = 0;           ///< tensor-parallel all-reduces of the activations (Megatron: 2 a layer)
@@ -23,8 +24,10 @@ struct LayerWork {
 /// tensor-parallel degree `tp` (Megatron-style sharding: attention heads and MLP columns split).
 LayerWork forward_work(const ModelSpec& model, const LayerUnit& unit, int tp, int mbs);
 
-/// Seconds of `work` on a GPU of `node` at `efficiency` (share of dense peak for GEMMs), its
-/// all-reduces as rings inside the node (alpha-beta: 2(t-1) latencies, 2(t-1)/t x bytes).
+/// Seconds of `work` on a GPU of `node` at `efficiency` (share of dense peak for GEMMs): the
+/// GEMMs at the slower of compute and weight reads, element-wise traffic at memory bandwidth,
+/// launches, and the all-reduces as rings (alpha-beta: 2(t-1) latencies, 2(t-1)/t x bytes) on the
+/// link tp crosses: inside the node while tp fits in it, else the network.
 double roofline_time_s(const LayerWork& work, const NodeType& node, const std::string& dtype, double efficiency);
 
 /// A profile of `model` on `node`'s GPU from forward_work and roofline_time_s: forward seconds

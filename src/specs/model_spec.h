@@ -47,6 +47,10 @@ struct ModelSpec {
   Norm norm = Norm::kLayerNorm;
   bool tied_embeddings = true;  ///< the output head shares the input embedding's weights
   ModelFamily family = ModelFamily::kGpt2;  ///< module names for schedules (field `family`)
+  /// Fused attention (FlashAttention: the score matrix stays on chip) or Megatron-LM's 2021
+  /// unfused kernels, which write the b x heads x s x s scores and read them back (field
+  /// `attention: flash|unfused`).
+  bool flash_attention = true;
   double train_steps = 0;       ///< steps of a full training run, to price it (0: not given)
   std::vector<LayerUnit> units;
   std::map<std::string, std::string> default_clusters;  ///< "homogeneous"/"heterogeneous"/"pareto" -> preset

@@ -53,6 +53,12 @@ void parse_model_dims(const Field& root, ModelSpec& model) {
     else root.child("norm").fail("unknown norm '" + norm + "'; use layernorm or rmsnorm");
   }
   if (root.child("tied_embeddings").present()) model.tied_embeddings = root.child("tied_embeddings").as<bool>("true or false");
+  if (root.child("attention").present()) {
+    std::string attention = root.child("attention").text();
+    if (attention != "flash" && attention != "unfused")
+      root.child("attention").fail("unknown attention '" + attention + "'; use flash or unfused");
+    model.flash_attention = attention == "flash";
+  }
   if (root.child("family").present()) {
     std::string family = root.child("family").text();
     if (family == "gpt2") model.family = ModelFamily::kGpt2;
@@ -129,6 +135,10 @@ NodeType parse_node_type(const Field& entry) {
   if (entry.child("compute_efficiency").present()) {
     type.compute_efficiency = entry.child("compute_efficiency").positive_double();
     if (type.compute_efficiency > 1) entry.child("compute_efficiency").fail("is a share of peak: at most 1");
+  }
+  if (entry.child("memory_efficiency").present()) {
+    type.memory_efficiency = entry.child("memory_efficiency").positive_double();
+    if (type.memory_efficiency > 1) entry.child("memory_efficiency").fail("is a share of bandwidth: at most 1");
   }
   if (entry.child("intra_node_latency_s").present())
     type.intra_node_latency_s = entry.child("intra_node_latency_s").non_negative_double();

@@ -61,7 +61,7 @@ void parse_model_field(const Field& field, const SpecStore& store, ValidationCas
     return;
   }
   reject_unknown_keys(field, {"hidden", "heads", "layers", "ffn_hidden", "kv_heads", "sequence", "vocab", "activation",
-                              "norm", "tied_embeddings", "family", "dtype", "precision_bits"});
+                              "norm", "tied_embeddings", "family", "dtype", "precision_bits", "attention"});
   c.model_ref = "inline";
   ModelSpec& model = c.model;
   model.source = c.file;
