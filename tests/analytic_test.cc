@@ -145,10 +145,11 @@ TEST_CASE("memory per GPU follows the hand calculation", "[analytic][memory]") {
   // tp 2 halves the matrices, not the norms.
   CHECK(unit_params(l.model, l.model.units[1], 2) == (4 * 4096.0 * 4096 + 3 * 4096.0 * 11008) / 2 + 2 * 4096);
   // Activations of one layer, one sequence of 4096 tokens, tp 1 (Korthikanti et al. with a
-  // SwiGLU MLP): sbh(10 + 8) + 5as^2b + 6sbf; with recomputation only the input, 2sbh.
+  // SwiGLU MLP and fused attention, which keeps no score matrix): sbh(10 + 8) + 6sbf; with
+  // recomputation only the input, 2sbh.
   const double s = 4096, h = 4096, a = 32, f = 11008;
-  CHECK(unit_activation_bytes(l.model, l.model.units[1], 1, 1, false) == s * h * 18 + 5 * a * s * s + 6 * s * f);
-  CHECK(unit_activation_bytes(l.model, l.model.units[1], 1, 1, true) == 2 * s * h);
+  CHECK(unit_activation_bytes(l.model, l.model.units[1], 1, 1, {}) == s * h * 18 + 6 * s * f);
+  CHECK(unit_activation_bytes(l.model, l.model.units[1], 1, 1, {true, false, false}) == 2 * s * h);
   // One stage on 8 GPUs (dp 8), ZeRO-3, recomputation: the estimate's GiB is the sum.
   {
     PlanKey key{1, 1, 8, 1, {0}};
@@ -165,13 +166,101 @@ TEST_CASE("memory per GPU follows the hand calculation", "[analytic][memory]") {
     // input (2sbh each) and fp32 logits (4 s v); one layer's full activations while recomputed;
     // 1 GiB reserved for the CUDA context and NCCL.
     double activations = 34 * 2 * s * h + 4 * s * 32000;
-    double working = s * h * 18 + 5 * a * s * s + 6 * s * f;
+    double working = s * h * 18 + 6 * s * f;
     double reserved = 1024.0 * 1024 * 1024;
     double expected = (by_hand * 2.25 + activations + working + reserved) / (1024.0 * 1024 * 1024);
     CHECK(memory[0].gib == Approx(expected).epsilon(1e-12));
     CHECK(memory[0].limit_gib == 80);
     CHECK_FALSE(policy.memory_verdict(memory).is_oom);
   }
+}
+
+TEST_CASE("activations per layer follow Korthikanti et al. 2022, Table 2, in every mode", "[analytic][memory]") {
+  // GPT-3 175B's layer (h 12288, a 96, s 2048, 4h GELU MLP, unfused attention as in the paper),
+  // micro-batch 1, t = 8. The paper, in bytes per layer: no parallelism sbh(34 + 5as/h); tensor
+  // parallel sbh(10 + 24/t + 5as/(ht)); + sequence parallel sbh(34/t + 5as/(ht)); tensor
+  // parallel + selective recomputation sbh(10 + 24/t); + sequence parallel sbh(34/t); full
+  // recomputation 2sbh (2sbh/t with sequence parallelism).
+  PresetSpecs g("gpt2xl", "aws-a100-80g");
+  ModelSpec m = g.model;
+  m.hidden = 12288;
+  m.heads = m.kv_heads = 96;
+  m.ffn_hidden = 4 * 12288;
+  m.sequence = 2048;
+  m.flash_attention = false;
+  const LayerUnit& layer = m.units[1];
+  const double s = 2048, b = 1, h = 12288, a = 96, t = 8, sbh = s * b * h;
+  auto bytes = [&](int tp, bool full, bool selective, bool sp) {
+    return unit_activation_bytes(m, layer, tp, 1, ActivationMode{full, selective, sp});
+  };
+  CHECK(bytes(1, false, false, false) == Approx(sbh * (34 + 5 * a * s / h)).epsilon(1e-12));
+  CHECK(bytes(8, false, false, false) == Approx(sbh * (10 + 24 / t + 5 * a * s / (h * t))).epsilon(1e-12));
+  CHECK(bytes(8, false, false, true) == Approx(sbh * (34 / t + 5 * a * s / (h * t))).epsilon(1e-12));
+  CHECK(bytes(8, false, true, false) == Approx(sbh * (10 + 24 / t)).epsilon(1e-12));
+  CHECK(bytes(8, false, true, true) == Approx(sbh * 34 / t).epsilon(1e-12));
+  CHECK(bytes(8, true, false, false) == 2 * sbh);
+  CHECK(bytes(8, true, false, true) == 2 * sbh / t);
+  // The paper's headline: about 5x less than tensor parallelism alone with both, here
+  // (34/8) / (10 + 3 + 5 x 96 x 2048 / (12288 x 8)) = 4.25 / 23 = 0.185.
+  CHECK(bytes(8, false, true, true) / bytes(8, false, false, false) == Approx(4.25 / 23.0).epsilon(1e-12));
+}
+
+TEST_CASE("the distributed optimizer's bytes per parameter are Megatron-LM's", "[analytic][memory]") {
+  // Megatron-LM docs (distrib_optimizer.md): fp16 parameters and gradients 20 bytes, 4 + 16/d
+  // with the distributed optimizer (ZeRO-1); bf16 parameters with fp32 gradients 18, 6 + 12/d.
+  for (int d : {1, 2, 8, 64}) {
+    CHECK(AnalyticPolicy::bytes_per_param(0, d, "fp16") == 20.0);
+    CHECK(AnalyticPolicy::bytes_per_param(1, d, "fp16") == 4 + 16.0 / d);
+    CHECK(AnalyticPolicy::bytes_per_param(0, d, "bf16") == 18.0);
+    CHECK(AnalyticPolicy::bytes_per_param(1, d, "bf16") == 6 + 12.0 / d);
+  }
+  CHECK(AnalyticPolicy::gradient_bytes("fp16") == 2);  // Megatron reduces fp16 gradients as fp16
+  CHECK(AnalyticPolicy::gradient_bytes("bf16") == 4);  // and bf16 ones in fp32
+}
+
+TEST_CASE("the interleaved schedule's bubble is (pp - 1) / (v m)", "[analytic][pipeline]") {
+  // 4 equal stages, 1 s forward and 2 s backward a micro-batch, no sends, m = 8 micro-batches:
+  // 1F1B takes (m + pp - 1) x 3 s = 33 s; with v = 2 chunks a rank (m + (pp - 1) / v) x 3 s =
+  // 28.5 s, a bubble of 4.5 s over the 24 s of work: (pp - 1) / (v m) = 3 / 16.
+  PresetSpecs g("gpt2xl", "aws-a100-80g");
+  PlanKey key{1, 1, 1, 4, {0}};
+  PlanContext ctx;
+  ctx.model = &g.model;
+  ctx.key = key;
+  ctx.num_microbatches = 8;
+  std::vector<StageTiming> stages(4, StageTiming{1.0, 2.0, 0, 0});
+  AnalyticPolicy policy;
+  CHECK(policy.pipeline(ctx, stages).pipeline_s == Approx(33.0));
+  for (int v : {2, 4}) {
+    ctx.key.virtual_stages = v;
+    const double total = policy.pipeline(ctx, stages).pipeline_s, work = 8 * 3.0;
+    CHECK((total - work) / work == Approx(3.0 / (v * 8)).epsilon(1e-12));
+  }
+  // Each micro-batch crosses v boundaries a rank: sends count v times.
+  ctx.key.virtual_stages = 2;
+  std::vector<StageTiming> sending(4, StageTiming{1.0, 2.0, 0.1, 0.1});
+  CHECK(policy.pipeline(ctx, sending).pipeline_s == Approx((8 + 1.5) * (3.0 + 2 * 0.2)));
+}
+
+TEST_CASE("a GPT model's FLOPs a step are Megatron-LM's closed form", "[analytic][profile]") {
+  // Narayanan et al. 2021, eq. 3, with full recomputation (forward, backward twice the forward,
+  // forward again): F = 96 B s l h^2 (1 + s / (6h) + V / (16 l h)). The head runs forward and
+  // backward only (3 x its 2BshV), as the formula counts it. GPT-3 1.7B of the A100 set: l 24,
+  // h 2304, s 2048, V 51200, B 512.
+  PresetSpecs g("gpt2xl", "aws-a100-80g");
+  ModelSpec m = g.model;
+  m.hidden = 2304;
+  m.heads = m.kv_heads = 24;
+  m.ffn_hidden = 4 * 2304;
+  m.sequence = 2048;
+  m.vocab = 51200;
+  const double B = 512, s = 2048, l = 24, h = 2304, V = 51200;
+  double flops = 0;
+  for (const LayerUnit& u : m.units) {
+    if (u.role == LayerRole::kTransformer) flops += 4 * l / 48 * forward_work(m, u, 1, 1).gemm_flops * B;
+    if (u.role == LayerRole::kPostProcess) flops += 3 * forward_work(m, u, 1, 1).gemm_flops * B;
+  }
+  CHECK(flops == Approx(96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))).epsilon(1e-12));
 }
 
 TEST_CASE("analytic layer work counts the FLOPs by hand", "[analytic][profile]") {

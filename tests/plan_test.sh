@@ -25,7 +25,7 @@ cmp -s <(sed 's/"cluster": "[^"]*"//' again.json) <(sed 's/"cluster": "[^"]*"//'
 "$bin" estimate --plan plans/best.yaml | grep -q "note: the estimate differs" && fail "round trip reports a change" || ok
 
 # The analytic policy, --fix and --rank: plan 2 of a search restricted to tp 2, pp 4, no
-# recomputation, ZeRO-1: micro-batch 2 (32 micro-batches of 1,024 over dp 16), partition [6, 7, 10, 11].
+# recomputation, ZeRO-1: micro-batch 2 (32 micro-batches of 1,024 over dp 16), partition [9, 8, 8, 9].
 "$bin" search --model llama2-7b --cluster aws-h100 --fix tp=2,pp=4,recompute=none,zero=1 --out-dir logs \
   --save-plan plans/llama.yaml --rank 2 --quiet > fix.out || fail "search --fix: $(tail -3 fix.out)"
 grep -q "^tp: 2$" plans/llama.yaml && grep -q "^pp: 4$" plans/llama.yaml && grep -q "^recompute: none$" plans/llama.yaml &&
@@ -41,22 +41,22 @@ boxes=$(grep -c 'fill="#4c78a8"\|fill="#54a24b"' llama.svg)
 sends=$(grep -c 'fill="#f58518"\|fill="#b279a2"' llama.svg)
 [ "$sends" -eq 192 ] && ok || fail "timeline has $sends sends, expected 3 x 32 x 2 = 192"
 
-# Schedules of the llama plan (partition [6, 7, 10, 11]: embedding + layers 0-4 | 5-11 | 12-21 |
-# 22-31 + head).
-grep -q "^micro_batch: 2$" plans/llama.yaml && grep -q "^partition: \[6, 7, 10, 11\]" plans/llama.yaml && ok ||
-  fail "llama plan 2 is not mbs 2 with [6, 7, 10, 11]"
+# Schedules of the llama plan (partition [9, 8, 8, 9]: embedding + layers 0-7 | 8-15 | 16-23 |
+# 24-31 + head).
+grep -q "^micro_batch: 2$" plans/llama.yaml && grep -q "^partition: \[9, 8, 8, 9\]" plans/llama.yaml && ok ||
+  fail "llama plan 2 is not mbs 2 with [9, 8, 8, 9]"
 "$bin" schedule --plan plans/llama.yaml --format megatron -o megatron.sh > /dev/null || fail "schedule megatron"
-grep -qx -- "--pipeline-model-parallel-layout 'Et\*5|t\*7|t\*10|t\*10L'" megatron.sh && ok || fail "megatron layout: $(tail -1 megatron.sh)"
+grep -qx -- "--pipeline-model-parallel-layout 'Et\*8|t\*8|t\*8|t\*8L'" megatron.sh && ok || fail "megatron layout: $(tail -1 megatron.sh)"
 grep -q -- "--tensor-model-parallel-size 2 " megatron.sh && grep -q -- "--use-distributed-optimizer" megatron.sh && ok ||
   fail "megatron arguments: $(cat megatron.sh)"
 "$bin" schedule --plan plans/llama.yaml --format deepspeed -o ds.json > /dev/null || fail "schedule deepspeed"
-python3 -c 'import json, sys; c = json.load(open("ds.json")); sys.exit(not (c["gradient_accumulation_steps"] == 32 and c["pipeline"]["parts"] == [0, 6, 13, 23, 34]))' &&
+python3 -c 'import json, sys; c = json.load(open("ds.json")); sys.exit(not (c["gradient_accumulation_steps"] == 32 and c["pipeline"]["parts"] == [0, 9, 17, 25, 34]))' &&
   ok || fail "deepspeed config: $(cat ds.json)"
 for format in slapo atorch; do
   "$bin" schedule --plan plans/llama.yaml --format $format -o $format.py > /dev/null && python3 -m py_compile $format.py && ok ||
     fail "schedule $format is not valid Python"
 done
-grep -q 'PIPELINE_CUTS = \["model.layers.4", "model.layers.11", "model.layers.21"\]' slapo.py && ok || fail "slapo cuts: $(grep PIPELINE_CUTS slapo.py)"
+grep -q 'PIPELINE_CUTS = \["model.layers.7", "model.layers.15", "model.layers.23"\]' slapo.py && ok || fail "slapo cuts: $(grep PIPELINE_CUTS slapo.py)"
 "$bin" schedule --plan plans/llama.yaml --format slapo > stdout.py && cmp -s stdout.py slapo.py && ok || fail "schedule to stdout differs"
 expect_error "flavor without megatron" "--megatron-flavor" schedule --plan plans/llama.yaml --format slapo --megatron-flavor fasop
 expect_error "FASOP's fork cannot run LLaMA" "swiglu" schedule --plan plans/llama.yaml --format megatron --megatron-flavor fasop

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "costmodel/fasop_policy.h"
+#include "costmodel/pipeline_1f1b.h"
 
 namespace fasop {
 namespace {
@@ -76,20 +77,32 @@ double unit_params(const ModelSpec& m, const LayerUnit& unit, int tp) {
   return 0;
 }
 
-double unit_activation_bytes(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs, bool recompute) {
+ActivationMode activation_mode(const PlanKey& key) {
+  return {key.recompute, key.selective_recompute && !key.recompute, key.sequence_parallel && key.tp > 1};
+}
+
+double unit_activation_bytes(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs, const ActivationMode& mode) {
   const double s = m.sequence, b = mbs, h = m.hidden, a = m.heads, f = m.ffn_hidden, v = m.vocab, t = tp;
+  // Sequence parallelism splits the sequence of what tensor parallelism replicates.
+  const double sp = mode.sequence_parallel ? t : 1;
   switch (unit.role) {
     case LayerRole::kEmbedding:
-      return 2 * s * b * h;
+      return 2 * s * b * h / sp;
     case LayerRole::kPostProcess:
-      return 2 * s * b * h + 4 * s * b * v / t;  // norm input and fp32 logits for the loss
+      return 2 * s * b * h / sp + 4 * s * b * v / t;  // norm input and fp32 logits for the loss
     case LayerRole::kTransformer: {
-      if (recompute) return 2 * s * b * h;  // the layer's input; the rest is recomputed
-      // Korthikanti et al.: sbh(10 + 24/t) + 5as^2b/t for a 4h GELU MLP; the MLP's share
-      // 16sbh/t generalises to 4sbf/t (GELU) or 6sbf/t (SwiGLU's gate, up and product).
-      double mlp = (m.activation == Activation::kSwiglu ? 6 : 4) * s * b * f / t;
-      double bytes = s * b * h * (10 + 8 / t) + 5 * a * s * s * b / t + mlp;
-      return unit.cross_attention ? bytes + s * b * h * (10 + 8 / t) + 5 * a * s * s * b / t : bytes;
+      if (mode.full_recompute) return 2 * s * b * h / sp;  // the layer's input; the rest is recomputed
+      // Korthikanti et al. 2022, per layer: sbh(10 + 24/t) + 5as^2b/t bytes with tp, the 10
+      // (norm inputs, dropout masks and outputs) divided by t too with sequence parallelism,
+      // the 5as^2b/t (softmax output, dropout mask and output) dropped by selective
+      // recomputation, and never stored by fused attention. Of the 24/t, the MLP's 16sbh/t
+      // generalises to 4sbf/t (GELU) or 6sbf/t (SwiGLU's gate, up and product).
+      const double replicated = 10 * s * b * h / sp;
+      const double attention = 8 * s * b * h / t;
+      const double scores = m.flash_attention || mode.selective ? 0 : 5 * a * s * s * b / t;
+      const double mlp = (m.activation == Activation::kSwiglu ? 6 : 4) * s * b * f / t;
+      const double bytes = replicated + attention + scores + mlp;
+      return unit.cross_attention ? bytes + replicated + attention + scores : bytes;
     }
   }
   return 0;
@@ -165,6 +178,12 @@ std::vector<StageTiming> AnalyticPolicy::stage_timings(const PlanContext& ctx, c
     first += partition[s];
     stages[s].forward_s = compute / 3;
     stages[s].backward_s = 2 * compute / 3 + (k.recompute ? compute / 3 : 0);
+    // Selective recomputation repeats attention's core (QK^T, softmax, x V) in the backward
+    // pass: its share of the layer's FLOPs, s / (6h + s).
+    if (activation_mode(k).selective) {
+      const double s_len = ctx.model->sequence, h = ctx.model->hidden;
+      stages[s].backward_s += compute / 3 * s_len / (6 * h + s_len);
+    }
     if (k.zero_stage == 3 && ctx.stage_dp(s) > 1) {
       // Each pass first gathers the stage's bf16 parameters: half a ring all-reduce.
       double gather = ring_allreduce_s(ctx, s, 2 * stage_params(ctx, partition, s)) / 2;
@@ -175,6 +194,19 @@ std::vector<StageTiming> AnalyticPolicy::stage_timings(const PlanContext& ctx, c
     if (s > 0) stages[s].backward_send_s = ctx.boundary_send_s[s - 1];
   }
   return stages;
+}
+
+PipelineResult AnalyticPolicy::pipeline(const PlanContext& ctx, const std::vector<StageTiming>& stages) const {
+  const int v = ctx.key.virtual_stages, pp = static_cast<int>(stages.size());
+  if (v <= 1 || pp == 1) return simulate_1f1b(stages, ctx.num_microbatches);
+  // Interleaved 1F1B (Narayanan et al. 2021, section 2.2.2): each rank runs v chunks of its
+  // share, so the fill and drain take (pp - 1) / v of a micro-batch's time on a rank, and each
+  // micro-batch crosses v boundaries a rank instead of one. Every rank ends together.
+  double slowest = 0;
+  for (const StageTiming& t : stages)
+    slowest = std::max(slowest, t.forward_s + t.backward_s + v * (t.forward_send_s + t.backward_send_s));
+  const double total = (ctx.num_microbatches + double(pp - 1) / v) * slowest;
+  return {total, std::vector<double>(pp, total)};
 }
 
 std::vector<double> AnalyticPolicy::dp_allreduce_s(const PlanContext& ctx, const std::vector<int>& partition,
@@ -220,8 +252,12 @@ std::optional<MemoryModel> AnalyticPolicy::memory_model(const PlanContext& ctx) 
   for (size_t u = 0; u < m.units.size(); ++u) {
     model.params_prefix[u + 1] = model.params_prefix[u] + unit_params(m, m.units[u], k.tp);
     model.activation_prefix[u + 1] =
-        model.activation_prefix[u] + unit_activation_bytes(m, m.units[u], k.tp, 1, k.recompute);
-    if (k.recompute) working_layer = std::max(working_layer, unit_activation_bytes(m, m.units[u], k.tp, 1, false));
+        model.activation_prefix[u] + unit_activation_bytes(m, m.units[u], k.tp, 1, activation_mode(k));
+    if (k.recompute) {
+      ActivationMode recomputing = activation_mode(k);
+      recomputing.full_recompute = false;
+      working_layer = std::max(working_layer, unit_activation_bytes(m, m.units[u], k.tp, 1, recomputing));
+    }
   }
   for (int s = 0; s < k.pp; ++s) {
     const double samples = ctx.stage_mbs(s);

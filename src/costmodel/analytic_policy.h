@@ -32,6 +32,9 @@ class AnalyticPolicy : public CostPolicy {
   std::vector<int> stage_node_types(const PlanContext& ctx) const override;
   std::vector<double> boundary_send_s(const PlanContext& ctx) const override;
   std::vector<StageTiming> stage_timings(const PlanContext& ctx, const std::vector<int>& partition) const override;
+  /// 1F1B as simulated; with virtual stages (v > 1) Megatron-LM's interleaved 1F1B: the
+  /// bubble (pp - 1) / v of the slowest rank's micro-batch time, v times the sends.
+  PipelineResult pipeline(const PlanContext& ctx, const std::vector<StageTiming>& stages) const override;
   std::vector<double> dp_allreduce_s(const PlanContext& ctx, const std::vector<int>& partition,
                                      const std::vector<StageTiming>* timings = nullptr) const override;
   double embedding_allreduce_s(const PlanContext& ctx) const override;
@@ -53,9 +56,17 @@ class AnalyticPolicy : public CostPolicy {
 
 /// Parameters of one pipeline unit of `model` on one GPU at tensor-parallel degree `tp`.
 double unit_params(const ModelSpec& model, const LayerUnit& unit, int tp);
+/// How a plan keeps activations: Megatron-LM's recomputation modes and sequence parallelism.
+struct ActivationMode {
+  bool full_recompute = false;     ///< a transformer layer keeps only its input
+  bool selective = false;          ///< attention's softmax and dropout are recomputed, not kept
+  bool sequence_parallel = false;  ///< what tp replicates is split over the sequence
+};
+/// The mode of a plan (selective only without full recomputation, sequence parallelism only
+/// with tp > 1).
+ActivationMode activation_mode(const PlanKey& key);
 /// Activation bytes one micro-batch leaves in one GPU's memory for unit `unit` (Korthikanti
-/// et al. 2022 without sequence parallelism; with `recompute`, a transformer layer keeps
-/// only its input).
-double unit_activation_bytes(const ModelSpec& model, const LayerUnit& unit, int tp, int mbs, bool recompute);
+/// et al. 2022, Table 2, per mode; no score matrix with fused attention).
+double unit_activation_bytes(const ModelSpec& model, const LayerUnit& unit, int tp, int mbs, const ActivationMode& mode);
 
 }  // namespace fasop

@@ -62,6 +62,20 @@ void validate_plan_key(const ModelSpec& model, const ClusterSpec& cluster, const
                     "whole heads: choose a tp that divides both");
   if (key.zero_stage < 0 || key.zero_stage > 3)
     throw SpecError("--zero: ZeRO stage " + str(key.zero_stage) + " does not exist; use 0, 1, 2 or 3");
+  if (key.virtual_stages < 1)
+    throw SpecError("virtual pipeline stages: " + str(key.virtual_stages) + "; use 1 (plain 1F1B) or more");
+  if (key.virtual_stages > 1) {
+    // Megatron-LM's interleaved schedule: v equal model chunks on each of pp ranks, and whole
+    // rounds of pp micro-batches.
+    const int chunks = key.pp * key.virtual_stages, micro_batches = model.global_batch / (key.mbs * key.dp);
+    if (key.pp == 1 || model.num_transformer_layers() % chunks != 0)
+      throw SpecError("virtual pipeline stages " + str(key.virtual_stages) + ": the interleaved schedule needs pp > 1 "
+                      "and pp x v (" + str(chunks) + ") dividing model '" + model.name + "''s " +
+                      str(model.num_transformer_layers()) + " layers");
+    if (micro_batches % key.pp != 0)
+      throw SpecError("virtual pipeline stages " + str(key.virtual_stages) + ": the interleaved schedule needs the " +
+                      str(micro_batches) + " micro-batches a step to be a multiple of pp " + str(key.pp));
+  }
   if (static_cast<int>(key.node_order.size()) != cluster.num_nodes())
     throw SpecError("--placement: names " + str(int(key.node_order.size())) + " nodes but cluster '" +
                     cluster.name + "' has " + str(cluster.num_nodes()));
