@@ -281,6 +281,34 @@ TEST_CASE("analytic layer work counts the FLOPs by hand", "[analytic][profile]")
   CHECK(calibrated_efficiency(l.model, node, measured) == Approx(0.37).epsilon(1e-3));
 }
 
+TEST_CASE("the search space takes Megatron-LM's dimensions where they apply", "[analytic][search]") {
+  // LLaMA-2 7B (32 layers, global batch 1024) on 16 H100 nodes, layouts fixed to tp 2, dp 16,
+  // pp 4, ZeRO 0: mbs in 1, 2, 4, 8, 16, 32, 64 (dividing 1024 / 16 = 64): 7 layouts.
+  PresetSpecs l("llama2-7b", "aws-h100");
+  SearchSpaceOptions space = SearchSpaceOptions::beyond_fasop();
+  space.placements = PlacementKind::kCyclic;
+  space.zero_stages = {0};
+  space.fixed.tp = 2;
+  space.fixed.pp = 4;
+  space.recompute = {RecomputeMode::kNone};
+  REQUIRE(enumerate_plan_keys(l.model, l.cluster, space).size() == 7);
+  // x 3 recomputation modes x 2 (sequence parallel off, on) = 42. Two virtual stages need 32 %
+  // (4 x 2) == 0 (yes) and the 64 / mbs micro-batches a multiple of pp 4: mbs 1, 2, 4, 8 and
+  // 16, not 32 or 64 (2 and 1 micro-batches): 42 + 5 x 6 = 72.
+  space.recompute = {RecomputeMode::kNone, RecomputeMode::kSelective, RecomputeMode::kFull};
+  space.sequence_parallel = {false, true};
+  CHECK(enumerate_plan_keys(l.model, l.cluster, space).size() == 42);
+  space.virtual_stages = {1, 2};
+  std::vector<PlanKey> keys = enumerate_plan_keys(l.model, l.cluster, space);
+  CHECK(keys.size() == 72);
+  for (const PlanKey& k : keys)
+    if (k.virtual_stages == 2) CHECK((64 / k.mbs) % 4 == 0);
+  // Sequence parallelism only where tp splits something.
+  space.fixed.tp = 1;
+  space.fixed.pp = 0;
+  for (const PlanKey& k : enumerate_plan_keys(l.model, l.cluster, space)) CHECK_FALSE(k.sequence_parallel);
+}
+
 TEST_CASE("type-block placements: every order of the node types, no symmetric duplicates", "[analytic][search]") {
   PresetSpecs l("llama2-70b", "mixed-h100-a100-l4");
   std::vector<std::vector<int>> placements = type_block_placements(l.cluster);
@@ -333,7 +361,7 @@ TEST_CASE("per-stage data parallelism: layouts per node type, ranks, micro-batch
   PresetSpecs l("llama2-13b", "mixed-h100-a100-l4");  // 4 nodes each of H100, A100-80G, L4: 32 GPUs a type
   SearchSpaceOptions space = SearchSpaceOptions::beyond_fasop();
   space.zero_stages = {0};
-  space.recompute = {false};
+  space.recompute = {RecomputeMode::kNone};
   space.per_stage_dp = true;
   size_t per_stage = 0;
   for (const PlanKey& k : enumerate_plan_keys(l.model, l.cluster, space)) {

@@ -23,7 +23,9 @@ PlanFile sample_plan() {
   plan.key.dp = 2;
   plan.key.pp = 3;
   plan.key.zero_stage = 1;
-  plan.key.recompute = true;
+  plan.key.selective_recompute = true;
+  plan.key.sequence_parallel = true;
+  plan.key.virtual_stages = 2;
   plan.key.stage_dp = {2, 2, 1};
   plan.node_order = {"g5.24xlarge", "g5.24xlarge", "p4d.24xlarge"};
   plan.partition = {18, 15, 17};
@@ -51,7 +53,9 @@ TEST_CASE("a plan file reads back as it was written, doubles bit for bit", "[pla
   CHECK(back.key.dp == 2);
   CHECK(back.key.pp == 3);
   CHECK(back.key.zero_stage == 1);
-  CHECK(back.key.recompute);
+  CHECK(back.key.recompute_mode() == RecomputeMode::kSelective);
+  CHECK(back.key.sequence_parallel);
+  CHECK(back.key.virtual_stages == 2);
   CHECK(back.key.stage_dp == std::vector<int>{2, 2, 1});
   CHECK(back.node_order == plan.node_order);
   CHECK(back.partition == std::vector<int>{18, 15, 17});

@@ -62,6 +62,21 @@ expect_error "flavor without megatron" "--megatron-flavor" schedule --plan plans
 expect_error "FASOP's fork cannot run LLaMA" "swiglu" schedule --plan plans/llama.yaml --format megatron --megatron-flavor fasop
 expect_error "unknown format" "--format" schedule --plan plans/llama.yaml --format jax
 
+# Megatron-LM's own dimensions, fixed: selective recomputation, sequence parallelism and two
+# virtual stages a rank. The plan keeps them, re-estimates to the same numbers, and only the
+# Megatron-LM emitter writes them (the even partition [9, 8, 8, 9]: 8 layers a stage).
+"$bin" search --model llama2-7b --cluster aws-h100 --fix tp=2,pp=4,sp=on,recompute=selective,vpp=2,zero=1 --out-dir logs \
+  --save-plan plans/megatron.yaml --quiet > /dev/null || fail "search with Megatron's dimensions"
+grep -q "^recompute: selective$" plans/megatron.yaml && grep -q "^sequence_parallel: true$" plans/megatron.yaml &&
+  grep -q "^virtual_stages: 2$" plans/megatron.yaml && ok || fail "plan lacks Megatron's dimensions: $(cat plans/megatron.yaml)"
+"$bin" estimate --plan plans/megatron.yaml | grep -q "note: the estimate differs" && fail "Megatron plan round trip changed" || ok
+"$bin" schedule --plan plans/megatron.yaml --format megatron > megatron2.sh || fail "schedule megatron with vpp"
+grep -qxF -- "--recompute-granularity selective \\" megatron2.sh && grep -qxF -- "--sequence-parallel \\" megatron2.sh &&
+  grep -qx -- "--num-virtual-stages-per-pipeline-rank 2" megatron2.sh && ! grep -q "pipeline-model-parallel-layout" megatron2.sh &&
+  ok || fail "megatron flags for selective, SP and vpp: $(cat megatron2.sh)"
+expect_error "DeepSpeed cannot run SP" "sequence parallelism" schedule --plan plans/megatron.yaml --format deepspeed
+expect_error "vpp with an odd pipeline" "vpp" search --model llama2-7b --cluster aws-h100 --fix tp=2,pp=3,vpp=2 --out-dir logs
+
 # Plans their specs cannot hold any more.
 cp "$root/configs/models/gpt2xl.yaml" gpt2xl-copy.yaml
 "$bin" search --model gpt2xl-copy.yaml --heterogeneous --out-dir logs --save-plan plans/copy.yaml --quiet > /dev/null ||

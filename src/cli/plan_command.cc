@@ -36,7 +36,12 @@ void show(const PlanShowOptions& options) {
   }
   std::cout << plan_view_text(loaded.file, setup.model, setup.cluster, loaded.result)
             << estimate_change(loaded.file, loaded.result);
-  if (!options.timeline.empty()) std::cout << "wrote " << options.timeline << "\n";
+  if (!options.timeline.empty()) {
+    std::cout << "wrote " << options.timeline << "\n";
+    if (loaded.result.plan.key.virtual_stages > 1)
+      std::cout << "note: the timeline draws plain 1F1B; the estimate prices the interleaved schedule's "
+                << loaded.result.plan.key.virtual_stages << " virtual stages a rank\n";
+  }
 }
 
 }  // namespace

@@ -31,8 +31,14 @@ void PlannerOptions::add_to(CLI::App& command, bool model_required) {
       ->check(CLI::IsMember({"auto", "fasop", "analytic"}));
   command.add_option("--zero", zero_stages, "analytic: ZeRO stages to search, e.g. 0,1 (default 0,1,2,3)")
       ->delimiter(',')->check(CLI::Range(0, 3));
-  command.add_option("--recompute", recompute, "analytic: activation recomputation to search: none,full (default both)")
-      ->delimiter(',')->check(CLI::IsMember({"none", "full"}));
+  command.add_option("--recompute", recompute,
+                     "analytic: activation recomputation to search: none,selective,full (default none,full)")
+      ->delimiter(',')->check(CLI::IsMember({"none", "selective", "full"}));
+  command.add_flag("--sequence-parallel", sequence_parallel,
+                   "analytic: also try Megatron-LM's sequence parallelism where tp > 1");
+  command.add_option("--virtual-stages", virtual_stages,
+                     "analytic: interleaved 1F1B's virtual stages a rank to search, e.g. 1,2 (default 1)")
+      ->delimiter(',')->check(CLI::PositiveNumber);
   command.add_option("--max-tp", max_tp, "largest tensor-parallel degree (default: FASOP's 4, analytic: a node)")
       ->check(CLI::PositiveNumber);
   command.add_option("--placements", placements,
@@ -82,6 +88,10 @@ bool cluster_gives_gpu_specs(const ClusterSpec& cluster) {
   return false;
 }
 
+RecomputeMode recompute_mode_named(const std::string& name) {
+  return name == "full" ? RecomputeMode::kFull : name == "selective" ? RecomputeMode::kSelective : RecomputeMode::kNone;
+}
+
 /// --fix KEY=VALUE,...: the degrees the search keeps (tp, dp, pp, mbs) and the ZeRO stage and
 /// recomputation it tries.
 void apply_fixed_dims(const std::vector<std::string>& fix, SearchSpaceOptions& space) {
@@ -89,8 +99,14 @@ void apply_fixed_dims(const std::vector<std::string>& fix, SearchSpaceOptions& s
     size_t eq = item.find('=');
     std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
     if (key == "recompute") {
-      if (value != "none" && value != "full") throw SpecError("--fix " + item + ": recompute is none or full");
-      space.recompute = {value == "full"};
+      if (value != "none" && value != "selective" && value != "full")
+        throw SpecError("--fix " + item + ": recompute is none, selective or full");
+      space.recompute = {recompute_mode_named(value)};
+      continue;
+    }
+    if (key == "sp") {
+      if (value != "on" && value != "off") throw SpecError("--fix " + item + ": sp is on or off");
+      space.sequence_parallel = {value == "on"};
       continue;
     }
     int number = -1;
@@ -105,9 +121,15 @@ void apply_fixed_dims(const std::vector<std::string>& fix, SearchSpaceOptions& s
       space.zero_stages = {number};
       continue;
     }
+    if (key == "vpp") {
+      if (number < 1) throw SpecError("--fix " + item + ": vpp is a whole number of virtual stages, 1 or more");
+      space.virtual_stages = {number};
+      continue;
+    }
     int* slot = key == "tp" ? &space.fixed.tp : key == "dp" ? &space.fixed.dp : key == "pp" ? &space.fixed.pp
               : key == "mbs" ? &space.fixed.mbs : nullptr;
-    if (!slot) throw SpecError("--fix " + item + ": unknown degree '" + key + "'; use tp, dp, pp, mbs, zero or recompute");
+    if (!slot)
+      throw SpecError("--fix " + item + ": unknown degree '" + key + "'; use tp, dp, pp, mbs, zero, recompute, sp or vpp");
     if (number <= 0) throw SpecError("--fix " + item + ": expected " + key + "=N with N a positive whole number");
     *slot = number;
   }
@@ -134,8 +156,10 @@ void choose_policy(const PlannerOptions& options, PlannerSetup& setup) {
     if (!options.zero_stages.empty()) setup.input.space.zero_stages = options.zero_stages;
     if (!options.recompute.empty()) {
       setup.input.space.recompute.clear();
-      for (const std::string& r : options.recompute) setup.input.space.recompute.push_back(r == "full");
+      for (const std::string& r : options.recompute) setup.input.space.recompute.push_back(recompute_mode_named(r));
     }
+    if (options.sequence_parallel) setup.input.space.sequence_parallel = {false, true};
+    if (!options.virtual_stages.empty()) setup.input.space.virtual_stages = options.virtual_stages;
   }
   if (options.max_tp > 0) setup.input.space.max_tp = options.max_tp;
   apply_fixed_dims(options.fix, setup.input.space);

@@ -52,7 +52,8 @@ void require_layouts(const PlannerSetup& setup, size_t layouts) {
   if (layouts > 0) return;
   throw SpecError("no layout of model '" + setup.model.name + "' on cluster '" + setup.cluster.name +
                   "' has the degrees --fix asks for: tp must divide the GPUs of a node (and the heads), tp x dp x pp "
-                  "the GPUs, dp and mbs the global batch (" + std::to_string(setup.model.global_batch) + ")");
+                  "the GPUs, dp and mbs the global batch (" + std::to_string(setup.model.global_batch) +
+                  "), and vpp=V needs pp > 1, pp x V dividing the layers and whole rounds of pp micro-batches");
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {

@@ -39,6 +39,7 @@ std::string layer_path(ModelFamily family, const std::string& segment, int index
 std::string atorch_strategy_py(const PlanFile& plan, const ModelSpec& model) {
   const PlanKey& key = plan.key;
   stage_boundaries(plan, model);  // throws unless the partition covers the model in pp stages
+  require_no_megatron_features(plan, "this ATorch strategy");
 
   // The first module of each stage after the first. A stage that starts with a non-layer unit
   // (T5's decoder embedding) starts at its stack's first layer; one that starts with the

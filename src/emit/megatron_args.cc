@@ -211,6 +211,14 @@ std::vector<std::string> megatron_args(const PlanFile& plan, const ModelSpec& mo
     flag("--recompute-granularity", "full");
     flag("--recompute-method", "uniform");
     flag("--recompute-num-layers", "1");
+  } else if (key.selective_recompute) {
+    // Korthikanti et al.'s selective recomputation: attention's core only.
+    if (fasop) throw SpecError(plan_where(plan) + fork + "selective recomputation" + fix);
+    flag("--recompute-granularity", "selective");
+  }
+  if (key.sequence_parallel && key.tp > 1) {
+    if (fasop) throw SpecError(plan_where(plan) + fork + "--sequence-parallel" + fix);
+    flag("--sequence-parallel");
   }
 
   // ZeRO. Megatron's distributed optimizer shards the optimizer state over dp (ZeRO-1); its
@@ -232,7 +240,22 @@ std::vector<std::string> megatron_args(const PlanFile& plan, const ModelSpec& mo
                         "FASOP's fork (MegatronFlavor::kFasop) with an even split per segment");
       flag("--pipeline-model-parallel-split-rank", num(t5_split_rank(plan, model, stages)));
     } else if (fasop) {
+      if (key.virtual_stages > 1) throw SpecError(plan_where(plan) + fork + "the interleaved schedule" + fix);
       flag("--balance", fasop_balance(plan, model));
+    } else if (key.virtual_stages > 1) {
+      // The interleaved schedule splits each rank's layers into v equal chunks: Megatron's own
+      // even split, which only a partition of layers / pp per stage (embedding first, loss last)
+      // describes; the cost model prices exactly that.
+      const int per_stage = model.num_transformer_layers() / key.pp;
+      for (int s = 0; s < key.pp; ++s) {
+        int layers = 0;
+        for (const LayerUnit* unit : stages[s]) layers += unit->role == LayerRole::kTransformer;
+        if (layers != per_stage)
+          throw SpecError(plan_where(plan) + "virtual stages " + num(key.virtual_stages) + " need " +
+                          num(per_stage) + " layers on every stage (Megatron's even split); stage " + num(s) +
+                          " has " + num(layers) + ". Re-plan with --fix vpp=1 or an even partition");
+      }
+      flag("--num-virtual-stages-per-pipeline-rank", num(key.virtual_stages));
     } else {
       // The layout places every layer, so --num-layers must equal its 't' count (checked by
       // validate_layer_layout) and --decoder-first/last-pipeline-num-layers and

@@ -33,4 +33,16 @@ void require_uniform_dp(const PlanFile& plan, const std::string& framework) {
                       " runs dp on every stage alike. Re-plan without per-stage dp");
 }
 
+void require_no_megatron_features(const PlanFile& plan, const std::string& framework) {
+  const PlanKey& key = plan.key;
+  std::string feature = key.sequence_parallel && key.tp > 1                   ? "sequence parallelism"
+                        : key.selective_recompute && !key.recompute           ? "selective recomputation"
+                        : key.virtual_stages > 1                               ? "the interleaved schedule"
+                                                                               : "";
+  if (!feature.empty())
+    throw SpecError(plan_where(plan) + "the plan uses " + feature + ", which " + framework +
+                    " does not run as the plan was priced; emit it for Megatron-LM (--format megatron), or "
+                    "re-plan without it");
+}
+
 }  // namespace fasop

@@ -21,4 +21,9 @@ std::vector<int> stage_boundaries(const PlanFile& plan, const ModelSpec& model);
 /// `framework` cannot run.
 void require_uniform_dp(const PlanFile& plan, const std::string& framework);
 
+/// Throws SpecError when the plan uses what only Megatron-LM runs (sequence parallelism,
+/// selective recomputation, the interleaved schedule), naming it: `framework` would silently
+/// run another plan than the one priced.
+void require_no_megatron_features(const PlanFile& plan, const std::string& framework);
+
 }  // namespace fasop

@@ -86,7 +86,10 @@ void append_fasop_csv_row(std::string& row, const ClusterSpec& cluster, const Ca
   row += format_double(e.train_cost_usd);
   if (plan_dims) {
     row += ',' + std::to_string(k.zero_stage);
-    row += k.recompute ? ",full," : ",none,";
+    // Sequence parallelism and virtual stages ride on the recomputation column ("full+sp+v2"),
+    // which keeps the columns of the tables FASOP's tools read.
+    row += std::string(",") + recompute_name(k.recompute_mode()) + (k.sequence_parallel ? "+sp" : "") +
+           (k.virtual_stages > 1 ? "+v" + std::to_string(k.virtual_stages) : "") + ",";
     if (!k.stage_dp.empty()) {
       row += '"';
       append_partition(row, k.stage_dp);

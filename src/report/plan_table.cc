@@ -62,7 +62,7 @@ std::string best_plans_table(const ClusterSpec& cluster, const std::vector<Candi
     const char* oom = e.memory.is_oom ? (e.memory.is_zero_oom ? "yes" : "zero") : "no";
     std::snprintf(line, sizeof line, "%4zu %10.6f %4d %3d %3d %3d %4d %4s  %-12s %5s %12.0f  %s %s\n", i + 1,
                   e.step_time_s, r.plan.key.mbs, r.plan.key.tp, r.plan.key.dp, r.plan.key.pp, r.plan.key.zero_stage,
-                  r.plan.key.recompute ? "full" : "-",
+                  r.plan.key.recompute ? "full" : r.plan.key.selective_recompute ? "sel" : "-",
                   fixed(e.price_per_step_usd, 6).c_str(), oom, e.train_cost_usd,
                   short_placement(cluster, r.plan.key.node_order).c_str(),
                   (partition_text(r.plan.partition) +
@@ -83,6 +83,8 @@ std::string plan_summary(const ClusterSpec& inventory, const CandidateResult& r)
          shape_label(inventory, counts_of(inventory, k.node_order)) + ", tp " + std::to_string(k.tp) + " dp " +
          std::to_string(k.dp) + " pp " + std::to_string(k.pp) + " mbs " + std::to_string(k.mbs) +
          (k.zero_stage ? " ZeRO-" + std::to_string(k.zero_stage) : "") + (k.recompute ? " recompute" : "") +
+         (k.selective_recompute && !k.recompute ? " selective recompute" : "") + (k.sequence_parallel ? " SP" : "") +
+         (k.virtual_stages > 1 ? " v" + std::to_string(k.virtual_stages) : "") +
          (k.stage_dp.empty() ? "" : " stage dp " + partition_text(k.stage_dp)) +
          ", placement " +
          short_placement(inventory, k.node_order) + ", partition " + partition_text(r.plan.partition);

@@ -68,7 +68,9 @@ std::string plan_view_text(const PlanFile& plan, const ModelSpec& model, const C
       << " policy)\n"
       << "layout: tp " << key.tp << ", dp " << key.dp << ", pp " << key.pp << ", micro-batch " << key.mbs << " ("
       << model.global_batch / (key.mbs * key.dp) << " micro-batches of the global batch " << model.global_batch
-      << "), ZeRO " << key.zero_stage << ", recomputation " << (key.recompute ? "full" : "none") << "\n"
+      << "), ZeRO " << key.zero_stage << ", recomputation " << recompute_name(key.recompute_mode())
+      << (key.sequence_parallel ? ", sequence parallelism" : "")
+      << (key.virtual_stages > 1 ? ", " + std::to_string(key.virtual_stages) + " virtual stages a rank" : "") << "\n"
       << "nodes in rank order: " << node_order_text(plan.node_order) << "\n\n";
   char line[400];
   std::snprintf(line, sizeof line, "%-5s %-8s %-5s %4s %12s %12s %10s %9s  %s\n", "stage", "units", "gpu", "gpus",

@@ -79,7 +79,7 @@ SearchSpaceOptions SearchSpaceOptions::beyond_fasop() {
   SearchSpaceOptions options;
   options.max_tp = 0;
   options.zero_stages = {0, 1, 2, 3};
-  options.recompute = {false, true};
+  options.recompute = {RecomputeMode::kNone, RecomputeMode::kFull};
   options.placements = PlacementKind::kTypeBlocks;
   return options;
 }
@@ -108,15 +108,27 @@ std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSp
   const int max_tp = fasop_tp ? std::min(cluster.gpus_per_node(), options.max_tp) : cluster.gpus_per_node();
   const std::vector<std::vector<int>> placements =
       options.placements == PlacementKind::kCyclic ? cyclic_placements(cluster) : type_block_placements(cluster);
+  // Megatron-LM's interleaved schedule: v equal chunks a rank, whole rounds of pp micro-batches.
+  auto interleaves = [&](const PlanKey& key, int v) {
+    return v == 1 || (key.pp > 1 && model.num_transformer_layers() % (key.pp * v) == 0 &&
+                      (gbs / (key.mbs * key.dp)) % key.pp == 0);
+  };
   auto add = [&](PlanKey key) {
     if (!options.fixed.matches(key)) return;
     for (int zero : options.zero_stages) {
       if (zero > 0 && key.dp == 1) continue;  // nothing to shard
-      for (bool recompute : options.recompute) {
-        key.zero_stage = zero;
-        key.recompute = recompute;
-        keys.push_back(key);
-      }
+      for (RecomputeMode recompute : options.recompute)
+        for (bool sp : options.sequence_parallel) {
+          if (sp && key.tp == 1) continue;  // nothing to split
+          for (int v : options.virtual_stages) {
+            if (!interleaves(key, v)) continue;
+            key.zero_stage = zero;
+            key.set_recompute(recompute);
+            key.sequence_parallel = sp;
+            key.virtual_stages = v;
+            keys.push_back(key);
+          }
+        }
     }
   };
   for (const std::vector<int>& placement : placements) {

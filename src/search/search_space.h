@@ -32,7 +32,9 @@ struct FixedDims {
 struct SearchSpaceOptions {
   int max_tp = 4;  ///< FASOP: tp divides min(GPUs per node, 4); 0: up to the GPUs in a node
   std::vector<int> zero_stages = {0};
-  std::vector<bool> recompute = {false};
+  std::vector<RecomputeMode> recompute = {RecomputeMode::kNone};
+  std::vector<bool> sequence_parallel = {false};  ///< true is tried only where tp > 1
+  std::vector<int> virtual_stages = {1};          ///< v > 1 only where the interleaved schedule fits
   PlacementKind placements = PlacementKind::kCyclic;
   /// Also try a data-parallel degree per node type (Metis-style): with type-block placements,
   /// each type's GPUs form whole stages of tp x that type's dp.

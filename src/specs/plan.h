@@ -4,6 +4,14 @@
 
 namespace fasop {
 
+/// Activation recomputation as Megatron-LM names it.
+enum class RecomputeMode { kNone, kSelective, kFull };
+
+/// The name of a recomputation mode: none, selective or full.
+inline const char* recompute_name(RecomputeMode mode) {
+  return mode == RecomputeMode::kFull ? "full" : mode == RecomputeMode::kSelective ? "selective" : "none";
+}
+
 /// The parallel layout of a candidate plan, without its layer partition.
 struct PlanKey {
   int mbs = 1;  ///< micro-batch size
@@ -26,6 +34,14 @@ struct PlanKey {
   /// stage_dp[s] replicas of tp GPUs; dp is the largest, and a pipeline micro-batch of
   /// mbs x dp samples is split over each stage's replicas (mbs x dp / stage_dp[s] each).
   std::vector<int> stage_dp;
+
+  RecomputeMode recompute_mode() const {
+    return recompute ? RecomputeMode::kFull : selective_recompute ? RecomputeMode::kSelective : RecomputeMode::kNone;
+  }
+  void set_recompute(RecomputeMode mode) {
+    recompute = mode == RecomputeMode::kFull;
+    selective_recompute = mode == RecomputeMode::kSelective;
+  }
 };
 
 /// A candidate plan: its layout and the number of pipeline units on each stage.

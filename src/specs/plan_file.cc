@@ -66,7 +66,9 @@ std::string plan_file_yaml(const PlanFile& plan) {
       << "dp: " << plan.key.dp << "\n"
       << "pp: " << plan.key.pp << "\n"
       << "zero_stage: " << plan.key.zero_stage << "\n"
-      << "recompute: " << (plan.key.recompute ? "full" : "none") << "\n";
+      << "recompute: " << recompute_name(plan.key.recompute_mode()) << "\n";
+  if (plan.key.sequence_parallel) out << "sequence_parallel: true\n";
+  if (plan.key.virtual_stages > 1) out << "virtual_stages: " << plan.key.virtual_stages << "\n";
   if (!plan.key.stage_dp.empty()) out << "stage_dp: " << flow_list(plan.key.stage_dp) << "\n";
   out << "node_order: [";
   for (size_t i = 0; i < plan.node_order.size(); ++i) out << (i ? ", " : "") << quoted(plan.node_order[i]);
@@ -121,8 +123,14 @@ PlanFile parse_plan_file(const std::string& yaml_text, const std::string& source
   plan.key.zero_stage = root.child("zero_stage").as<int>("0, 1, 2 or 3");
   if (plan.key.zero_stage < 0 || plan.key.zero_stage > 3) root.child("zero_stage").fail("must be 0, 1, 2 or 3");
   std::string recompute = root.child("recompute").text();
-  if (recompute != "none" && recompute != "full") root.child("recompute").fail("use none or full");
-  plan.key.recompute = recompute == "full";
+  if (recompute != "none" && recompute != "selective" && recompute != "full")
+    root.child("recompute").fail("use none, selective or full");
+  plan.key.set_recompute(recompute == "full"        ? RecomputeMode::kFull
+                         : recompute == "selective" ? RecomputeMode::kSelective
+                                                    : RecomputeMode::kNone);
+  if (root.child("sequence_parallel").present())
+    plan.key.sequence_parallel = root.child("sequence_parallel").as<bool>("true or false");
+  if (root.child("virtual_stages").present()) plan.key.virtual_stages = root.child("virtual_stages").positive_int();
   if (root.child("stage_dp").present()) plan.key.stage_dp = int_list(root.child("stage_dp"));
   Field order = root.child("node_order");
   if (!order.node.IsSequence() || order.node.size() == 0) order.fail("expected a non-empty list of node type names");

@@ -146,15 +146,6 @@ void check_case(const Field& root, const ValidationCase& c) {
 
 }  // namespace
 
-const char* recompute_name(RecomputeMode mode) {
-  switch (mode) {
-    case RecomputeMode::kNone: return "none";
-    case RecomputeMode::kSelective: return "selective";
-    case RecomputeMode::kFull: return "full";
-  }
-  return "none";
-}
-
 ValidationCase parse_validation_case(const std::string& yaml_text, const std::string& source,
                                      const SpecStore& store) {
   Field root = load_root(yaml_text, source);

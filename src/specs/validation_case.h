@@ -6,6 +6,7 @@
 
 #include "specs/cluster_spec.h"
 #include "specs/model_spec.h"
+#include "specs/plan.h"
 #include "specs/spec_store.h"
 
 namespace fasop {
@@ -17,9 +18,6 @@ struct ValidationSource {
   std::string url;    ///< optional
   std::string date;   ///< of publication
 };
-
-/// Activation recomputation as Megatron-LM names it.
-enum class RecomputeMode { kNone, kSelective, kFull };
 
 /// The layout the measured run used (Megatron-LM's terms).
 struct ValidationPlan {
@@ -64,8 +62,5 @@ struct ValidationCase {
 /// are resolved through `store`. Every problem throws SpecError naming the file and the field.
 ValidationCase parse_validation_case(const std::string& yaml_text, const std::string& source,
                                      const SpecStore& store);
-
-/// The name of a recomputation mode: none, selective or full.
-const char* recompute_name(RecomputeMode mode);
 
 }  // namespace fasop
