@@ -1,15 +1,11 @@
 #include "cli/launch_command.h"
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <memory>
 
 #include "cli/saved_plan.h"
-#include "emit/megatron_args.h"
-#include "emit/shell_quote.h"
 #include "launch/launch.h"
 #include "report/atomic_file.h"
 #include "specs/spec_error.h"
@@ -42,15 +38,6 @@ struct LaunchOptions {
   int tail = 10;
 };
 
-/// Megatron-LM under torchrun on every node, with the plan's arguments.
-std::string default_trainer(const PlanFile& plan, const ModelSpec& model, const std::string& script) {
-  std::string command =
-      "torchrun --nnodes \"$NNODES\" --nproc-per-node \"$GPUS_PER_NODE\" --node-rank \"$NODE_RANK\" "
-      "--master-addr \"$MASTER_ADDR\" --master-port \"$MASTER_PORT\" " + shell_quote(script);
-  for (const std::string& token : megatron_args(plan, model, MegatronFlavor::kUpstream)) command += " " + shell_quote(token);
-  return command;
-}
-
 std::string absolute(const std::string& path) {
   std::string normal = fs::absolute(path).lexically_normal().string();
   if (normal.size() > 1 && normal.back() == '/') normal.pop_back();
@@ -78,7 +65,7 @@ void launch(const LaunchOptions& options) {
   settings.workdir = absolute(".");
   settings.master_port = options.master_port;
   settings.trainer_command = options.trainer_cmd.empty()
-                                 ? default_trainer(plan, loaded.setup->model, options.megatron_script)
+                                 ? megatron_trainer_command(plan, loaded.setup->model, options.megatron_script)
                                  : options.trainer_cmd;
   const std::string runs_dir = absolute(options.runs_dir);
   if (options.backend == "docker") {
@@ -97,22 +84,9 @@ void launch(const LaunchOptions& options) {
       std::cout << script;
       return;
     }
-    fs::create_directories(runs_dir);
-    char name[] = "/tmp/fasop-launch-XXXXXX.sbatch";
-    int fd = ::mkstemps(name, 7);
-    if (fd < 0) throw SpecError("cannot write the batch script under /tmp");
-    ::close(fd);
-    write_file_atomically(name, script);
-    std::string job;
-    try {
-      job = sbatch_submit(name);
-    } catch (...) {
-      std::remove(name);
-      throw;
-    }
-    const std::string run_dir = runs_dir + "/" + job;
-    prepare_run_directory(run_dir, job, "slurm", settings.plan_path, layout, "");
-    fs::rename(name, run_dir + "/job.sbatch");
+    SlurmSubmission submitted = submit_slurm_job(script, runs_dir, settings.plan_path, layout);
+    const std::string& job = submitted.job;
+    const std::string& run_dir = submitted.run_dir;
     std::cout << "submitted Slurm job " << job << " (" << layout.components.size() << " component"
               << (layout.components.size() > 1 ? "s" : "") << ", " << layout.nodes.size() << " nodes)\n"
               << "run directory " << run_dir << "\n"
@@ -120,22 +94,19 @@ void launch(const LaunchOptions& options) {
     return;
   }
   // local
-  const std::string job = next_local_job(runs_dir);
-  const std::string run_dir = runs_dir + "/" + job;
   std::string node_sh = node_script(plan, layout, settings);
   if (options.dry_run) {
-    std::cout << "# " << layout.nodes.size() << " local processes: FASOP_RUN_DIR=" << run_dir
-              << " MASTER_ADDR=127.0.0.1 bash node.sh NODE_RANK, with node.sh:\n"
+    std::cout << "# " << layout.nodes.size() << " local processes: FASOP_RUN_DIR=" << runs_dir << "/"
+              << next_local_job(runs_dir) << " MASTER_ADDR=127.0.0.1 bash node.sh NODE_RANK, with node.sh:\n"
               << node_sh;
     return;
   }
-  prepare_run_directory(run_dir, job, "local", settings.plan_path, layout, node_sh);
-  std::vector<int> codes = run_local_nodes(run_dir, static_cast<int>(layout.nodes.size()));
-  int failed = 0;
-  for (int code : codes) failed += code != 0;
-  std::cout << "local job " << job << ": " << layout.nodes.size() << " nodes, " << failed << " failed\n"
-            << "run directory " << run_dir << "\n";
-  if (failed) throw SpecError("local job " + job + ": " + std::to_string(failed) + " node(s) failed; fasop-cpp launch status " + job);
+  LocalRun run = run_local_job(runs_dir, settings.plan_path, layout, node_sh);
+  std::cout << "local job " << run.job << ": " << layout.nodes.size() << " nodes, " << run.failed() << " failed\n"
+            << "run directory " << run.run_dir << "\n";
+  if (run.failed())
+    throw SpecError("local job " + run.job + ": " + std::to_string(run.failed()) +
+                    " node(s) failed; fasop-cpp launch status " + run.job);
 }
 
 /// The run directory of `job`, which must exist.

@@ -7,11 +7,15 @@
 //   run_local_nodes      the nodes as local processes (local_launcher.h)
 //   read_run_status      exit codes and logs of a run directory (run_status.h)
 //   sbatch_submit        sbatch and scontrol (slurm_client.h)
+//   submit_slurm_job     a batch script submitted, or run_local_job: the nodes run here (launch_run.h)
+//   megatron_trainer_command  the default trainer: Megatron-LM under torchrun (trainer_command.h)
 #include "launch/docker_commands.h"
 #include "launch/launch_layout.h"
+#include "launch/launch_run.h"
 #include "launch/local_launcher.h"
 #include "launch/node_script.h"
 #include "launch/run_directory.h"
 #include "launch/run_status.h"
 #include "launch/slurm_client.h"
 #include "launch/slurm_script.h"
+#include "launch/trainer_command.h"
