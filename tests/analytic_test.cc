@@ -263,6 +263,46 @@ TEST_CASE("a GPT model's FLOPs a step are Megatron-LM's closed form", "[analytic
   CHECK(flops == Approx(96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))).epsilon(1e-12));
 }
 
+TEST_CASE("GPU efficiencies as data: GEMM size, memory, collectives, overlapped tp", "[analytic][profile]") {
+  // A made-up GPU: 100 TFLOP/s, 1e12 B/s memory, 8 GPUs on a 1e12 bit/s NVLink, 1 us latency.
+  NodeType node;
+  node.name = "x";
+  node.gpu = "X";
+  node.gpus_per_node = 8;
+  node.peak_tflops = {{"fp16", 100}};
+  node.memory_bandwidth_bytes_per_s = 1e12;
+  node.intra_node_bandwidth_bits_per_s = 1e12;
+  node.intra_node_latency_s = 1e-6;
+  node.compute_efficiency = 0.5;
+  node.memory_efficiency = 0.5;
+  LayerWork w;
+  w.gemm_flops = 1e12;  // 1e12 / (100e12 x 0.5) = 20 ms
+  w.gemm_calls = 4;
+  w.memory_bytes = 1e9;  // 1e9 / (1e12 x 0.5) = 2 ms
+  w.tp = 4;
+  w.allreduces = 2;
+  w.allreduce_bytes = 1e8;  // each: 2 x 3 x 1 us + 2 x 3/4 x 8e8 / 1e12 s = 6 us + 1.2 ms
+  const double allreduce_s = 2 * (6e-6 + 1.2e-3);
+  CHECK(roofline_time_s(w, node, "fp16", 0.5) == Approx(20e-3 + 2e-3 + allreduce_s).epsilon(1e-12));
+  // GEMMs of F FLOPs at efficiency x F / (F + 1e10): four GEMMs of 2.5e11 each run at
+  // 0.5 x 2.5e11 / 2.6e11, together (1e12 + 4e10) / 50e12 = 20.8 ms.
+  node.gemm_half_flops = 1e10;
+  CHECK(roofline_time_s(w, node, "fp16", 0.5) == Approx(20.8e-3 + 2e-3 + allreduce_s).epsilon(1e-12));
+  // Collectives at 80% of the link: the bandwidth term of the rings grows by 1 / 0.8.
+  node.intra_node_collective_efficiency = 0.8;
+  const double slower_s = 2 * (6e-6 + 1.2e-3 / 0.8);
+  CHECK(roofline_time_s(w, node, "fp16", 0.5) == Approx(20.8e-3 + 2e-3 + slower_s).epsilon(1e-12));
+  // Overlapped with the GEMMs (20.8 ms), the 3 ms of rings are hidden.
+  CHECK(roofline_time_s(w, node, "fp16", 0.5, RooflineOptions{true}) == Approx(20.8e-3 + 2e-3).epsilon(1e-12));
+  // tp spanning two nodes (16 > 8 GPUs) rings on the network, shared by the node's 8 GPUs.
+  node.inter_node_bandwidth_bits_per_s = 8e11;
+  node.inter_node_latency_s = 1e-5;
+  node.inter_node_collective_efficiency = 1;
+  w.tp = 16;
+  const double network_s = 2 * (2 * 15 * 1e-5 + 2 * 15.0 / 16 * 8e8 / (8e11 / 8));
+  CHECK(roofline_time_s(w, node, "fp16", 0.5) == Approx(20.8e-3 + 2e-3 + network_s).epsilon(1e-12));
+}
+
 TEST_CASE("analytic layer work counts the FLOPs by hand", "[analytic][profile]") {
   PresetSpecs l("gpt2xl", "fasop-8nodes");
   const LayerUnit& layer = l.model.units[1];

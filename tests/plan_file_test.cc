@@ -16,6 +16,7 @@ PlanFile sample_plan() {
   plan.profile_dir = "my profiles";
   plan.policy = "analytic";
   plan.overlap_dp_allreduce = false;
+  plan.overlap_tp_comm = true;
   plan.nodes = {{"p4d.24xlarge", 1}, {"g5.24xlarge", 2}};
   plan.global_batch = 64;
   plan.key.mbs = 2;
@@ -46,6 +47,7 @@ TEST_CASE("a plan file reads back as it was written, doubles bit for bit", "[pla
   CHECK(back.profile_dir == plan.profile_dir);
   CHECK(back.policy == "analytic");
   CHECK_FALSE(back.overlap_dp_allreduce);
+  CHECK(back.overlap_tp_comm);
   CHECK(back.nodes == plan.nodes);
   CHECK(back.global_batch == 64);
   CHECK(back.key.mbs == 2);

@@ -45,6 +45,8 @@ void PlannerOptions::add_to(CLI::App& command, bool model_required) {
                      "node orders: cyclic (FASOP's rotations) or blocks (each order of node types; analytic default)")
       ->check(CLI::IsMember({"cyclic", "blocks"}));
   command.add_flag("--no-overlap", no_overlap, "analytic: the DP all-reduce does not overlap the last backward pass");
+  command.add_flag("--tp-comm-overlap", tp_comm_overlap,
+                   "analytic: tensor-parallel communication overlaps the GEMMs (Megatron-LM's --tp-comm-overlap)");
 }
 
 std::vector<int> apply_node_counts(const ClusterSpec& cluster, const std::string& option,
@@ -208,7 +210,8 @@ void PlannerSetup::load_profiles(const PlannerOptions& options, const std::vecto
     if (store.has_profile(model, node.gpu, options.profile_dir) || !node.has_gpu_spec())
       profile_storage.push_back(store.load_profile(model, node.gpu, options.profile_dir));
     else
-      profile_storage.push_back(analytic_profile(model, node, divisors(node.gpus_per_node), divisors(model.global_batch)));
+      profile_storage.push_back(analytic_profile(model, node, divisors(node.gpus_per_node), divisors(model.global_batch),
+                                                 RooflineOptions{options.tp_comm_overlap}));
     input.profiles[type] = &profile_storage.back();
   }
 }

@@ -31,6 +31,7 @@ struct PlannerOptions {
   int max_tp = 0;                       ///< 0: FASOP's 4 (fasop) or the GPUs in a node (analytic)
   std::string placements;               ///< cyclic or blocks; empty: the policy's default
   bool no_overlap = false;              ///< the DP all-reduce does not overlap the backward pass
+  bool tp_comm_overlap = false;         ///< tensor-parallel communication overlaps the GEMMs (analytic profiles)
   std::vector<std::string> fix;         ///< search --fix: KEY=VALUE degrees the search keeps
 
   /// Adds the options; `model_required` false where another option (estimate --plan) may name it.

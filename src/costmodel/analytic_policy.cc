@@ -17,6 +17,7 @@ constexpr double kReservedBytes = 1.0 * kGib;
 struct Link {
   double latency_s;
   double bits_per_s;
+  double collective_efficiency;  ///< share of the bandwidth a collective reaches on it
   double seconds(double bytes) const { return latency_s + 8 * bytes / bits_per_s; }
 };
 
@@ -35,10 +36,11 @@ const NodeType& type_of_node(const PlanContext& ctx, int node) {
 Link link_between(const PlanContext& ctx, int stage, int rank_a, int rank_b) {
   int a = ctx.node_of(rank_a), b = ctx.node_of(rank_b);
   const NodeType &ta = type_of_node(ctx, a), &tb = type_of_node(ctx, b);
-  if (a == b) return {ta.intra_node_latency_s, ta.intra_node_bandwidth_bits_per_s};
+  if (a == b) return {ta.intra_node_latency_s, ta.intra_node_bandwidth_bits_per_s, ta.intra_node_collective_efficiency};
   double sharing = std::min(ta.gpus_per_node, ctx.key.tp * ctx.stage_dp(stage));
   return {std::max(ta.inter_node_latency_s, tb.inter_node_latency_s),
-          std::min(ta.inter_node_bandwidth_bits_per_s, tb.inter_node_bandwidth_bits_per_s) / sharing};
+          std::min(ta.inter_node_bandwidth_bits_per_s, tb.inter_node_bandwidth_bits_per_s) / sharing,
+          std::min(ta.inter_node_collective_efficiency, tb.inter_node_collective_efficiency)};
 }
 
 double element_bytes(const ModelSpec& model) { return model.dtype == "fp32" ? 4 : 2; }
@@ -166,7 +168,8 @@ double AnalyticPolicy::ring_allreduce_s(const PlanContext& ctx, int stage, doubl
   const int dp = ctx.stage_dp(stage);
   if (dp == 1) return 0;
   Link link = link_between(ctx, stage, ctx.stage_rank(stage, 0, 0), ctx.stage_rank(stage, dp - 1, ctx.key.tp - 1));
-  return 2.0 * (dp - 1) / dp * 8 * bytes / link.bits_per_s + 2.0 * (dp - 1) * link.latency_s;
+  return 2.0 * (dp - 1) / dp * 8 * bytes / (link.bits_per_s * link.collective_efficiency) +
+         2.0 * (dp - 1) * link.latency_s;
 }
 
 std::vector<StageTiming> AnalyticPolicy::stage_timings(const PlanContext& ctx, const std::vector<int>& partition) const {

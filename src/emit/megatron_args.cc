@@ -220,6 +220,16 @@ std::vector<std::string> megatron_args(const PlanFile& plan, const ModelSpec& mo
     if (fasop) throw SpecError(plan_where(plan) + fork + "--sequence-parallel" + fix);
     flag("--sequence-parallel");
   }
+  if (plan.overlap_tp_comm && key.tp > 1) {
+    // Megatron-LM overlaps tensor-parallel communication with the GEMMs only with sequence
+    // parallelism (Transformer Engine's userbuffers).
+    if (fasop || !key.sequence_parallel)
+      throw SpecError(plan_where(plan) + "--tp-comm-overlap needs sequence parallelism in Megatron-LM" +
+                      (fasop ? " and is not in FASOP's fork" : "") + "; re-plan with --fix sp=on, or without the overlap");
+    flag("--tp-comm-overlap");
+  }
+  if (plan.overlap_dp_allreduce && plan.policy == "analytic" && key.dp > 1 && !fasop)
+    flag("--overlap-grad-reduce");
 
   // ZeRO. Megatron's distributed optimizer shards the optimizer state over dp (ZeRO-1); its
   // gradients are reduce-scattered but every rank keeps the full gradient buffer, so ZeRO-2's

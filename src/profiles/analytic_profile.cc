@@ -40,6 +40,7 @@ LayerWork forward_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mb
     case LayerRole::kPostProcess:
       // Final norm, the output head's GEMM over the vocabulary shard, softmax and loss.
       w.gemm_flops = 2 * tokens * h * v / t;
+      w.gemm_calls = 1;
       w.weight_bytes = h * v / t * bytes;
       w.memory_bytes = (4 * tokens * h + 3 * tokens * v / t) * bytes;
       w.kernel_overhead_s = kSmallUnitOverheadS;
@@ -69,6 +70,9 @@ LayerWork forward_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mb
         elementwise += 8 * tokens * h + (m.flash_attention ? 0 : 6.5 * score_elements);
       }
       w.gemm_flops = flops / t;
+      // QKV, QK^T, x V, the projection, and the MLP's two (SwiGLU: three) matrices; cross
+      // attention repeats the attention's five.
+      w.gemm_calls = 4 + (m.activation == Activation::kSwiglu ? 3 : 2) + (unit.cross_attention ? 5 : 0);
       w.weight_bytes = weights / t * bytes;
       w.memory_bytes = elementwise * bytes;
       w.kernel_overhead_s = kLayerOverheadS;
@@ -80,7 +84,8 @@ LayerWork forward_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mb
   return w;
 }
 
-double roofline_time_s(const LayerWork& work, const NodeType& node, const std::string& dtype, double efficiency) {
+double roofline_time_s(const LayerWork& work, const NodeType& node, const std::string& dtype, double efficiency,
+                       const RooflineOptions& options) {
   auto peak = node.peak_tflops.find(dtype);
   if (peak == node.peak_tflops.end() && dtype == "bf16") peak = node.peak_tflops.find("fp16");  // e.g. V100
   if (peak == node.peak_tflops.end())
@@ -93,17 +98,21 @@ double roofline_time_s(const LayerWork& work, const NodeType& node, const std::s
     // whose bandwidth the node's GPUs share.
     const bool inside = work.tp <= node.gpus_per_node;
     const double latency_s = inside ? node.intra_node_latency_s : node.inter_node_latency_s;
-    const double bits_per_s =
-        inside ? node.intra_node_bandwidth_bits_per_s : node.inter_node_bandwidth_bits_per_s / node.gpus_per_node;
+    const double bits_per_s = inside ? node.intra_node_bandwidth_bits_per_s * node.intra_node_collective_efficiency
+                                     : node.inter_node_bandwidth_bits_per_s * node.inter_node_collective_efficiency /
+                                           node.gpus_per_node;
     allreduce_s = work.allreduces * (2 * (t - 1) * latency_s + 2 * (t - 1) / t * 8 * work.allreduce_bytes / bits_per_s);
   }
   const double bandwidth = node.memory_bandwidth_bytes_per_s * node.memory_efficiency;
-  const double gemm_s = std::max(work.gemm_flops / (peak->second * 1e12 * efficiency), work.weight_bytes / bandwidth);
-  return gemm_s + work.memory_bytes / bandwidth + work.kernel_overhead_s + allreduce_s;
+  // Each GEMM of F FLOPs at efficiency x F / (F + half): F / (peak x that) = (F + half) / (peak x efficiency).
+  const double compute_s = (work.gemm_flops + work.gemm_calls * node.gemm_half_flops) / (peak->second * 1e12 * efficiency);
+  const double gemm_s = std::max(compute_s, work.weight_bytes / bandwidth);
+  const double exposed_s = options.overlap_tp_comm ? std::max(0.0, allreduce_s - gemm_s) : allreduce_s;
+  return gemm_s + work.memory_bytes / bandwidth + work.kernel_overhead_s + exposed_s;
 }
 
 ProfileSpec analytic_profile(const ModelSpec& model, const NodeType& node, const std::vector<int>& tps,
-                             const std::vector<int>& micro_batches) {
+                             const std::vector<int>& micro_batches, const RooflineOptions& options) {
   ProfileSpec profile;
   profile.model = model.name;
   profile.gpu = node.gpu;
@@ -112,7 +121,7 @@ ProfileSpec analytic_profile(const ModelSpec& model, const NodeType& node, const
     for (int tp : tps)
       for (int mbs : micro_batches)
         profile.forward_s[unit.type][tp][mbs] =
-            roofline_time_s(forward_work(model, unit, tp, mbs), node, model.dtype, node.compute_efficiency);
+            roofline_time_s(forward_work(model, unit, tp, mbs), node, model.dtype, node.compute_efficiency, options);
   return profile;
 }
 

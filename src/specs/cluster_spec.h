@@ -31,6 +31,13 @@ struct NodeType {
   // 3% error on the other half); calibrate or fit a GPU's own where there are measurements.
   double compute_efficiency = 0.745;  ///< share of peak the model's GEMMs reach; a measured profile calibrates it
   double memory_efficiency = 0.90;    ///< share of memory bandwidth element-wise kernels reach
+  /// GEMM efficiency against size: a GEMM of F FLOPs runs at compute_efficiency x F / (F +
+  /// gemm_half_flops) (launch and tile losses weigh on small GEMMs); 0: every size alike.
+  double gemm_half_flops = 0;
+  /// Share of a link's bandwidth collectives (all-reduce rings) reach on it: NCCL's bus
+  /// bandwidth against the nominal link. 1 where the bandwidths are measured (profile net).
+  double intra_node_collective_efficiency = 1.0;
+  double inter_node_collective_efficiency = 1.0;
   double intra_node_latency_s = 5e-6;  ///< per message, alpha of the alpha-beta model
   double inter_node_latency_s = 20e-6;
   SlurmMapping slurm;  ///< field `slurm: {partition, gres, constraint, account}`

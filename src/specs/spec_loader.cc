@@ -136,6 +136,14 @@ NodeType parse_node_type(const Field& entry) {
     type.compute_efficiency = entry.child("compute_efficiency").positive_double();
     if (type.compute_efficiency > 1) entry.child("compute_efficiency").fail("is a share of peak: at most 1");
   }
+  if (entry.child("gemm_half_flops").present())
+    type.gemm_half_flops = entry.child("gemm_half_flops").non_negative_double();
+  for (auto [key, slot] : {std::pair{"intra_node_collective_efficiency", &type.intra_node_collective_efficiency},
+                           {"inter_node_collective_efficiency", &type.inter_node_collective_efficiency}})
+    if (entry.child(key).present()) {
+      *slot = entry.child(key).positive_double();
+      if (*slot > 1) entry.child(key).fail("is a share of the link's bandwidth: at most 1");
+    }
   if (entry.child("memory_efficiency").present()) {
     type.memory_efficiency = entry.child("memory_efficiency").positive_double();
     if (type.memory_efficiency > 1) entry.child("memory_efficiency").fail("is a share of bandwidth: at most 1");

@@ -85,7 +85,8 @@ RecomputeMode parse_recompute(const Field& field) {
 void parse_plan_field(const Field& field, ValidationPlan& plan) {
   require_map(field, "{gpus, tp, pp, dp, global_batch, micro_batch?, recompute, ...}");
   reject_unknown_keys(field, {"gpus", "tp", "pp", "dp", "global_batch", "micro_batch", "recompute", "sequence_parallel",
-                              "virtual_stages", "distributed_optimizer", "overlap_grad_reduce"});
+                              "virtual_stages", "distributed_optimizer", "overlap_grad_reduce",
+                              "overlap_tp_comm"});
   plan.gpus = field.child("gpus").positive_int();
   plan.tp = field.child("tp").positive_int();
   plan.pp = field.child("pp").positive_int();
@@ -97,6 +98,7 @@ void parse_plan_field(const Field& field, ValidationPlan& plan) {
   if (field.child("virtual_stages").present()) plan.virtual_stages = field.child("virtual_stages").positive_int();
   plan.distributed_optimizer = optional_bool(field.child("distributed_optimizer"), false);
   plan.overlap_grad_reduce = optional_bool(field.child("overlap_grad_reduce"), false);
+  plan.overlap_tp_comm = optional_bool(field.child("overlap_tp_comm"), false);
 }
 
 void parse_measurement_field(const Field& field, ValidationMeasurement& m) {

@@ -32,6 +32,7 @@ struct ValidationPlan {
   int virtual_stages = 1;  ///< interleaved 1F1B's model chunks per pipeline rank (1: plain 1F1B)
   bool distributed_optimizer = false;  ///< ZeRO-1: optimizer state sharded over dp
   bool overlap_grad_reduce = false;    ///< the dp gradient all-reduce overlaps the backward pass
+  bool overlap_tp_comm = false;        ///< tensor-parallel communication overlaps the GEMMs
 };
 
 /// What was measured: a step time, or a throughput with the FLOP formula that turns it into one

@@ -143,7 +143,9 @@ ValidationResult predict_case(const ValidationCase& c) {
     for (int mbs : divisors(plan.global_batch / plan.dp))
       if (mbs <= kLargestMicroBatch) micro_batches.push_back(mbs);
   }
-  ProfileSpec profile = analytic_profile(c.model, node, {plan.tp}, micro_batches);
+  RooflineOptions roofline;
+  roofline.overlap_tp_comm = plan.overlap_tp_comm;
+  ProfileSpec profile = analytic_profile(c.model, node, {plan.tp}, micro_batches, roofline);
   AnalyticOptions options;
   options.overlap_dp_allreduce = plan.overlap_grad_reduce;
   AnalyticPolicy policy(options);
