@@ -1,5 +1,7 @@
 #include "report/number_format.h"
 
+#include <cstdio>
+
 #include <charconv>
 
 namespace fasop {
@@ -12,6 +14,12 @@ std::string format_double(double value) {
   if (text.find_first_of(".eE") == std::string::npos && text != "inf" && text != "-inf" && text != "nan")
     text += ".0";
   return text;
+}
+
+std::string fixed(double value, int decimals) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+  return buffer;
 }
 
 }  // namespace fasop

@@ -10,12 +10,6 @@
 namespace fasop {
 namespace {
 
-std::string fixed(double value, int decimals) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
-  return buffer;
-}
-
 /// A number with up to 3 decimals, trailing zeros dropped.
 std::string fixed_trimmed(double value) {
   char buffer[64];

@@ -4,16 +4,11 @@
 #include <map>
 #include <sstream>
 
+#include "report/number_format.h"
 #include "report/plan_table.h"
 
 namespace fasop {
 namespace {
-
-std::string fixed(double value, int digits) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.*f", digits, value);
-  return text;
-}
 
 /// "g5.24xlarge x7, p4d.24xlarge": the node order with runs of one type counted.
 std::string node_order_text(const std::vector<std::string>& order) {
