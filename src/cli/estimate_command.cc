@@ -98,11 +98,8 @@ void run(EstimateOptions options, CLI::App& command) {
   setup->load_profiles(options.planner, counts);
   options.key.node_order = parse_placement(options.placement, setup->cluster);
   if (!options.planner.zero_stages.empty()) options.key.zero_stage = options.planner.zero_stages.front();
-  if (!options.planner.recompute.empty()) {
-    const std::string& mode = options.planner.recompute.front();
-    options.key.set_recompute(mode == "full" ? RecomputeMode::kFull : mode == "selective" ? RecomputeMode::kSelective
-                                                                                      : RecomputeMode::kNone);
-  }
+  // CLI11 admits only none, selective and full.
+  if (!options.planner.recompute.empty()) options.key.set_recompute(*recompute_mode_named(options.planner.recompute.front()));
   options.key.sequence_parallel = options.planner.sequence_parallel;
   if (!options.planner.virtual_stages.empty()) options.key.virtual_stages = options.planner.virtual_stages.front();
   options.key.stage_dp = options.stage_dp;

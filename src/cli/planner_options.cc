@@ -90,10 +90,6 @@ bool cluster_gives_gpu_specs(const ClusterSpec& cluster) {
   return false;
 }
 
-RecomputeMode recompute_mode_named(const std::string& name) {
-  return name == "full" ? RecomputeMode::kFull : name == "selective" ? RecomputeMode::kSelective : RecomputeMode::kNone;
-}
-
 /// --fix KEY=VALUE,...: the degrees the search keeps (tp, dp, pp, mbs) and the ZeRO stage and
 /// recomputation it tries.
 void apply_fixed_dims(const std::vector<std::string>& fix, SearchSpaceOptions& space) {
@@ -101,9 +97,9 @@ void apply_fixed_dims(const std::vector<std::string>& fix, SearchSpaceOptions& s
     size_t eq = item.find('=');
     std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
     if (key == "recompute") {
-      if (value != "none" && value != "selective" && value != "full")
-        throw SpecError("--fix " + item + ": recompute is none, selective or full");
-      space.recompute = {recompute_mode_named(value)};
+      std::optional<RecomputeMode> mode = recompute_mode_named(value);
+      if (!mode) throw SpecError("--fix " + item + ": recompute is none, selective or full");
+      space.recompute = {*mode};
       continue;
     }
     if (key == "sp") {
@@ -158,7 +154,8 @@ void choose_policy(const PlannerOptions& options, PlannerSetup& setup) {
     if (!options.zero_stages.empty()) setup.input.space.zero_stages = options.zero_stages;
     if (!options.recompute.empty()) {
       setup.input.space.recompute.clear();
-      for (const std::string& r : options.recompute) setup.input.space.recompute.push_back(recompute_mode_named(r));
+      // CLI11 admits only none, selective and full.
+      for (const std::string& r : options.recompute) setup.input.space.recompute.push_back(*recompute_mode_named(r));
     }
     if (options.sequence_parallel) setup.input.space.sequence_parallel = {false, true};
     if (!options.virtual_stages.empty()) setup.input.space.virtual_stages = options.virtual_stages;

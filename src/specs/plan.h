@@ -1,4 +1,5 @@
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,13 @@ enum class RecomputeMode { kNone, kSelective, kFull };
 /// The name of a recomputation mode: none, selective or full.
 inline const char* recompute_name(RecomputeMode mode) {
   return mode == RecomputeMode::kFull ? "full" : mode == RecomputeMode::kSelective ? "selective" : "none";
+}
+
+/// The mode a name (none, selective or full) stands for; none for another name.
+inline std::optional<RecomputeMode> recompute_mode_named(const std::string& name) {
+  for (RecomputeMode mode : {RecomputeMode::kNone, RecomputeMode::kSelective, RecomputeMode::kFull})
+    if (name == recompute_name(mode)) return mode;
+  return std::nullopt;
 }
 
 /// The parallel layout of a candidate plan, without its layer partition.

@@ -125,12 +125,9 @@ PlanFile parse_plan_file(const std::string& yaml_text, const std::string& source
   plan.key.pp = root.child("pp").positive_int();
   plan.key.zero_stage = root.child("zero_stage").as<int>("0, 1, 2 or 3");
   if (plan.key.zero_stage < 0 || plan.key.zero_stage > 3) root.child("zero_stage").fail("must be 0, 1, 2 or 3");
-  std::string recompute = root.child("recompute").text();
-  if (recompute != "none" && recompute != "selective" && recompute != "full")
-    root.child("recompute").fail("use none, selective or full");
-  plan.key.set_recompute(recompute == "full"        ? RecomputeMode::kFull
-                         : recompute == "selective" ? RecomputeMode::kSelective
-                                                    : RecomputeMode::kNone);
+  std::optional<RecomputeMode> recompute = recompute_mode_named(root.child("recompute").text());
+  if (!recompute) root.child("recompute").fail("use none, selective or full");
+  plan.key.set_recompute(*recompute);
   if (root.child("sequence_parallel").present())
     plan.key.sequence_parallel = root.child("sequence_parallel").as<bool>("true or false");
   if (root.child("virtual_stages").present()) plan.key.virtual_stages = root.child("virtual_stages").positive_int();

@@ -75,11 +75,9 @@ void parse_model_field(const Field& field, const SpecStore& store, ValidationCas
 }
 
 RecomputeMode parse_recompute(const Field& field) {
-  std::string mode = field.text();
-  if (mode == "none") return RecomputeMode::kNone;
-  if (mode == "selective") return RecomputeMode::kSelective;
-  if (mode == "full") return RecomputeMode::kFull;
-  field.fail("unknown recomputation '" + mode + "'; use none, selective or full");
+  std::string name = field.text();
+  if (std::optional<RecomputeMode> mode = recompute_mode_named(name)) return *mode;
+  field.fail("unknown recomputation '" + name + "'; use none, selective or full");
 }
 
 void parse_plan_field(const Field& field, ValidationPlan& plan) {
