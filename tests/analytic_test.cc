@@ -175,18 +175,33 @@ TEST_CASE("memory per GPU follows the hand calculation", "[analytic][memory]") {
   }
 }
 
+namespace {
+
+/// A GPT model of Megatron-LM's papers: gpt2xl's kind (4h GELU MLP, LayerNorm, tied fp16
+/// embeddings) with these dimensions, an embedding, `layers` layers and the head.
+ModelSpec gpt_model(int hidden, int heads, int layers, int sequence, int vocab) {
+  ModelSpec m = PresetSpecs("gpt2xl", "aws-a100-80g").model;
+  m.hidden = hidden;
+  m.heads = m.kv_heads = heads;
+  m.ffn_hidden = 4 * hidden;
+  m.sequence = sequence;
+  m.vocab = vocab;
+  const LayerUnit embedding = m.units.front(), layer = m.units[1], head = m.units.back();
+  m.units.assign(1, embedding);
+  m.units.insert(m.units.end(), layers, layer);
+  m.units.push_back(head);
+  return m;
+}
+
+}  // namespace
+
 TEST_CASE("activations per layer follow Korthikanti et al. 2022, Table 2, in every mode", "[analytic][memory]") {
   // GPT-3 175B's layer (h 12288, a 96, s 2048, 4h GELU MLP, unfused attention as in the paper),
   // micro-batch 1, t = 8. The paper, in bytes per layer: no parallelism sbh(34 + 5as/h); tensor
   // parallel sbh(10 + 24/t + 5as/(ht)); + sequence parallel sbh(34/t + 5as/(ht)); tensor
   // parallel + selective recomputation sbh(10 + 24/t); + sequence parallel sbh(34/t); full
   // recomputation 2sbh (2sbh/t with sequence parallelism).
-  PresetSpecs g("gpt2xl", "aws-a100-80g");
-  ModelSpec m = g.model;
-  m.hidden = 12288;
-  m.heads = m.kv_heads = 96;
-  m.ffn_hidden = 4 * 12288;
-  m.sequence = 2048;
+  ModelSpec m = gpt_model(12288, 96, 96, 2048, 51200);
   m.flash_attention = false;
   const LayerUnit& layer = m.units[1];
   const double s = 2048, b = 1, h = 12288, a = 96, t = 8, sbh = s * b * h;
@@ -247,17 +262,11 @@ TEST_CASE("a GPT model's FLOPs a step are Megatron-LM's closed form", "[analytic
   // forward again): F = 96 B s l h^2 (1 + s / (6h) + V / (16 l h)). The head runs forward and
   // backward only (3 x its 2BshV), as the formula counts it. GPT-3 1.7B of the A100 set: l 24,
   // h 2304, s 2048, V 51200, B 512.
-  PresetSpecs g("gpt2xl", "aws-a100-80g");
-  ModelSpec m = g.model;
-  m.hidden = 2304;
-  m.heads = m.kv_heads = 24;
-  m.ffn_hidden = 4 * 2304;
-  m.sequence = 2048;
-  m.vocab = 51200;
+  ModelSpec m = gpt_model(2304, 24, 24, 2048, 51200);
   const double B = 512, s = 2048, l = 24, h = 2304, V = 51200;
   double flops = 0;
   for (const LayerUnit& u : m.units) {
-    if (u.role == LayerRole::kTransformer) flops += 4 * l / 48 * forward_work(m, u, 1, 1).gemm_flops * B;
+    if (u.role == LayerRole::kTransformer) flops += 4 * forward_work(m, u, 1, 1).gemm_flops * B;
     if (u.role == LayerRole::kPostProcess) flops += 3 * forward_work(m, u, 1, 1).gemm_flops * B;
   }
   CHECK(flops == Approx(96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))).epsilon(1e-12));
