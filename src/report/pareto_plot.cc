@@ -19,10 +19,6 @@ constexpr double kWidth = 1240, kHeight = 680;
 constexpr double kLeft = 90, kRight = 420, kTop = 60, kBottom = 60;
 constexpr size_t kListedPlans = 40;
 
-std::string fmt(const char* format, double value) { return format_number(format, value); }
-
-std::string escape(const std::string& text) { return xml_escape(text); }
-
 /// A log10 axis over [lo, hi] (in log10 units) mapped to pixels [from, to].
 struct LogAxis {
   double lo, hi, from, to;
@@ -47,16 +43,16 @@ LogAxis make_axis(double min_value, double max_value, double from, double to) {
 }
 
 std::string tick_label(double v) {
-  if (v >= 1e6) return fmt("%gM", v / 1e6);
-  if (v >= 1e3) return fmt("%gk", v / 1e3);
-  return fmt("%g", v);
+  if (v >= 1e6) return format_number("%gM", v / 1e6);
+  if (v >= 1e3) return format_number("%gk", v / 1e3);
+  return format_number("%g", v);
 }
 
 /// "$123.4k": dollars, short.
 std::string tick_label_money(double usd) {
-  if (usd >= 1e6) return fmt("%.2fM", usd / 1e6);
-  if (usd >= 1e3) return fmt("%.1fk", usd / 1e3);
-  return fmt("%.0f", usd);
+  if (usd >= 1e6) return format_number("%.2fM", usd / 1e6);
+  if (usd >= 1e3) return format_number("%.1fk", usd / 1e3);
+  return format_number("%.0f", usd);
 }
 
 std::string front_label(const ClusterSpec& inventory, const CandidateResult& r) {
@@ -97,17 +93,17 @@ std::string ParetoPlot::svg(const ClusterSpec& inventory, const std::vector<Cand
   out << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight
       << "\" viewBox=\"0 0 " << kWidth << ' ' << kHeight << "\" font-family=\"sans-serif\">\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      << "<text x=\"" << kWidth / 2 << "\" y=\"28\" text-anchor=\"middle\" font-size=\"16\">" << escape(title)
+      << "<text x=\"" << kWidth / 2 << "\" y=\"28\" text-anchor=\"middle\" font-size=\"16\">" << xml_escape(title)
       << "</text>\n";
   // Grid and axes.
   for (double v : x.ticks()) {
-    std::string px = fmt("%.1f", x.pixel(v));
+    std::string px = format_number("%.1f", x.pixel(v));
     out << "<line x1=\"" << px << "\" y1=\"" << kTop << "\" x2=\"" << px << "\" y2=\"" << kHeight - kBottom
         << "\" stroke=\"#eee\"/>\n<text x=\"" << px << "\" y=\"" << kHeight - kBottom + 16
         << "\" text-anchor=\"middle\" font-size=\"11\">" << tick_label(v) << "</text>\n";
   }
   for (double v : y.ticks()) {
-    std::string py = fmt("%.1f", y.pixel(v));
+    std::string py = format_number("%.1f", y.pixel(v));
     out << "<line x1=\"" << kLeft << "\" y1=\"" << py << "\" x2=\"" << kWidth - kRight << "\" y2=\"" << py
         << "\" stroke=\"#eee\"/>\n<text x=\"" << kLeft - 6 << "\" y=\"" << py
         << "\" text-anchor=\"end\" dominant-baseline=\"middle\" font-size=\"11\">$" << tick_label(v)
@@ -122,8 +118,8 @@ std::string ParetoPlot::svg(const ClusterSpec& inventory, const std::vector<Cand
   // Every candidate, faint.
   out << "<g fill-opacity=\"0.25\">\n";
   for (const auto& [cell, dot] : ordered)
-    out << "<circle cx=\"" << fmt("%.1f", x.pixel(dot.step_time_s)) << "\" cy=\""
-        << fmt("%.1f", y.pixel(dot.cost_usd)) << "\" r=\"1.6\" fill=\"" << (dot.oom ? "#d62728" : "#7f7f7f")
+    out << "<circle cx=\"" << format_number("%.1f", x.pixel(dot.step_time_s)) << "\" cy=\""
+        << format_number("%.1f", y.pixel(dot.cost_usd)) << "\" r=\"1.6\" fill=\"" << (dot.oom ? "#d62728" : "#7f7f7f")
         << "\"/>\n";
   out << "</g>\n";
   // The front: a line through its plans, cheapest first, each numbered; hollow where the
@@ -131,20 +127,20 @@ std::string ParetoPlot::svg(const ClusterSpec& inventory, const std::vector<Cand
   if (!front.empty()) {
     out << "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"";
     for (const CandidateResult& r : front)
-      out << fmt("%.1f", x.pixel(r.estimate.step_time_s)) << ',' << fmt("%.1f", y.pixel(r.estimate.train_cost_usd))
+      out << format_number("%.1f", x.pixel(r.estimate.step_time_s)) << ',' << format_number("%.1f", y.pixel(r.estimate.train_cost_usd))
           << ' ';
     out << "\"/>\n";
     for (size_t i = 0; i < front.size(); ++i) {
       const CandidateResult& r = front[i];
       double px = x.pixel(r.estimate.step_time_s), py = y.pixel(r.estimate.train_cost_usd);
       bool oom = r.estimate.memory.is_oom;
-      out << "<circle cx=\"" << fmt("%.1f", px) << "\" cy=\"" << fmt("%.1f", py) << "\" r=\"3.5\" fill=\""
-          << (oom ? "white" : "#1f77b4") << "\" stroke=\"#1f77b4\"><title>" << escape(front_label(inventory, r))
-          << ": " << fmt("%.4f", r.estimate.step_time_s) << " s/step, $" << fmt("%.0f", r.estimate.train_cost_usd)
+      out << "<circle cx=\"" << format_number("%.1f", px) << "\" cy=\"" << format_number("%.1f", py) << "\" r=\"3.5\" fill=\""
+          << (oom ? "white" : "#1f77b4") << "\" stroke=\"#1f77b4\"><title>" << xml_escape(front_label(inventory, r))
+          << ": " << format_number("%.4f", r.estimate.step_time_s) << " s/step, $" << format_number("%.0f", r.estimate.train_cost_usd)
           << "</title></circle>\n";
       // Alternate sides so that neighbours' numbers do not overlap.
       bool right = i % 2 == 0;
-      out << "<text x=\"" << fmt("%.1f", px + (right ? 6 : -6)) << "\" y=\"" << fmt("%.1f", py + (right ? -4 : 11))
+      out << "<text x=\"" << format_number("%.1f", px + (right ? 6 : -6)) << "\" y=\"" << format_number("%.1f", py + (right ? -4 : 11))
           << "\" font-size=\"10\" fill=\"#1f77b4\" text-anchor=\"" << (right ? "start" : "end") << "\">" << i + 1
           << "</text>\n";
     }
@@ -169,7 +165,7 @@ std::string ParetoPlot::svg(const ClusterSpec& inventory, const std::vector<Cand
   for (size_t i = 0; i < front.size() && i < kListedPlans; ++i) {
     const CandidateResult& r = front[i];
     out << "<text x=\"" << tx << "\" y=\"" << ty + 14 * (i + 1) << "\">" << i + 1 << "  "
-        << escape(front_label(inventory, r)) << ": " << fmt("%.3f", r.estimate.step_time_s) << ", $"
+        << xml_escape(front_label(inventory, r)) << ": " << format_number("%.3f", r.estimate.step_time_s) << ", $"
         << tick_label_money(r.estimate.train_cost_usd) << (r.estimate.memory.is_oom ? " (OOM)" : "") << "</text>\n";
   }
   if (front.size() > kListedPlans)
