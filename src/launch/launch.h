@@ -1,6 +1,6 @@
 #pragma once
 // launch: a saved plan started on nodes, and what became of it.
-//   make_launch_layout   node ranks, components, rank coordinates (launch_layout.h)
+//   make_launch_layout   node ranks and components; coordinates_of_rank (launch_layout.h)
 //   node_script          node.sh, what every node runs (node_script.h)
 //   slurm_batch_script   one heterogeneous Slurm job (slurm_script.h)
 //   docker_commands      a `docker run` per node (docker_commands.h)

@@ -47,16 +47,4 @@ RankCoordinates coordinates_of_rank(const PlanFile& plan, int rank) {
   return r;
 }
 
-std::vector<RankCoordinates> rank_coordinates(const PlanFile& plan, const LaunchLayout& layout) {
-  std::vector<RankCoordinates> ranks;
-  for (const LaunchNode& node : layout.nodes)
-    for (int local = 0; local < node.gpus; ++local) {
-      RankCoordinates r = coordinates_of_rank(plan, node.first_rank + local);
-      r.node_rank = node.node_rank;
-      r.local_rank = local;
-      ranks.push_back(r);
-    }
-  return ranks;
-}
-
 }  // namespace fasop

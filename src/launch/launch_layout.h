@@ -41,8 +41,6 @@ LaunchLayout make_launch_layout(const PlanFile& plan, const ClusterSpec& cluster
 /// Where one rank sits in the plan.
 struct RankCoordinates {
   int rank = 0;
-  int node_rank = 0;
-  int local_rank = 0;
   int stage = 0;
   int dp_index = 0;
   int tp_index = 0;
@@ -51,8 +49,5 @@ struct RankCoordinates {
 /// The stage, replica and lane of global rank `rank`: stages take contiguous ranks, tp x the
 /// stage's dp each, the tensor-parallel lane fastest (Megatron-LM's and DeepSpeed's order).
 RankCoordinates coordinates_of_rank(const PlanFile& plan, int rank);
-
-/// Every rank's coordinates, node by node.
-std::vector<RankCoordinates> rank_coordinates(const PlanFile& plan, const LaunchLayout& layout);
 
 }  // namespace fasop
