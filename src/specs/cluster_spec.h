@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "specs/gpu_spec.h"
+
 namespace fasop {
 
 /// Where a node type's nodes come from in Slurm (`launch --backend slurm`): its partition,
@@ -23,26 +25,24 @@ struct NodeType {
   double intra_node_bandwidth_bits_per_s = 0;
   double inter_node_bandwidth_bits_per_s = 0;
   double price_usd_per_hour = 0;  ///< USD per node-hour
-  // The GPU as hardware, for analytic profiles and the analytic cost policy (optional for
-  // FASOP's clusters, whose layer times are measured):
+  // The GPU as the cluster file gives it (optional; FASOP's clusters time layers from
+  // measured profiles and give none): a file that gives peak_tflops plans with the analytic
+  // policy by default.
   std::map<std::string, double> peak_tflops;  ///< dense peak per precision: fp32, tf32, fp16, bf16, fp8
   double memory_bandwidth_bytes_per_s = 0;     ///< GPU memory (HBM/GDDR) bandwidth
-  // Defaults: what Megatron-LM's end-to-end A100 runs imply (validate --fit on half of them,
-  // 3% error on the other half); calibrate or fit a GPU's own where there are measurements.
-  double compute_efficiency = 0.745;  ///< share of peak the model's GEMMs reach; a measured profile calibrates it
-  double memory_efficiency = 0.90;    ///< share of memory bandwidth element-wise kernels reach
-  /// GEMM efficiency against size: a GEMM of F FLOPs runs at compute_efficiency x F / (F +
-  /// gemm_half_flops) (launch and tile losses weigh on small GEMMs); 0: every size alike.
-  double gemm_half_flops = 0;
-  /// Share of a link's bandwidth collectives (all-reduce rings) reach on it: NCCL's bus
-  /// bandwidth against the nominal link. 1 where the bandwidths are measured (profile net).
-  double intra_node_collective_efficiency = 1.0;
-  double inter_node_collective_efficiency = 1.0;
+  /// The GPU's data for analytic profiles and the analytic policy: the shipped data of `gpu`
+  /// (configs/gpus/), with what the node type gives itself (peaks, bandwidth, and the
+  /// overrides compute_efficiency, memory_efficiency, gemm_half_dim, *_collective_efficiency)
+  /// written over it.
+  GpuSpec gpu_data;
   double intra_node_latency_s = 5e-6;  ///< per message, alpha of the alpha-beta model
   double inter_node_latency_s = 20e-6;
   SlurmMapping slurm;  ///< field `slurm: {partition, gres, constraint, account}`
 
+  /// True when the cluster file gives the GPU's peaks itself.
   bool has_gpu_spec() const { return !peak_tflops.empty() && memory_bandwidth_bytes_per_s > 0; }
+  /// True when analytic profiles can time this GPU: its data is shipped or the file gives it.
+  bool has_gpu_data() const { return !gpu_data.peak_tflops.empty() && gpu_data.memory_bandwidth_bytes_per_s > 0; }
 };
 
 /// A set of nodes: the node types and, in order, the nodes available.

@@ -16,8 +16,9 @@ struct LayerUnit {
   bool cross_attention = false;  ///< a decoder layer that also attends to the encoder (T5)
 };
 
-/// The MLP's activation: GELU (two matrices) or SwiGLU (three, LLaMA).
-enum class Activation { kGelu, kSwiglu };
+/// The MLP's activation: GELU (two matrices), SwiGLU (three, LLaMA) or squared ReLU (two,
+/// Nemotron).
+enum class Activation { kGelu, kSwiglu, kSquaredRelu };
 /// The normalisation layers: LayerNorm (scale and bias) or RMSNorm (scale only).
 enum class Norm { kLayerNorm, kRmsNorm };
 
@@ -51,6 +52,9 @@ struct ModelSpec {
   /// unfused kernels, which write the b x heads x s x s scores and read them back (field
   /// `attention: flash|unfused`).
   bool flash_attention = true;
+  /// Causal self-attention (decoders: GPT, LLaMA): fused kernels compute half the scores.
+  /// Field `causal`; default true except for BERT. Encoder segments (T5) attend to everything.
+  bool causal = true;
   double train_steps = 0;       ///< steps of a full training run, to price it (0: not given)
   std::vector<LayerUnit> units;
   std::map<std::string, std::string> default_clusters;  ///< "homogeneous"/"heterogeneous"/"pareto" -> preset

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
+#include <optional>
 
 #include "specs/spec_error.h"
 #include "specs/yaml_field.h"
@@ -16,6 +17,41 @@ LayerRole parse_role(const Field& field) {
   if (role == "transformer") return LayerRole::kTransformer;
   if (role == "post_process") return LayerRole::kPostProcess;
   field.fail("unknown role '" + role + "'; use embedding, transformer or post_process");
+}
+
+
+/// A share (0, 1] from an optional field, or none.
+std::optional<double> optional_share(const Field& field) {
+  if (!field.present()) return std::nullopt;
+  double value = field.positive_double();
+  if (value > 1) field.fail("is a share: at most 1");
+  return value;
+}
+
+/// The node type's GPU data: the shipped data of its GPU, with the file's own fields over it.
+void resolve_gpu_data(const Field& entry, NodeType& type) {
+  if (const GpuSpec* shipped = shipped_gpu_spec(type.gpu)) type.gpu_data = *shipped;
+  else type.gpu_data.name = type.gpu;
+  GpuSpec& gpu = type.gpu_data;
+  for (const auto& [precision, tflops] : type.peak_tflops) gpu.peak_tflops[precision] = tflops;
+  if (type.memory_bandwidth_bytes_per_s > 0) gpu.memory_bandwidth_bytes_per_s = type.memory_bandwidth_bytes_per_s;
+  // An unknown GPU with peaks of its own gets the default efficiencies for each precision.
+  for (const auto& [precision, tflops] : gpu.peak_tflops)
+    if (gpu.precisions.empty()) gpu.precisions[precision] = PrecisionEfficiency{};
+  auto each_precision = [&](auto set) {
+    for (auto& [name, efficiency] : gpu.precisions) set(efficiency);
+  };
+  if (auto v = optional_share(entry.child("compute_efficiency"))) each_precision([&](PrecisionEfficiency& e) { e.gemm_peak_share = *v; });
+  if (auto v = optional_share(entry.child("memory_efficiency"))) each_precision([&](PrecisionEfficiency& e) { e.memory_share = *v; });
+  if (entry.child("gemm_half_dim").present()) {
+    double half = entry.child("gemm_half_dim").non_negative_double();
+    each_precision([&](PrecisionEfficiency& e) { e.gemm_half_dim = half; });
+  }
+  if (entry.child("gemm_half_flops").present())
+    entry.child("gemm_half_flops").fail("is gone: GEMM efficiency now follows the GEMM's shape; give gemm_half_dim "
+                                        "(each dimension d costs d / (d + gemm_half_dim)) or leave it to the GPU's data");
+  if (auto v = optional_share(entry.child("intra_node_collective_efficiency"))) gpu.nvlink.bus_share = *v;
+  if (auto v = optional_share(entry.child("inter_node_collective_efficiency"))) gpu.network.bus_share = *v;
 }
 
 }  // namespace
@@ -32,8 +68,9 @@ void parse_model_dims(const Field& root, ModelSpec& model) {
   model.dtype = model.precision_bits == 32 ? "fp32" : "fp16";
   if (root.child("dtype").present()) {
     model.dtype = root.child("dtype").text();
-    if (model.dtype != "fp16" && model.dtype != "bf16" && model.dtype != "fp32" && model.dtype != "fp8")
-      root.child("dtype").fail("unknown precision '" + model.dtype + "'; use fp16, bf16, fp32 or fp8");
+    if (model.dtype != "fp16" && model.dtype != "bf16" && model.dtype != "fp32" && model.dtype != "tf32" &&
+        model.dtype != "fp8")
+      root.child("dtype").fail("unknown precision '" + model.dtype + "'; use fp16, bf16, fp32, tf32 (fp32 with TF32 GEMMs) or fp8");
   }
   model.ffn_hidden = root.child("ffn_hidden").present() ? root.child("ffn_hidden").positive_int() : 4 * model.hidden;
   model.kv_heads = root.child("kv_heads").present() ? root.child("kv_heads").positive_int() : model.heads;
@@ -44,7 +81,8 @@ void parse_model_dims(const Field& root, ModelSpec& model) {
     std::string activation = root.child("activation").text();
     if (activation == "gelu") model.activation = Activation::kGelu;
     else if (activation == "swiglu") model.activation = Activation::kSwiglu;
-    else root.child("activation").fail("unknown activation '" + activation + "'; use gelu or swiglu");
+    else if (activation == "squared_relu") model.activation = Activation::kSquaredRelu;
+    else root.child("activation").fail("unknown activation '" + activation + "'; use gelu, swiglu or squared_relu");
   }
   if (root.child("norm").present()) {
     std::string norm = root.child("norm").text();
@@ -67,6 +105,8 @@ void parse_model_dims(const Field& root, ModelSpec& model) {
     else if (family == "llama") model.family = ModelFamily::kLlama;
     else root.child("family").fail("unknown family '" + family + "'; use gpt2, bert, t5 or llama");
   }
+  model.causal = model.family != ModelFamily::kBert;
+  if (root.child("causal").present()) model.causal = root.child("causal").as<bool>("true or false");
 }
 
 ModelSpec parse_model(const std::string& yaml_text, const std::string& source) {
@@ -132,22 +172,7 @@ NodeType parse_node_type(const Field& entry) {
   }
   if (entry.child("memory_bandwidth_bytes_per_s").present())
     type.memory_bandwidth_bytes_per_s = entry.child("memory_bandwidth_bytes_per_s").positive_double();
-  if (entry.child("compute_efficiency").present()) {
-    type.compute_efficiency = entry.child("compute_efficiency").positive_double();
-    if (type.compute_efficiency > 1) entry.child("compute_efficiency").fail("is a share of peak: at most 1");
-  }
-  if (entry.child("gemm_half_flops").present())
-    type.gemm_half_flops = entry.child("gemm_half_flops").non_negative_double();
-  for (auto [key, slot] : {std::pair{"intra_node_collective_efficiency", &type.intra_node_collective_efficiency},
-                           {"inter_node_collective_efficiency", &type.inter_node_collective_efficiency}})
-    if (entry.child(key).present()) {
-      *slot = entry.child(key).positive_double();
-      if (*slot > 1) entry.child(key).fail("is a share of the link's bandwidth: at most 1");
-    }
-  if (entry.child("memory_efficiency").present()) {
-    type.memory_efficiency = entry.child("memory_efficiency").positive_double();
-    if (type.memory_efficiency > 1) entry.child("memory_efficiency").fail("is a share of bandwidth: at most 1");
-  }
+  resolve_gpu_data(entry, type);
   if (entry.child("intra_node_latency_s").present())
     type.intra_node_latency_s = entry.child("intra_node_latency_s").non_negative_double();
   if (entry.child("inter_node_latency_s").present())

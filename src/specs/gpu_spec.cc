@@ -1,0 +1,135 @@
+#include "specs/gpu_spec.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "specs/spec_error.h"
+#include "specs/spec_store.h"
+#include "specs/yaml_field.h"
+
+namespace fasop {
+namespace {
+
+constexpr const char* kGpuDir = "configs/gpus/";
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+  return text;
+}
+
+double share(const Field& field) {
+  double value = field.positive_double();
+  if (value > 1) field.fail("is a share: at most 1");
+  return value;
+}
+
+PrecisionEfficiency parse_precision(const Field& f, const PrecisionEfficiency& base) {
+  if (!f.node.IsMap()) f.fail("expected a map of gemm_peak_share, gemm_half_dim, attention_peak_share, ...");
+  PrecisionEfficiency e = base;
+  if (f.child("gemm_peak_share").present()) e.gemm_peak_share = share(f.child("gemm_peak_share"));
+  if (f.child("gemm_half_dim").present()) e.gemm_half_dim = f.child("gemm_half_dim").non_negative_double();
+  if (f.child("attention_peak_share").present()) e.attention_peak_share = share(f.child("attention_peak_share"));
+  if (f.child("attention_backward_peak_share").present())
+    e.attention_backward_peak_share = share(f.child("attention_backward_peak_share"));
+  if (f.child("memory_share").present()) e.memory_share = share(f.child("memory_share"));
+  return e;
+}
+
+CollectiveEfficiency parse_collective(const Field& f) {
+  CollectiveEfficiency c;
+  if (!f.present()) return c;
+  if (!f.node.IsMap()) f.fail("expected {bus_share: SHARE, half_bytes: BYTES}");
+  if (f.child("bus_share").present()) c.bus_share = share(f.child("bus_share"));
+  if (f.child("half_bytes").present()) c.half_bytes = f.child("half_bytes").non_negative_double();
+  return c;
+}
+
+}  // namespace
+
+double LaunchCosts::dispatch_s_of(const std::string& stack) const {
+  auto it = dispatch_s.find(stack);
+  return it == dispatch_s.end() ? 0 : it->second;
+}
+
+const PrecisionEfficiency& GpuSpec::efficiency(const std::string& precision) const {
+  static const PrecisionEfficiency kDefault;
+  for (const std::string& name : {precision, std::string(precision == "bf16" ? "fp16" : "bf16")}) {
+    auto it = precisions.find(name);
+    if (it != precisions.end()) return it->second;
+  }
+  return precisions.empty() ? kDefault : precisions.begin()->second;
+}
+
+GpuSpec parse_gpu_spec(const std::string& yaml_text, const std::string& source) {
+  Field root = load_root(yaml_text, source);
+  GpuSpec gpu;
+  gpu.source = source;
+  gpu.name = root.child("name").text();
+  if (Field aliases = root.child("aliases"); aliases.present()) {
+    if (!aliases.node.IsSequence()) aliases.fail("expected a list of names");
+    for (size_t i = 0; i < aliases.node.size(); ++i) gpu.aliases.push_back(aliases.item(i).text());
+  }
+  gpu.memory_gib = root.child("memory_gib").positive_double();
+  Field peak = root.child("peak_tflops");
+  if (!peak.node.IsMap() || peak.node.size() == 0) peak.fail("expected a map: precision -> dense TFLOP/s");
+  for (const auto& item : peak.node) {
+    std::string precision = item.first.as<std::string>();
+    gpu.peak_tflops[precision] = Field{source, item.second, peak.path + "." + precision}.positive_double();
+  }
+  gpu.memory_bandwidth_bytes_per_s = root.child("memory_bandwidth_bytes_per_s").positive_double();
+  Field precisions = root.child("precisions");
+  if (!precisions.node.IsMap() || precisions.node.size() == 0)
+    precisions.fail("expected a map: precision -> {gemm_peak_share, gemm_half_dim, attention_peak_share, ...}");
+  // A precision inherits what it does not give from the first one listed (e.g. fp8's
+  // attention and element-wise kernels run as bf16's).
+  const PrecisionEfficiency* first = nullptr;
+  for (const auto& item : precisions.node) {
+    std::string name = item.first.as<std::string>();
+    if (!gpu.peak_tflops.count(name)) precisions.child(name).fail("has no peak_tflops." + name + "; add it");
+    gpu.precisions[name] = parse_precision(precisions.child(name), first ? *first : PrecisionEfficiency{});
+    if (!first) first = &gpu.precisions[name];
+  }
+  Field collectives = root.child("collectives");
+  gpu.nvlink = parse_collective(collectives.child("intra_node"));
+  gpu.network = parse_collective(collectives.child("inter_node"));
+  if (Field launch = root.child("launch"); launch.present()) {
+    if (launch.child("kernel_gap_s").present()) gpu.launch.kernel_gap_s = launch.child("kernel_gap_s").non_negative_double();
+    if (Field dispatch = launch.child("dispatch_s"); dispatch.present()) {
+      if (!dispatch.node.IsMap()) dispatch.fail("expected a map: stack (megatron, eager, libtorch) -> seconds");
+      for (const auto& item : dispatch.node) {
+        std::string stack = item.first.as<std::string>();
+        gpu.launch.dispatch_s[stack] = dispatch.child(stack).non_negative_double();
+      }
+    }
+  }
+  if (root.child("overlap_slowdown").present()) {
+    gpu.overlap_slowdown = root.child("overlap_slowdown").non_negative_double();
+    if (gpu.overlap_slowdown >= 1) root.child("overlap_slowdown").fail("is a share of the GEMMs' speed: below 1");
+  }
+  return gpu;
+}
+
+const std::vector<GpuSpec>& shipped_gpu_specs() {
+  static const std::vector<GpuSpec> specs = [] {
+    std::vector<GpuSpec> out;
+    for (const EmbeddedFile& file : embedded_presets()) {
+      std::string path = file.path;
+      if (path.rfind(kGpuDir, 0) == 0) out.push_back(parse_gpu_spec(file.text, path));
+    }
+    std::sort(out.begin(), out.end(), [](const GpuSpec& a, const GpuSpec& b) { return a.name < b.name; });
+    return out;
+  }();
+  return specs;
+}
+
+const GpuSpec* shipped_gpu_spec(const std::string& gpu) {
+  const std::string wanted = lower(gpu);
+  for (const GpuSpec& spec : shipped_gpu_specs()) {
+    if (lower(spec.name) == wanted) return &spec;
+    for (const std::string& alias : spec.aliases)
+      if (lower(alias) == wanted) return &spec;
+  }
+  return nullptr;
+}
+
+}  // namespace fasop

@@ -1,0 +1,74 @@
+#pragma once
+// A GPU type as measured data: its datasheet peaks and the shares of them real kernels reach,
+// per precision (configs/gpus/<gpu>.yaml, compiled in; every number with its source there).
+// Node types name their GPU (`gpu: H100`) and get this data unless they override a field.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fasop {
+
+/// How fast one precision's kernels run on a GPU, as shares of its datasheet peaks.
+struct PrecisionEfficiency {
+  /// Large GEMMs' share of the dense peak of this precision.
+  double gemm_peak_share = 0.75;
+  /// GEMM shape: each of a GEMM's dimensions d (m, n, k) costs a factor d / (d + gemm_half_dim)
+  /// of gemm_peak_share (narrow GEMMs fill fewer tiles and waves). 0: every shape alike.
+  double gemm_half_dim = 0;
+  /// Fused (flash) attention's forward share of the dense peak, on its counted FLOPs.
+  double attention_peak_share = 0.5;
+  /// Its backward pass's share (the backward kernel recomputes the scores: 2.5 x the forward's FLOPs).
+  double attention_backward_peak_share = 0.4;
+  /// Element-wise (memory-bound) kernels' share of memory bandwidth.
+  double memory_share = 0.9;
+};
+
+/// How a collective's bus bandwidth grows with its message: share x bytes / (bytes + half_bytes)
+/// of the link's bandwidth (NCCL reaches its plateau only on large messages).
+struct CollectiveEfficiency {
+  double bus_share = 1.0;
+  double half_bytes = 0;
+  double at(double bytes) const { return half_bytes > 0 ? bus_share * bytes / (bytes + half_bytes) : bus_share; }
+};
+
+/// What launching a kernel costs on the host CPU, per software stack that runs the layers:
+/// megatron (Megatron-LM's fused kernels), eager (PyTorch/Hugging Face eager ops), libtorch
+/// (fasop-cpp's C++ profiler). A layer runs at the slower of its GPU time and its launches.
+struct LaunchCosts {
+  double kernel_gap_s = 3e-6;             ///< GPU-side gap between back-to-back kernels
+  std::map<std::string, double> dispatch_s;  ///< stack -> host seconds to launch one kernel
+  double dispatch_s_of(const std::string& stack) const;
+};
+
+/// One GPU type's data.
+struct GpuSpec {
+  std::string name;                  ///< e.g. "H100"
+  std::vector<std::string> aliases;  ///< other spellings node types use, e.g. "H100-SXM5-80GB"
+  std::string source;                ///< file it was loaded from
+  double memory_gib = 0;
+  std::map<std::string, double> peak_tflops;  ///< dense peak per precision
+  double memory_bandwidth_bytes_per_s = 0;
+  std::map<std::string, PrecisionEfficiency> precisions;  ///< fp16, bf16, fp8, fp32, ...
+  CollectiveEfficiency nvlink;   ///< collectives inside a node
+  CollectiveEfficiency network;  ///< collectives between nodes
+  LaunchCosts launch;
+  /// Share by which GEMMs slow down while a collective overlaps them (its kernels take SMs
+  /// and memory bandwidth): overlapping c seconds of communication costs c x this.
+  double overlap_slowdown = 0.1;
+
+  /// The efficiency of `precision`: its own entry, else fp16 for bf16 and bf16 for fp16, else
+  /// the first listed. Throws SpecError when the GPU lists none.
+  const PrecisionEfficiency& efficiency(const std::string& precision) const;
+};
+
+/// Parses a GPU data file (configs/gpus/*.yaml); errors name the file and field.
+GpuSpec parse_gpu_spec(const std::string& yaml_text, const std::string& source);
+
+/// The shipped GPU data for `gpu` (name or alias, case-insensitive), or none.
+const GpuSpec* shipped_gpu_spec(const std::string& gpu);
+
+/// Every shipped GPU's data, sorted by name.
+const std::vector<GpuSpec>& shipped_gpu_specs();
+
+}  // namespace fasop
