@@ -33,12 +33,16 @@ void run(const CalibrateOptions& options) {
   if (!node)
     throw SpecError("--node-type: cluster '" + cluster.name + "' has no node type or GPU '" + wanted +
                     "'; name one of its node types");
-  if (!node->has_gpu_spec())
-    throw SpecError(cluster.source + ": node type '" + node->name +
-                    "' gives no peak_tflops and memory_bandwidth_bytes_per_s: nothing to calibrate");
+  if (!node->has_gpu_data())
+    throw SpecError(cluster.source + ": node type '" + node->name + "': GPU '" + node->gpu +
+                    "' has no shipped data (configs/gpus/) and the file gives no peak_tflops and "
+                    "memory_bandwidth_bytes_per_s: nothing to calibrate");
   double efficiency = calibrated_efficiency(model, *node, measured);
-  // How well the roofline matches each measured forward time, at an efficiency.
+  // How well the analytic times match each measured forward time, at a GEMM peak share.
+  const double given = node->gpu_data.efficiency(model.dtype).gemm_peak_share;
   auto ratios = [&](double at) {
+    NodeType trial = *node;
+    for (auto& [name, e] : trial.gpu_data.precisions) e.gemm_peak_share = at;
     std::vector<double> out;
     for (const LayerUnit& unit : model.units) {
       auto layer = measured.forward_s.find(unit.type);
@@ -47,18 +51,18 @@ void run(const CalibrateOptions& options) {
         continue;
       for (const auto& [tp, points] : layer->second)
         for (const auto& [mbs, seconds] : points)
-          out.push_back(roofline_time_s(forward_work(model, unit, tp, mbs), *node, model.dtype, at) / seconds);
+          out.push_back(layer_time(model, unit, tp, mbs, trial).forward.seconds / seconds);
     }
     std::sort(out.begin(), out.end());
     return out;
   };
-  std::vector<double> before = ratios(node->compute_efficiency), after = ratios(efficiency);
+  std::vector<double> before = ratios(given), after = ratios(efficiency);
   if (after.empty()) throw SpecError(options.profile + ": no layer type of model '" + model.name + "' is measured");
-  std::printf("%s on %s (node type %s): compute_efficiency %.3f (the file says %.3f)\n", model.name.c_str(),
-              node->gpu.c_str(), node->name.c_str(), efficiency, node->compute_efficiency);
+  std::printf("%s on %s (node type %s): compute_efficiency %.3f (GEMM peak share; the GPU data says %.3f)\n", model.name.c_str(),
+              node->gpu.c_str(), node->name.c_str(), efficiency, given);
   std::printf("analytic / measured forward over %zu points: at %.3f median %.2f (%.2f to %.2f); at %.3f median %.2f "
               "(%.2f to %.2f)\n",
-              after.size(), node->compute_efficiency, before[before.size() / 2], before.front(), before.back(), efficiency,
+              after.size(), given, before[before.size() / 2], before.front(), before.back(), efficiency,
               after[after.size() / 2], after.front(), after.back());
   std::printf("to use it: set `compute_efficiency: %.3f` on node type %s in %s\n", efficiency, node->name.c_str(),
               cluster.source.c_str());

@@ -208,7 +208,7 @@ void PlannerSetup::load_profiles(const PlannerOptions& options, const std::vecto
       profile_storage.push_back(store.load_profile(model, node.gpu, options.profile_dir));
     else
       profile_storage.push_back(analytic_profile(model, node, divisors(node.gpus_per_node), divisors(model.global_batch),
-                                                 RooflineOptions{options.tp_comm_overlap}));
+                                                 LayerOptions{Stack::kMegatron, false, options.tp_comm_overlap}));
     input.profiles[type] = &profile_storage.back();
   }
 }

@@ -9,132 +9,283 @@
 namespace fasop {
 namespace {
 
-// Estimates, not measurements: launch overhead of the ~20 kernels of a transformer layer's
-// forward pass, and of the few of an embedding or a head.
-constexpr double kLayerOverheadS = 60e-6;
-constexpr double kSmallUnitOverheadS = 15e-6;
+/// What a stack launches and moves beyond the GEMMs, per transformer layer's forward pass
+/// (backward: twice the kernels and the traffic). Counted from the stacks' code paths:
+/// Megatron-LM fuses norms, bias-dropout-add, bias-GeLU/SwiGLU and scale-mask-softmax; eager
+/// PyTorch (Hugging Face's GPT-2/BERT/OPT blocks) runs dropouts, residual adds, head
+/// splitting copies and a tanh-composed GeLU as separate kernels.
+struct StackTraits {
+  int layer_kernels;          ///< norms, GEMMs, activation, residual paths (attention apart)
+  int unfused_attention_kernels;  ///< QK^T, scale/mask, softmax, dropout, x V (fused: 1)
+  double replicated_elements;     ///< x T h elements of element-wise traffic (norms, dropouts, adds)
+  double head_copy_elements;      ///< x T h / tp: copies that split and merge heads
+  double activation_elements;     ///< x T f / tp: the MLP activation's traffic
+  double score_passes;            ///< unfused attention: passes over the b heads/tp s^2 scores
+  int small_unit_kernels;         ///< an embedding's or a head's forward kernels
+  double loss_bytes_per_logit;    ///< the loss's traffic per logit: cast to fp32, max, exp, sum, log, pick
+};
 
-double bytes_per_element(const std::string& dtype) {
-  if (dtype == "fp32") return 4;
-  if (dtype == "fp8") return 1;
-  return 2;
+StackTraits traits(Stack stack) {
+  switch (stack) {
+    case Stack::kEager: return {22, 6, 15, 2, 6, 10, 6, 34};
+    case Stack::kLibtorch: return {14, 5, 13, 2, 2, 8.5, 5, 34};
+    case Stack::kMegatron: break;
+  }
+  // Megatron: 2 norms, 4 GEMMs, activation, 2 bias-dropout-adds, rotary or bias kernels (~2);
+  // unfused attention: 2 batched GEMMs, fused scale-mask-softmax, dropout. Traffic: each norm
+  // reads and writes its input (2 x 2), each bias-dropout-add reads the projection and the
+  // residual and writes the sum and a one-byte mask (2 x 3.5); bias-GeLU reads and writes the
+  // MLP's width (2 f / t); the scores are written, read and written by softmax, dropout reads
+  // and writes them and a one-byte mask, x V reads them: 6.5 passes.
+  // The vocabulary-parallel cross entropy upcasts the logits to fp32 (read 2, write 4), takes
+  // the max (read 4), subtracts and exponentiates in place (read 4, write 4) and sums (read 4).
+  return {11, 4, 11, 0, 2, 6.5, 3, 22};
+}
+
+// tf32: fp32 training whose GEMMs run on TF32 tensor cores (PyTorch's allow_tf32).
+double element_bytes(const std::string& dtype) { return dtype == "fp32" || dtype == "tf32" ? 4 : 2; }
+double gemm_element_bytes(const std::string& dtype) {
+  return dtype == "fp32" || dtype == "tf32" ? 4 : dtype == "fp8" ? 1 : 2;
+}
+
+/// The precision of everything but the GEMMs: fp8 training keeps attention and element-wise
+/// work in bf16, TF32 training in fp32.
+std::string non_gemm_precision(const std::string& dtype) {
+  return dtype == "fp8" ? "bf16" : dtype == "tf32" ? "fp32" : dtype;
+}
+
+double peak_flops(const GpuSpec& gpu, const std::string& precision, const std::string& node_name) {
+  auto peak = gpu.peak_tflops.find(precision);
+  if (peak == gpu.peak_tflops.end() && precision == "bf16") peak = gpu.peak_tflops.find("fp16");  // e.g. V100
+  if (peak == gpu.peak_tflops.end())
+    throw SpecError("node type '" + node_name + "': field 'peak_tflops." + precision + "': missing; give the " +
+                    gpu.name + "'s dense " + precision + " TFLOP/s or train the model in a precision it lists");
+  return peak->second * 1e12;
+}
+
+/// The backward pass of a forward pass: each GEMM's data and weight gradients (the same FLOPs
+/// in transposed shapes), 2.5 x the fused attention's FLOPs (its backward recomputes the
+/// scores), twice the element-wise traffic and kernels; the weights are read again and their
+/// fp32 gradients accumulated.
+PassWork backward_of(const PassWork& forward, const std::string& dtype) {
+  PassWork b;
+  b.backward = true;
+  for (const Gemm& g : forward.gemms) {
+    b.gemms.push_back({g.m, g.k, g.n, g.count});  // data gradient: (m x n) x (n x k)
+    b.gemms.push_back({g.k, g.n, g.m, g.count});  // weight gradient: (k x m) x (m x n)
+  }
+  b.weight_bytes = forward.weight_bytes / gemm_element_bytes(dtype) * (gemm_element_bytes(dtype) + 8);
+  b.attention_flops = 2.5 * forward.attention_flops;
+  b.memory_bytes = 2 * forward.memory_bytes;
+  b.kernels = 2 * forward.kernels;
+  return b;
 }
 
 }  // namespace
 
-LayerWork forward_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs) {
+const char* stack_name(Stack stack) {
+  switch (stack) {
+    case Stack::kEager: return "eager";
+    case Stack::kLibtorch: return "libtorch";
+    case Stack::kMegatron: break;
+  }
+  return "megatron";
+}
+
+bool stack_named(const std::string& name, Stack* stack) {
+  for (Stack s : {Stack::kMegatron, Stack::kEager, Stack::kLibtorch})
+    if (name == stack_name(s)) {
+      *stack = s;
+      return true;
+    }
+  return false;
+}
+
+double PassWork::gemm_flops() const {
+  double sum = 0;
+  for (const Gemm& g : gemms) sum += g.flops();
+  return sum;
+}
+
+LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs, const LayerOptions& options) {
   const double b = mbs, s = m.sequence, h = m.hidden, f = m.ffn_hidden, v = m.vocab, t = tp;
-  const double kv_share = double(m.kv_heads) / m.heads;  // key/value width relative to hidden
-  const double bytes = bytes_per_element(m.dtype);
+  const double kv = double(m.kv_heads) / m.heads;  // key/value width relative to hidden
+  const double head_dim = h / m.heads, local_heads = double(m.heads) / t;
   const double tokens = b * s;
+  const double bytes = element_bytes(m.dtype), gemm_bytes = gemm_element_bytes(m.dtype);
+  const StackTraits st = traits(options.stack);
+  const double sp = options.sequence_parallel ? t : 1;  // what tp replicates splits over the sequence
   LayerWork w;
   w.tp = tp;
+  PassWork& fw = w.forward;
   switch (unit.role) {
     case LayerRole::kEmbedding:
       // A gather: read the rows, write the activations (and positions where learned).
-      w.memory_bytes = 3 * tokens * h * bytes;
-      w.kernel_overhead_s = kSmallUnitOverheadS;
-      w.allreduces = tp > 1 ? 1 : 0;  // vocabulary-parallel lookup
-      w.allreduce_bytes = tokens * h * bytes;
-      break;
+      fw.memory_bytes = 3 * tokens * h * bytes;
+      fw.kernels = st.small_unit_kernels;
+      fw.tp_collectives = tp > 1 ? 1 : 0;  // vocabulary-parallel lookup
+      fw.tp_collective_bytes = tokens * h * bytes;
+      w.backward = backward_of(fw, m.dtype);
+      // The table's gradient is a dense fp32 buffer, zeroed and accumulated into (read and
+      // written: 8 bytes an entry).
+      w.backward.memory_bytes += 8 * v / t * h;
+      w.backward.tp_collectives = 0;
+      return w;
     case LayerRole::kPostProcess:
       // Final norm, the output head's GEMM over the vocabulary shard, softmax and loss.
-      w.gemm_flops = 2 * tokens * h * v / t;
-      w.gemm_calls = 1;
-      w.weight_bytes = h * v / t * bytes;
-      w.memory_bytes = (4 * tokens * h + 3 * tokens * v / t) * bytes;
-      w.kernel_overhead_s = kSmallUnitOverheadS;
+      fw.gemms.push_back({tokens, v / t, h});
+      fw.weight_bytes = h * v / t * gemm_bytes;
+      fw.memory_bytes = 4 * tokens * h * bytes + st.loss_bytes_per_logit * tokens * v / t;
+      fw.kernels = st.small_unit_kernels;
+      w.backward = backward_of(fw, m.dtype);
+      // The loss's gradient: the softmax read (4 bytes) and the logits' gradient written (2).
+      w.backward.memory_bytes = 2 * 4 * tokens * h * bytes + 6 * tokens * v / t;
+      w.backward.tp_collectives = tp > 1 ? 1 : 0;  // the head's input gradient
+      w.backward.tp_collective_bytes = tokens * h * bytes;
+      return w;
+    case LayerRole::kTransformer:
       break;
-    case LayerRole::kTransformer: {
-      double qkv = 2 * tokens * h * (h + 2 * h * kv_share);
-      double scores = 2 * 2 * tokens * s * h;  // QK^T and attention x V
-      double projection = 2 * tokens * h * h;
-      double mlp = (m.activation == Activation::kSwiglu ? 3 : 2) * 2 * tokens * h * f;
-      double flops = qkv + scores + projection + mlp;
-      double weights = h * (h + 2 * h * kv_share) + h * h + (m.activation == Activation::kSwiglu ? 3 : 2) * h * f;
-      // Element-wise traffic, in elements, as Megatron-LM's fused kernels move them: each norm
-      // reads and writes its input (2 x 2 sbh); each bias-dropout-add reads the projection and
-      // the residual and writes the sum and a one-byte mask (2 x 3.5 sbh); bias-GeLU (or SwiGLU's
-      // product) reads and writes the MLP's width (2 sbf/t). Fused attention (FlashAttention,
-      // as training and the profiler run it) keeps the score matrix on chip: no traffic for it.
-      double elementwise = 11 * tokens * h + 2 * tokens * f / t;
-      // Unfused attention (Megatron-LM 2021) writes the heads/t x s x s scores of each sample and
-      // reads them back: QK^T writes them, the fused scale-mask-softmax reads and writes them,
-      // dropout reads them and writes them and a one-byte mask, attention x V reads them: 6.5
-      // passes of 2-byte elements.
-      const double score_elements = b * m.heads / t * s * s;
-      if (!m.flash_attention) elementwise += 6.5 * score_elements;
-      if (unit.cross_attention) {
-        flops += 2 * tokens * h * h + 2 * tokens * h * 2 * h * kv_share + scores + projection;
-        weights += 2 * h * h + 2 * h * h * kv_share;
-        elementwise += 8 * tokens * h + (m.flash_attention ? 0 : 6.5 * score_elements);
-      }
-      w.gemm_flops = flops / t;
-      // QKV, QK^T, x V, the projection, and the MLP's two (SwiGLU: three) matrices; cross
-      // attention repeats the attention's five.
-      w.gemm_calls = 4 + (m.activation == Activation::kSwiglu ? 3 : 2) + (unit.cross_attention ? 5 : 0);
-      w.weight_bytes = weights / t * bytes;
-      w.memory_bytes = elementwise * bytes;
-      w.kernel_overhead_s = kLayerOverheadS;
-      w.allreduces = tp > 1 ? (unit.cross_attention ? 3 : 2) : 0;  // after attention(s) and MLP
-      w.allreduce_bytes = tokens * h * bytes;
-      break;
-    }
   }
+  const bool swiglu = m.activation == Activation::kSwiglu;
+  // Causal self-attention computes half the score matrix (T5's and BERT's encoders all of it).
+  const bool causal = m.causal && unit.segment != "encoder";
+  auto attention = [&](bool is_causal) {
+    if (m.flash_attention) {
+      fw.attention_flops += 4 * b * s * s * h / t * (is_causal ? 0.5 : 1);
+      fw.kernels += 1;
+    } else {
+      fw.gemms.push_back({s, s, head_dim, b * local_heads});  // Q K^T
+      fw.gemms.push_back({s, head_dim, s, b * local_heads});  // scores x V
+      fw.memory_bytes += st.score_passes * b * local_heads * s * s * bytes;
+      fw.kernels += st.unfused_attention_kernels;
+    }
+  };
+  fw.gemms.push_back({tokens, h * (1 + 2 * kv) / t, h});  // Q, K, V
+  attention(causal);
+  fw.gemms.push_back({tokens, h, h / t});                 // output projection
+  fw.gemms.push_back({tokens, (swiglu ? 2 : 1) * f / t, h});  // up (and gate)
+  fw.gemms.push_back({tokens, h, f / t});                 // down
+  double weights = h * h * (1 + 2 * kv) + h * h + (swiglu ? 3 : 2) * h * f;
+  double elements = st.replicated_elements * tokens * h / sp + st.head_copy_elements * tokens * h / t +
+                    (swiglu ? 1.5 : 1) * st.activation_elements * tokens * f / t;
+  fw.kernels += st.layer_kernels;
+  if (m.family == ModelFamily::kLlama) elements += 2 * tokens * h * (1 + kv) / t;  // rotary on Q and K
+  if (unit.cross_attention) {
+    fw.gemms.push_back({tokens, h / t, h});           // queries
+    fw.gemms.push_back({tokens, 2 * h * kv / t, h});  // keys and values of the encoder's output
+    attention(false);
+    fw.gemms.push_back({tokens, h, h / t});
+    weights += 2 * h * h + 2 * h * h * kv;
+    elements += 8 * tokens * h / sp;
+    fw.kernels += 6;
+  }
+  if (m.dtype == "fp8") {
+    // Each GEMM input is cast to fp8 (read 2 bytes, write 1: 1.5 elements) before it runs.
+    elements += 1.5 * tokens * (2 * h + h / t + f / t);
+    fw.kernels += 4;
+  }
+  fw.weight_bytes = weights / t * gemm_bytes;
+  fw.memory_bytes += elements * bytes;
+  fw.tp_collectives = tp > 1 ? (unit.cross_attention ? 3 : 2) : 0;  // after attention(s) and MLP
+  fw.tp_collective_bytes = tokens * h * bytes;
+  w.backward = backward_of(fw, m.dtype);
+  w.backward.tp_collectives = fw.tp_collectives;  // the inputs' gradients, once per region
+  w.backward.tp_collective_bytes = fw.tp_collective_bytes;
   return w;
 }
 
-double roofline_time_s(const LayerWork& work, const NodeType& node, const std::string& dtype, double efficiency,
-                       const RooflineOptions& options) {
-  auto peak = node.peak_tflops.find(dtype);
-  if (peak == node.peak_tflops.end() && dtype == "bf16") peak = node.peak_tflops.find("fp16");  // e.g. V100
-  if (peak == node.peak_tflops.end())
-    throw SpecError("node type '" + node.name + "': field 'peak_tflops." + dtype + "': missing; give the " + node.gpu +
-                    "'s dense " + dtype + " TFLOP/s or train the model in a precision it lists");
-  double allreduce_s = 0;
-  if (work.allreduces > 0 && work.tp > 1) {
-    const double t = work.tp;
-    // Within a node the ring runs on NVLink; a tp group larger than a node crosses the network,
-    // whose bandwidth the node's GPUs share.
-    const bool inside = work.tp <= node.gpus_per_node;
-    const double latency_s = inside ? node.intra_node_latency_s : node.inter_node_latency_s;
-    const double bits_per_s = inside ? node.intra_node_bandwidth_bits_per_s * node.intra_node_collective_efficiency
-                                     : node.inter_node_bandwidth_bits_per_s * node.inter_node_collective_efficiency /
-                                           node.gpus_per_node;
-    allreduce_s = work.allreduces * (2 * (t - 1) * latency_s + 2 * (t - 1) / t * 8 * work.allreduce_bytes / bits_per_s);
+double gemm_efficiency(const Gemm& g, const PrecisionEfficiency& e) {
+  double share = e.gemm_peak_share;
+  if (e.gemm_half_dim > 0)
+    for (double d : {g.m, g.n, g.k}) share *= d / (d + e.gemm_half_dim);
+  return share;
+}
+
+double gemm_time_s(const Gemm& g, const GpuSpec& gpu, const std::string& precision, double weight_bytes) {
+  const PrecisionEfficiency& e = gpu.efficiency(precision);
+  double compute = g.flops() / (peak_flops(gpu, precision, gpu.name) * gemm_efficiency(g, e));
+  return std::max(compute, weight_bytes / (gpu.memory_bandwidth_bytes_per_s * e.memory_share));
+}
+
+double ring_allreduce_s(double bytes, int ranks, double latency_s, double bits_per_s, const CollectiveEfficiency& efficiency) {
+  if (ranks <= 1) return 0;
+  const double r = ranks;
+  return 2 * (r - 1) * latency_s + 2 * (r - 1) / r * 8 * bytes / (bits_per_s * efficiency.at(bytes));
+}
+
+PassTime pass_time(const PassWork& work, int tp, const NodeType& node, const std::string& dtype,
+                   const LayerOptions& options) {
+  const GpuSpec& gpu = node.gpu_data;
+  const std::string other = non_gemm_precision(dtype);
+  const PrecisionEfficiency &ge = gpu.efficiency(dtype), &oe = gpu.efficiency(other);
+  const double gemm_peak = peak_flops(gpu, dtype, node.name), other_peak = peak_flops(gpu, other, node.name);
+  double gemm_compute_s = 0;
+  for (const Gemm& g : work.gemms) gemm_compute_s += g.flops() / (gemm_peak * gemm_efficiency(g, ge));
+  const double gemm_s = std::max(gemm_compute_s, work.weight_bytes / (gpu.memory_bandwidth_bytes_per_s * ge.memory_share));
+  PassTime t;
+  t.gpu_s = gemm_s + work.memory_bytes / (gpu.memory_bandwidth_bytes_per_s * oe.memory_share) +
+            work.kernels * gpu.launch.kernel_gap_s;
+  if (work.attention_flops > 0) t.gpu_s += work.attention_flops / (other_peak * (work.backward ? oe.attention_backward_peak_share : oe.attention_peak_share));
+  t.host_s = (work.kernels + 2 * work.tp_collectives) * gpu.launch.dispatch_s_of(stack_name(options.stack));
+  const double compute_s = std::max(t.gpu_s, t.host_s);
+  double comm_s = 0;
+  if (work.tp_collectives > 0 && tp > 1) {
+    // Within a node the ring runs on NVLink; a tp group larger than a node crosses the
+    // network, whose bandwidth the node's GPUs share.
+    const bool inside = tp <= node.gpus_per_node;
+    comm_s = work.tp_collectives *
+             (inside ? ring_allreduce_s(work.tp_collective_bytes, tp, node.intra_node_latency_s,
+                                        node.intra_node_bandwidth_bits_per_s, gpu.nvlink)
+                     : ring_allreduce_s(work.tp_collective_bytes, tp, node.inter_node_latency_s,
+                                        node.inter_node_bandwidth_bits_per_s / node.gpus_per_node, gpu.network));
   }
-  const double bandwidth = node.memory_bandwidth_bytes_per_s * node.memory_efficiency;
-  // Each GEMM of F FLOPs at efficiency x F / (F + half): F / (peak x that) = (F + half) / (peak x efficiency).
-  const double compute_s = (work.gemm_flops + work.gemm_calls * node.gemm_half_flops) / (peak->second * 1e12 * efficiency);
-  const double gemm_s = std::max(compute_s, work.weight_bytes / bandwidth);
-  const double exposed_s = options.overlap_tp_comm ? std::max(0.0, allreduce_s - gemm_s) : allreduce_s;
-  return gemm_s + work.memory_bytes / bandwidth + work.kernel_overhead_s + exposed_s;
+  if (options.overlap_tp_comm) {
+    const double hidden = std::min(comm_s, gemm_s);
+    t.tp_comm_s = comm_s - hidden + gpu.overlap_slowdown * hidden;
+  } else {
+    t.tp_comm_s = comm_s;
+  }
+  t.seconds = compute_s + t.tp_comm_s;
+  return t;
+}
+
+LayerTime layer_time(const ModelSpec& model, const LayerUnit& unit, int tp, int mbs, const NodeType& node,
+                     const LayerOptions& options) {
+  LayerWork work = layer_work(model, unit, tp, mbs, options);
+  return {pass_time(work.forward, tp, node, model.dtype, options), pass_time(work.backward, tp, node, model.dtype, options)};
 }
 
 ProfileSpec analytic_profile(const ModelSpec& model, const NodeType& node, const std::vector<int>& tps,
-                             const std::vector<int>& micro_batches, const RooflineOptions& options) {
+                             const std::vector<int>& micro_batches, const LayerOptions& options) {
   ProfileSpec profile;
   profile.model = model.name;
   profile.gpu = node.gpu;
-  profile.source = "analytic roofline of " + model.name + " on " + node.gpu + " (node type " + node.name + ")";
+  profile.source = "analytic model of " + model.name + " on " + node.gpu + " (node type " + node.name + ")";
   for (const LayerUnit& unit : model.units)
     for (int tp : tps)
-      for (int mbs : micro_batches)
-        profile.forward_s[unit.type][tp][mbs] =
-            roofline_time_s(forward_work(model, unit, tp, mbs), node, model.dtype, node.compute_efficiency, options);
+      for (int mbs : micro_batches) {
+        if (profile.has(unit.type, tp) && profile.forward_s[unit.type][tp].count(mbs)) continue;
+        LayerTime t = layer_time(model, unit, tp, mbs, node, options);
+        profile.forward_s[unit.type][tp][mbs] = t.forward.seconds;
+        profile.backward_s[unit.type][tp][mbs] = t.backward.seconds;
+        profile.tp_comm_s[unit.type][tp][mbs] = t.forward.tp_comm_s + t.backward.tp_comm_s;
+      }
   return profile;
 }
 
-double calibrated_efficiency(const ModelSpec& model, const NodeType& node, const ProfileSpec& measured) {
-  // The squared log error is unimodal in the efficiency: golden-section search on [0.01, 1].
-  auto error = [&](double efficiency) {
+double calibrated_efficiency(const ModelSpec& model, const NodeType& node, const ProfileSpec& measured,
+                             const LayerOptions& options) {
+  // The squared log error is unimodal in the share: golden-section search on [0.01, 1].
+  NodeType trial = node;
+  auto error = [&](double share) {
+    for (auto& [name, efficiency] : trial.gpu_data.precisions) efficiency.gemm_peak_share = share;
     double sum = 0;
     for (const LayerUnit& unit : model.units) {
       auto layer = measured.forward_s.find(unit.type);
       if (layer == measured.forward_s.end()) continue;
       for (const auto& [tp, points] : layer->second)
         for (const auto& [mbs, seconds] : points) {
-          double d = std::log(roofline_time_s(forward_work(model, unit, tp, mbs), node, model.dtype, efficiency) / seconds);
+          double d = std::log(layer_time(model, unit, tp, mbs, trial, options).forward.seconds / seconds);
           sum += d * d;
         }
     }

@@ -1,6 +1,8 @@
 #pragma once
-// Layer times without measurements: a roofline of each layer's FLOPs and bytes against a GPU's
-// peak, scaled by the GPU's compute efficiency, which a measured profile calibrates.
+// Layer times without measurements: each layer's GEMMs (by shape), fused attention,
+// element-wise traffic and kernel launches, timed against its GPU's measured data
+// (specs/gpu_spec.h, configs/gpus/), forward and backward.
+#include <string>
 #include <vector>
 
 #include "specs/cluster_spec.h"
@@ -9,46 +11,91 @@
 
 namespace fasop {
 
-/// The work of one forward pass of one pipeline unit on one GPU (its 1/tp share).
-struct LayerWork {
-  double gemm_flops = 0;        ///< matrix multiplications: run at the GPU's peak x efficiency
-  int gemm_calls = 0;           ///< how many GEMMs they are (each pays the node's gemm_half_flops)
-  double weight_bytes = 0;      ///< the GEMMs' weights, read while they compute (the slower of the two counts)
-  double memory_bytes = 0;      ///< element-wise traffic (norms, activations, dropouts, unfused scores)
-  double kernel_overhead_s = 0; ///< launches and small kernels, independent of size
-  int tp = 1;                   ///< the tensor-parallel group the all-reduces span
-  int allreduces = 0;           ///< tensor-parallel all-reduces of the activations (Megatron: 2 a layer)
-  double allreduce_bytes = 0;   ///< the bytes each of them reduces
+/// The software that runs the layers, which decides their kernels: Megatron-LM's fused
+/// kernels, PyTorch/Hugging Face eager ops (unfused: more kernels and traffic), or fasop-cpp's
+/// LibTorch profiler (eager ops launched from C++).
+enum class Stack { kMegatron, kEager, kLibtorch };
+/// A stack's name as files write it: megatron, eager or libtorch.
+const char* stack_name(Stack stack);
+/// The stack a name stands for; false for another name.
+bool stack_named(const std::string& name, Stack* stack);
+
+/// One matrix multiplication, `count` times: (m x k) x (k x n).
+struct Gemm {
+  double m = 0, n = 0, k = 0;
+  double count = 1;
+  double flops() const { return 2 * m * n * k * count; }
 };
 
-/// FLOPs and bytes of one forward pass of unit `unit` of `model` at micro-batch `mbs` and
-/// tensor-parallel degree `tp` (Megatron-style sharding: attention heads and MLP columns split).
-LayerWork forward_work(const ModelSpec& model, const LayerUnit& unit, int tp, int mbs);
+/// One pass (forward or backward) of one pipeline unit on one GPU (its 1/tp share).
+struct PassWork {
+  std::vector<Gemm> gemms;       ///< in the model's GEMM precision (fp8 GEMMs for fp8 training)
+  double weight_bytes = 0;       ///< the GEMMs' weights, read while they compute
+  double attention_flops = 0;    ///< fused attention's FLOPs (causal attention counts half the scores)
+  double memory_bytes = 0;       ///< element-wise traffic (norms, activations, dropouts, casts, unfused scores)
+  int kernels = 0;               ///< kernels launched, communication excluded
+  int tp_collectives = 0;        ///< tensor-parallel all-reduces (or all-gather + reduce-scatter pairs)
+  double tp_collective_bytes = 0;  ///< bytes each of them reduces (the full activation)
+  bool backward = false;         ///< a backward pass (its fused attention runs at the backward share)
+  double gemm_flops() const;
+};
 
-/// How the analytic profile runs the layers.
-struct RooflineOptions {
-  /// Tensor-parallel communication overlapped with the GEMMs (Megatron-LM's --tp-comm-overlap):
-  /// only what the GEMMs cannot hide is exposed.
+/// Both passes of one unit.
+struct LayerWork {
+  int tp = 1;
+  PassWork forward, backward;
+};
+
+/// How the layers run.
+struct LayerOptions {
+  Stack stack = Stack::kMegatron;
+  /// Megatron-LM's sequence parallelism: the replicated element-wise work splits over tp.
+  bool sequence_parallel = false;
+  /// Tensor-parallel communication overlapped with the GEMMs (--tp-comm-overlap): only what
+  /// the GEMMs cannot hide is exposed, and the hidden part slows them by the GPU's overlap_slowdown.
   bool overlap_tp_comm = false;
 };
 
-/// Seconds of `work` on a GPU of `node` at `efficiency` (share of dense peak for large GEMMs,
-/// less for small ones by the node's gemm_half_flops): the GEMMs at the slower of compute and
-/// weight reads, element-wise traffic at memory bandwidth x memory efficiency, launches, and
-/// the all-reduces as rings (alpha-beta: 2(t-1) latencies, 2(t-1)/t x bytes at the link's
-/// bandwidth x collective efficiency) on the link tp crosses: inside the node while tp fits in
-/// it, else the network.
-double roofline_time_s(const LayerWork& work, const NodeType& node, const std::string& dtype, double efficiency,
-                       const RooflineOptions& options = {});
+/// The work of unit `unit` of `model` at micro-batch `mbs` and tensor-parallel degree `tp`
+/// (Megatron-style sharding: attention heads and MLP columns split over tp).
+LayerWork layer_work(const ModelSpec& model, const LayerUnit& unit, int tp, int mbs, const LayerOptions& options = {});
 
-/// A profile of `model` on `node`'s GPU from forward_work and roofline_time_s: forward seconds
-/// per layer type, for every tp in `tps` and micro-batch in `micro_batches` (backward is taken
-/// as twice the forward, as for measured profiles). Needs node.has_gpu_spec().
+/// A pass's time and its parts.
+struct PassTime {
+  double seconds = 0;      ///< the whole pass
+  double gpu_s = 0;        ///< kernels on the GPU (GEMMs, attention, element-wise, gaps)
+  double host_s = 0;       ///< launching them from the host
+  double tp_comm_s = 0;    ///< tensor-parallel communication exposed (with overlap: its cost)
+};
+
+/// Share of `precision`'s dense peak a GEMM of this shape reaches on `gpu`.
+double gemm_efficiency(const Gemm& gemm, const PrecisionEfficiency& efficiency);
+/// Seconds of a GEMM: the slower of its FLOPs at peak x gemm_efficiency and `weight_bytes` read.
+double gemm_time_s(const Gemm& gemm, const GpuSpec& gpu, const std::string& precision, double weight_bytes = 0);
+/// Seconds of a ring all-reduce of `bytes` over `ranks` GPUs: 2(r-1) latencies and 2(r-1)/r x
+/// bytes at the link's bandwidth x the collective's efficiency at this message size.
+double ring_allreduce_s(double bytes, int ranks, double latency_s, double bits_per_s, const CollectiveEfficiency& efficiency);
+
+/// Seconds of one pass of `work` on a GPU of `node` training in `dtype`.
+PassTime pass_time(const PassWork& work, int tp, const NodeType& node, const std::string& dtype,
+                   const LayerOptions& options = {});
+
+/// Forward and backward times of one unit.
+struct LayerTime {
+  PassTime forward, backward;
+};
+LayerTime layer_time(const ModelSpec& model, const LayerUnit& unit, int tp, int mbs, const NodeType& node,
+                     const LayerOptions& options = {});
+
+/// A profile of `model` on `node`'s GPU: forward and backward seconds per layer type, for every
+/// tp in `tps` and micro-batch in `micro_batches`, and the tensor-parallel communication in
+/// them (tp_comm_s). Needs node.has_gpu_data().
 ProfileSpec analytic_profile(const ModelSpec& model, const NodeType& node, const std::vector<int>& tps,
-                             const std::vector<int>& micro_batches, const RooflineOptions& options = {});
+                             const std::vector<int>& micro_batches, const LayerOptions& options = {});
 
-/// The compute efficiency at which analytic times best match a measured profile of the same
-/// model and GPU (least squared log error over every measured point).
-double calibrated_efficiency(const ModelSpec& model, const NodeType& node, const ProfileSpec& measured);
+/// The GEMM peak share (every precision of `node`'s GPU alike) at which analytic forward
+/// times best match a measured profile of the same model and GPU (least squared log error).
+double calibrated_efficiency(const ModelSpec& model, const NodeType& node, const ProfileSpec& measured,
+                             const LayerOptions& options = {});
 
 }  // namespace fasop

@@ -39,4 +39,10 @@ double ProfileSpec::forward_backward_time_s(const std::string& layer_type, int t
   return forward + interpolate(layer->second.at(tp), mbs);
 }
 
+double ProfileSpec::tp_comm_time_s(const std::string& layer_type, int tp, int mbs) const {
+  auto layer = tp_comm_s.find(layer_type);
+  if (layer == tp_comm_s.end() || !layer->second.count(tp)) return 0;
+  return interpolate(layer->second.at(tp), mbs);
+}
+
 }  // namespace fasop
