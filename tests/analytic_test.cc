@@ -254,80 +254,114 @@ TEST_CASE("the interleaved schedule's bubble is (pp - 1) / (v m)", "[analytic][p
   // Each micro-batch crosses v boundaries a rank: sends count v times.
   ctx.key.virtual_stages = 2;
   std::vector<StageTiming> sending(4, StageTiming{1.0, 2.0, 0.1, 0.1});
-  CHECK(policy.pipeline(ctx, sending).pipeline_s == Approx((8 + 1.5) * (3.0 + 2 * 0.2)));
+  // Sends blocking (no --overlap-p2p-communication): v times each micro-batch's sends on every rank.
+  AnalyticOptions blocking;
+  blocking.overlap_p2p = false;
+  CHECK(AnalyticPolicy(blocking).pipeline(ctx, sending).pipeline_s == Approx((8 + 1.5) * (3.0 + 2 * 0.2)));
+  // Overlapped (Megatron's default with interleaving): the sends show only in the fill and drain.
+  CHECK(policy.pipeline(ctx, sending).pipeline_s < (8 + 1.5) * (3.0 + 2 * 0.2));
+  CHECK(policy.pipeline(ctx, sending).pipeline_s >= (8 + 1.5) * 3.0);
 }
 
 TEST_CASE("a GPT model's FLOPs a step are Megatron-LM's closed form", "[analytic][profile]") {
   // Narayanan et al. 2021, eq. 3, with full recomputation (forward, backward twice the forward,
   // forward again): F = 96 B s l h^2 (1 + s / (6h) + V / (16 l h)). The head runs forward and
   // backward only (3 x its 2BshV), as the formula counts it. GPT-3 1.7B of the A100 set: l 24,
-  // h 2304, s 2048, V 51200, B 512.
+  // h 2304, s 2048, V 51200, B 512. The formula counts every score (no causal halving).
   ModelSpec m = gpt_model(2304, 24, 24, 2048, 51200);
+  m.causal = false;
   const double B = 512, s = 2048, l = 24, h = 2304, V = 51200;
   double flops = 0;
   for (const LayerUnit& u : m.units) {
-    if (u.role == LayerRole::kTransformer) flops += 4 * forward_work(m, u, 1, 1).gemm_flops * B;
-    if (u.role == LayerRole::kPostProcess) flops += 3 * forward_work(m, u, 1, 1).gemm_flops * B;
+    const PassWork f = layer_work(m, u, 1, 1).forward;
+    if (u.role == LayerRole::kTransformer) flops += 4 * (f.gemm_flops() + f.attention_flops) * B;
+    if (u.role == LayerRole::kPostProcess) flops += 3 * f.gemm_flops() * B;
   }
   CHECK(flops == Approx(96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))).epsilon(1e-12));
+  // Causal attention computes half the scores: 4 b s^2 h -> 2 b s^2 h a layer.
+  ModelSpec causal = m;
+  causal.causal = true;
+  CHECK(layer_work(causal, causal.units[1], 1, 1).forward.attention_flops == 2 * s * s * h);
+  // The backward pass: each GEMM twice (data and weight gradients), fused attention 2.5 times.
+  const LayerWork w = layer_work(causal, causal.units[1], 2, 1);
+  CHECK(w.backward.gemm_flops() == 2 * w.forward.gemm_flops());
+  CHECK(w.backward.attention_flops == 2.5 * w.forward.attention_flops);
 }
 
-TEST_CASE("GPU efficiencies as data: GEMM size, memory, collectives, overlapped tp", "[analytic][profile]") {
+TEST_CASE("GPU data: GEMM shape, memory, attention, launches, collectives, overlapped tp", "[analytic][profile]") {
   // A made-up GPU: 100 TFLOP/s, 1e12 B/s memory, 8 GPUs on a 1e12 bit/s NVLink, 1 us latency.
   NodeType node;
   node.name = "x";
   node.gpu = "X";
   node.gpus_per_node = 8;
-  node.peak_tflops = {{"fp16", 100}};
-  node.memory_bandwidth_bytes_per_s = 1e12;
   node.intra_node_bandwidth_bits_per_s = 1e12;
   node.intra_node_latency_s = 1e-6;
-  node.compute_efficiency = 0.5;
-  node.memory_efficiency = 0.5;
-  LayerWork w;
-  w.gemm_flops = 1e12;  // 1e12 / (100e12 x 0.5) = 20 ms
-  w.gemm_calls = 4;
-  w.memory_bytes = 1e9;  // 1e9 / (1e12 x 0.5) = 2 ms
-  w.tp = 4;
-  w.allreduces = 2;
-  w.allreduce_bytes = 1e8;  // each: 2 x 3 x 1 us + 2 x 3/4 x 8e8 / 1e12 s = 6 us + 1.2 ms
-  const double allreduce_s = 2 * (6e-6 + 1.2e-3);
-  CHECK(roofline_time_s(w, node, "fp16", 0.5) == Approx(20e-3 + 2e-3 + allreduce_s).epsilon(1e-12));
-  // GEMMs of F FLOPs at efficiency x F / (F + 1e10): four GEMMs of 2.5e11 each run at
-  // 0.5 x 2.5e11 / 2.6e11, together (1e12 + 4e10) / 50e12 = 20.8 ms.
-  node.gemm_half_flops = 1e10;
-  CHECK(roofline_time_s(w, node, "fp16", 0.5) == Approx(20.8e-3 + 2e-3 + allreduce_s).epsilon(1e-12));
-  // Collectives at 80% of the link: the bandwidth term of the rings grows by 1 / 0.8.
-  node.intra_node_collective_efficiency = 0.8;
-  const double slower_s = 2 * (6e-6 + 1.2e-3 / 0.8);
-  CHECK(roofline_time_s(w, node, "fp16", 0.5) == Approx(20.8e-3 + 2e-3 + slower_s).epsilon(1e-12));
-  // Overlapped with the GEMMs (20.8 ms), the 3 ms of rings are hidden.
-  CHECK(roofline_time_s(w, node, "fp16", 0.5, RooflineOptions{true}) == Approx(20.8e-3 + 2e-3).epsilon(1e-12));
+  GpuSpec& gpu = node.gpu_data;
+  gpu.peak_tflops = {{"fp16", 100}};
+  gpu.memory_bandwidth_bytes_per_s = 1e12;
+  PrecisionEfficiency e;
+  e.gemm_peak_share = 0.5;
+  e.gemm_half_dim = 0;
+  e.attention_peak_share = 0.25;
+  e.memory_share = 0.5;
+  gpu.precisions["fp16"] = e;
+  gpu.launch.kernel_gap_s = 1e-6;
+  gpu.launch.dispatch_s = {{"megatron", 0}, {"eager", 1e-4}};
+  gpu.nvlink = {1.0, 0};
+  gpu.overlap_slowdown = 0.1;
+  // GEMM shape: each dimension d costs d / (d + 64).
+  Gemm g{1024, 448, 64};
+  PrecisionEfficiency shaped = e;
+  shaped.gemm_half_dim = 64;
+  CHECK(gemm_efficiency(g, shaped) == Approx(0.5 * 1024.0 / 1088 * 448.0 / 512 * 64.0 / 128).epsilon(1e-12));
+  PassWork w;
+  w.gemms = {{1e4, 1e4, 5e3}};  // 1e12 FLOPs / (100e12 x 0.5) = 20 ms
+  w.attention_flops = 1e11;     // 1e11 / (100e12 x 0.25) = 4 ms
+  w.memory_bytes = 1e9;         // 1e9 / (1e12 x 0.5) = 2 ms
+  w.kernels = 10;               // 10 x 1 us
+  w.tp_collectives = 2;
+  w.tp_collective_bytes = 1e8;  // each: 2 x 3 x 1 us + 2 x 3/4 x 8e8 / 1e12 s = 6 us + 1.2 ms
+  const double gpu_s = 20e-3 + 4e-3 + 2e-3 + 10e-6, ring_s = 2 * (6e-6 + 1.2e-3);
+  PassTime t = pass_time(w, 4, node, "fp16");
+  CHECK(t.gpu_s == Approx(gpu_s).epsilon(1e-12));
+  CHECK(t.seconds == Approx(gpu_s + ring_s).epsilon(1e-12));
+  // Backward passes run fused attention at the backward share.
+  PassWork back = w;
+  back.backward = true;
+  gpu.precisions["fp16"].attention_backward_peak_share = 0.125;
+  CHECK(pass_time(back, 4, node, "fp16").gpu_s == Approx(gpu_s + 4e-3).epsilon(1e-12));
+  // Collectives at 80% of the link for large messages, half of that at 1e8 bytes: 2.5 x the bandwidth term.
+  gpu.nvlink = {0.8, 1e8};
+  CHECK(pass_time(w, 4, node, "fp16").tp_comm_s == Approx(2 * (6e-6 + 1.2e-3 / 0.4)).epsilon(1e-12));
+  gpu.nvlink = {1.0, 0};
+  // Overlapped with the GEMMs (20 ms), the rings are hidden and cost the GEMMs 10% of their time.
+  LayerOptions overlap;
+  overlap.overlap_tp_comm = true;
+  CHECK(pass_time(w, 4, node, "fp16", overlap).tp_comm_s == Approx(0.1 * ring_s).epsilon(1e-12));
+  // An eager stack launching 10 kernels and 4 collective kernels at 100 us each: the host bounds the pass.
+  LayerOptions eager;
+  eager.stack = Stack::kEager;
+  PassWork small;
+  small.kernels = 10;
+  small.memory_bytes = 1e6;  // 2 us of traffic, 10 us of gaps: far below the host's 1 ms
+  PassTime host = pass_time(small, 1, node, "fp16", eager);
+  CHECK(host.host_s == Approx(10 * 1e-4).epsilon(1e-12));
+  CHECK(host.seconds == Approx(1e-3).epsilon(1e-12));
   // tp spanning two nodes (16 > 8 GPUs) rings on the network, shared by the node's 8 GPUs.
   node.inter_node_bandwidth_bits_per_s = 8e11;
   node.inter_node_latency_s = 1e-5;
-  node.inter_node_collective_efficiency = 1;
-  w.tp = 16;
+  gpu.network = {1.0, 0};
   const double network_s = 2 * (2 * 15 * 1e-5 + 2 * 15.0 / 16 * 8e8 / (8e11 / 8));
-  CHECK(roofline_time_s(w, node, "fp16", 0.5) == Approx(20.8e-3 + 2e-3 + network_s).epsilon(1e-12));
+  CHECK(pass_time(w, 16, node, "fp16").tp_comm_s == Approx(network_s).epsilon(1e-12));
 }
 
-TEST_CASE("analytic layer work counts the FLOPs by hand", "[analytic][profile]") {
-  PresetSpecs l("gpt2xl", "fasop-8nodes");
-  const LayerUnit& layer = l.model.units[1];
-  // GPT-2 XL, one sequence: 24 b s h^2 + 4 b s^2 h for a 4h GELU layer.
-  const double b = 1, s = 1024, h = 1600;
-  LayerWork one = forward_work(l.model, layer, 1, 1);
-  CHECK(one.gemm_flops == 24 * b * s * h * h + 4 * b * s * s * h);
-  CHECK(forward_work(l.model, layer, 2, 1).gemm_flops == one.gemm_flops / 2);  // tp 2: half the work
-  CHECK(forward_work(l.model, layer, 1, 8).gemm_flops == 8 * one.gemm_flops);
-  // A profile made at one efficiency is calibrated back to it.
+TEST_CASE("a profile made at one GEMM share is calibrated back to it", "[analytic][profile]") {
   PresetSpecs h100("gpt2xl", "aws-h100");
   NodeType node = h100.cluster.node_types[0];
-  node.compute_efficiency = 0.37;
-  ProfileSpec measured = analytic_profile(l.model, node, {1, 2, 4}, {1, 2, 4, 8});
-  node.compute_efficiency = 0.5;
-  CHECK(calibrated_efficiency(l.model, node, measured) == Approx(0.37).epsilon(1e-3));
+  for (auto& [name, e] : node.gpu_data.precisions) e.gemm_peak_share = 0.37;
+  ProfileSpec measured = analytic_profile(h100.model, node, {1, 2, 4}, {1, 2, 4, 8});
+  for (auto& [name, e] : node.gpu_data.precisions) e.gemm_peak_share = 0.5;
+  CHECK(calibrated_efficiency(h100.model, node, measured) == Approx(0.37).epsilon(1e-3));
 }
 
 TEST_CASE("the search space takes Megatron-LM's dimensions where they apply", "[analytic][search]") {
@@ -447,8 +481,8 @@ TEST_CASE("per-stage data parallelism: layouts per node type, ranks, micro-batch
   CHECK(ctx.stage_mbs(1) == 2);  // and over 8 replicas elsewhere
   CHECK(ctx.stage_node_type == std::vector<int>{2, 1, 1, 0, 0});
   // The units of an H100 stage are timed at its 2 samples, the L4 stage's at 1.
-  CHECK(ctx.unit_compute_s[0][1] == 3 * h100.forward_time_s("transformer", 2, 2));
-  CHECK(ctx.unit_compute_s[2][1] == 3 * l4.forward_time_s("transformer", 2, 1));
+  CHECK(ctx.unit_compute_s[0][1] == h100.forward_backward_time_s("transformer", 2, 2));
+  CHECK(ctx.unit_compute_s[2][1] == l4.forward_backward_time_s("transformer", 2, 1));
   // ZeRO shards over each stage's own replicas.
   key.zero_stage = 1;
   PlanContext zero = make_plan_context(l.model, l.cluster, {&h100, &a100, &l4}, policy, key);

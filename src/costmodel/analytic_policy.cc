@@ -1,6 +1,7 @@
 #include "costmodel/analytic_policy.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "costmodel/fasop_policy.h"
@@ -17,7 +18,7 @@ constexpr double kReservedBytes = 1.0 * kGib;
 struct Link {
   double latency_s;
   double bits_per_s;
-  double collective_efficiency;  ///< share of the bandwidth a collective reaches on it
+  CollectiveEfficiency collective;  ///< what a collective reaches of the bandwidth on it
   double seconds(double bytes) const { return latency_s + 8 * bytes / bits_per_s; }
 };
 
@@ -32,18 +33,40 @@ const NodeType& type_of_node(const PlanContext& ctx, int node) {
 
 /// The link between two ranks of stage `stage` (or of it and a neighbour): inside a node, or
 /// the network, whose bandwidth the node's GPUs of the stage (up to a node's worth) share as
-/// they send at once.
-Link link_between(const PlanContext& ctx, int stage, int rank_a, int rank_b) {
+/// they send at once. A data-parallel ring (`ring`) is shared only by the stage's other rings
+/// on the node (one per tp rank): NCCL runs a ring's channels over all of the node's NICs, so
+/// a ring with k GPUs on each node crosses between nodes at k GPUs' worth of network (its bus
+/// bandwidth across DGX nodes is the node's, as nccl-tests show).
+Link link_between(const PlanContext& ctx, int stage, int rank_a, int rank_b, bool ring = false) {
   int a = ctx.node_of(rank_a), b = ctx.node_of(rank_b);
   const NodeType &ta = type_of_node(ctx, a), &tb = type_of_node(ctx, b);
-  if (a == b) return {ta.intra_node_latency_s, ta.intra_node_bandwidth_bits_per_s, ta.intra_node_collective_efficiency};
-  double sharing = std::min(ta.gpus_per_node, ctx.key.tp * ctx.stage_dp(stage));
+  if (a == b) return {ta.intra_node_latency_s, ta.intra_node_bandwidth_bits_per_s, ta.gpu_data.nvlink};
+  const double on_node = std::min(ta.gpus_per_node, ctx.key.tp * ctx.stage_dp(stage));
+  double sharing = ring ? std::min<double>(ctx.key.tp, on_node) : on_node;
   return {std::max(ta.inter_node_latency_s, tb.inter_node_latency_s),
           std::min(ta.inter_node_bandwidth_bits_per_s, tb.inter_node_bandwidth_bits_per_s) / sharing,
-          std::min(ta.inter_node_collective_efficiency, tb.inter_node_collective_efficiency)};
+          ta.gpu_data.network.bus_share <= tb.gpu_data.network.bus_share ? ta.gpu_data.network : tb.gpu_data.network};
 }
 
 double element_bytes(const ModelSpec& model) { return model.dtype == "fp32" ? 4 : 2; }
+
+/// The slowest link of stage `stage`'s data-parallel ring: its first and last rank meet every
+/// kind of link its ranks use.
+Link dp_link(const PlanContext& ctx, int stage) {
+  return link_between(ctx, stage, ctx.stage_rank(stage, 0, 0), ctx.stage_rank(stage, ctx.stage_dp(stage) - 1, ctx.key.tp - 1),
+                      true);
+}
+
+/// A ring all-reduce of `bytes` over `dp` ranks on `link`, at the link's collective
+/// efficiency for a message of `bytes`; a reduce-scatter or all-gather is half of it.
+double ring_s(const Link& link, int dp, double bytes) {
+  if (dp <= 1) return 0;
+  return 2.0 * (dp - 1) / dp * 8 * bytes / (link.bits_per_s * link.collective.at(bytes)) + 2.0 * (dp - 1) * link.latency_s;
+}
+
+const GpuSpec& stage_gpu(const PlanContext& ctx, int stage) {
+  return ctx.cluster->node_types[ctx.stage_node_type[stage]].gpu_data;
+}
 
 double total(const std::vector<double>& values) {
   double sum = 0;
@@ -164,73 +187,201 @@ std::vector<double> AnalyticPolicy::boundary_send_s(const PlanContext& ctx) cons
   return sends;
 }
 
-double AnalyticPolicy::ring_allreduce_s(const PlanContext& ctx, int stage, double bytes) const {
-  const int dp = ctx.stage_dp(stage);
-  if (dp == 1) return 0;
-  Link link = link_between(ctx, stage, ctx.stage_rank(stage, 0, 0), ctx.stage_rank(stage, dp - 1, ctx.key.tp - 1));
-  return 2.0 * (dp - 1) / dp * 8 * bytes / (link.bits_per_s * link.collective_efficiency) +
-         2.0 * (dp - 1) * link.latency_s;
+int AnalyticPolicy::gradient_buckets(double params, int dp, double bucket_params) {
+  const double bucket = bucket_params > 0 ? bucket_params : std::max(40e6, 1e6 * dp);
+  return std::max(1, static_cast<int>(std::ceil(params / bucket)));
+}
+
+double AnalyticPolicy::bucketed_exposed_s(int buckets, double bucket_s, double window_s, double slack_s) {
+  if (buckets <= 0 || bucket_s <= 0) return 0;
+  // Bucket i is ready at W (i + 1) / K and the stream is free after the ones before it, so the
+  // last ends at max over i of W (i + 1) / K + (K - i) c: linear in i, at i = 0 or K - 1.
+  const double k = buckets;
+  const double exposed = std::max(bucket_s, k * bucket_s - window_s * (k - 1) / k);
+  return std::max(0.0, exposed - slack_s);
+}
+
+void AnalyticPolicy::time_stage(const PlanContext& ctx, const std::vector<int>& partition, int s, int first,
+                                StageTiming& timing, StagePassParts& parts) const {
+  const PlanKey& k = ctx.key;
+  const int type = ctx.stage_node_type[s], count = partition[s];
+  const double compute = stage_compute_s(ctx.unit_compute_s[type], first, count);
+  timing.forward_s = compute / 3;
+  timing.backward_s = 2 * compute / 3 + (k.recompute ? compute / 3 : 0);
+  // Selective recomputation repeats attention's core (QK^T, softmax, x V) in the backward
+  // pass: its share of the layer's FLOPs, s / (6h + s).
+  if (activation_mode(k).selective) {
+    const double s_len = ctx.model->sequence, h = ctx.model->hidden;
+    timing.backward_s += compute / 3 * s_len / (6 * h + s_len);
+  }
+  // The tensor-parallel communication in the units' times, in the same share of the passes
+  // (a recomputed forward repeats its collectives).
+  const double passes = timing.forward_s + timing.backward_s;
+  const bool tp_known = size_t(type) < ctx.unit_tp_comm_s.size() && !ctx.unit_tp_comm_s[type].empty();
+  const double tp = tp_known ? stage_compute_s(ctx.unit_tp_comm_s[type], first, count) : 0;
+  parts.tp_comm_s = compute > 0 ? tp * passes / compute : 0;
+  parts.compute_s = passes - parts.tp_comm_s;
+  parts.gather_s = parts.overlap_s = 0;
+  const int dp = ctx.stage_dp(s);
+  if (k.zero_stage == 3 && dp > 1) {
+    // FSDP: every unit's 16-bit parameters are gathered before its forward and its backward,
+    // its gradients reduce-scattered after its backward, each a unit ahead of the compute:
+    // the first unit's collectives wait, the rest hide under the pass as far as it lasts.
+    const Link link = dp_link(ctx, s);
+    const std::vector<double>& prefix = ctx.partition_memory->params_prefix;
+    const double param_bytes = element_bytes(*ctx.model), grad_bytes = gradient_bytes(ctx.model->dtype);
+    double gathers = 0, reduces = 0, first_gather = 0, last_gather = 0, first_reduce = 0;
+    for (int u = first; u < first + count; ++u) {
+      const double params = prefix[u + 1] - prefix[u];
+      const double gather = ring_s(link, dp, param_bytes * params) / 2, reduce = ring_s(link, dp, grad_bytes * params) / 2;
+      if (u == first) first_gather = gather, first_reduce = reduce;
+      last_gather = gather;
+      gathers += gather;
+      reduces += reduce;
+    }
+    const double slowdown = stage_gpu(ctx, s).overlap_slowdown;
+    auto overlap = [&](double comm, double lead, double pass_s, double& pass) {
+      const double exposed = options_.zero3_prefetch ? std::max(lead, comm - pass_s) : comm;
+      const double cost = slowdown * (comm - exposed);
+      pass += exposed + cost;
+      parts.gather_s += exposed;
+      parts.overlap_s += cost;
+    };
+    // Forward: units first to last; backward: last to first, the first unit's reduce-scatter last.
+    overlap(gathers, first_gather, timing.forward_s, timing.forward_s);
+    overlap(gathers + reduces, count == 1 ? gathers + reduces : last_gather + first_reduce, timing.backward_s,
+            timing.backward_s);
+  }
+  if (s + 1 < k.pp) timing.forward_send_s = ctx.boundary_send_s[s];
+  if (s > 0) timing.backward_send_s = ctx.boundary_send_s[s - 1];
 }
 
 std::vector<StageTiming> AnalyticPolicy::stage_timings(const PlanContext& ctx, const std::vector<int>& partition) const {
-  const PlanKey& k = ctx.key;
-  std::vector<StageTiming> stages(k.pp);
-  int first = 0;
-  for (int s = 0; s < k.pp; ++s) {
-    double compute = stage_compute_s(ctx.unit_compute_s[ctx.stage_node_type[s]], first, partition[s]);
-    first += partition[s];
-    stages[s].forward_s = compute / 3;
-    stages[s].backward_s = 2 * compute / 3 + (k.recompute ? compute / 3 : 0);
-    // Selective recomputation repeats attention's core (QK^T, softmax, x V) in the backward
-    // pass: its share of the layer's FLOPs, s / (6h + s).
-    if (activation_mode(k).selective) {
-      const double s_len = ctx.model->sequence, h = ctx.model->hidden;
-      stages[s].backward_s += compute / 3 * s_len / (6 * h + s_len);
-    }
-    if (k.zero_stage == 3 && ctx.stage_dp(s) > 1) {
-      // Each pass first gathers the stage's bf16 parameters: half a ring all-reduce.
-      double gather = ring_allreduce_s(ctx, s, 2 * stage_params(ctx, partition, s)) / 2;
-      stages[s].forward_s += gather;
-      stages[s].backward_s += gather;
-    }
-    if (s + 1 < k.pp) stages[s].forward_send_s = ctx.boundary_send_s[s];
-    if (s > 0) stages[s].backward_send_s = ctx.boundary_send_s[s - 1];
-  }
+  std::vector<StageTiming> stages(ctx.pp());
+  StagePassParts parts;
+  for (int s = 0, first = 0; s < ctx.pp(); first += partition[s], ++s) time_stage(ctx, partition, s, first, stages[s], parts);
   return stages;
 }
 
+std::vector<StagePassParts> AnalyticPolicy::pass_parts(const PlanContext& ctx, const std::vector<int>& partition) const {
+  std::vector<StagePassParts> parts(ctx.pp());
+  StageTiming timing;
+  for (int s = 0, first = 0; s < ctx.pp(); first += partition[s], ++s) time_stage(ctx, partition, s, first, timing, parts[s]);
+  return parts;
+}
+
 PipelineResult AnalyticPolicy::pipeline(const PlanContext& ctx, const std::vector<StageTiming>& stages) const {
-  const int v = ctx.key.virtual_stages, pp = static_cast<int>(stages.size());
-  if (v <= 1 || pp == 1) return simulate_1f1b(stages, ctx.num_microbatches);
+  const int v = ctx.key.virtual_stages, pp = static_cast<int>(stages.size()), m = ctx.num_microbatches;
+  if (v <= 1 || pp == 1) return simulate_1f1b(stages, m);
   // Interleaved 1F1B (Narayanan et al. 2021, section 2.2.2): each rank runs v chunks of its
   // share, so the fill and drain take (pp - 1) / v of a micro-batch's time on a rank, and each
   // micro-batch crosses v boundaries a rank instead of one. Every rank ends together.
-  double slowest = 0;
-  for (const StageTiming& t : stages)
-    slowest = std::max(slowest, t.forward_s + t.backward_s + v * (t.forward_send_s + t.backward_send_s));
-  const double total = (ctx.num_microbatches + double(pp - 1) / v) * slowest;
+  double total = 0;
+  if (options_.overlap_p2p) {
+    // Sends run beside the compute; only the fill and drain wait for them, crossing every
+    // boundary once each way.
+    double steady = 0, slowest = 0, fill_sends = 0;
+    for (const StageTiming& t : stages) {
+      const double work = t.forward_s + t.backward_s, sends = t.forward_send_s + t.backward_send_s;
+      steady = std::max({steady, work, v * sends});
+      slowest = std::max(slowest, work);
+      fill_sends += sends;
+    }
+    total = m * steady + double(pp - 1) / v * slowest + fill_sends;
+  } else {
+    double slowest = 0;
+    for (const StageTiming& t : stages)
+      slowest = std::max(slowest, t.forward_s + t.backward_s + v * (t.forward_send_s + t.backward_send_s));
+    total = (m + double(pp - 1) / v) * slowest;
+  }
   return {total, std::vector<double>(pp, total)};
+}
+
+std::vector<StageSync> AnalyticPolicy::stage_syncs(const PlanContext& ctx, const std::vector<int>& partition,
+                                                   const std::vector<StageTiming>* given) const {
+  const PlanKey& k = ctx.key;
+  const ModelSpec& model = *ctx.model;
+  std::vector<StageTiming> computed;
+  if (!given && (options_.overlap_dp_allreduce || options_.overlap_param_gather)) computed = stage_timings(ctx, partition);
+  const std::vector<StageTiming>& timings = given ? *given : computed;
+  const bool sharded = k.zero_stage == 1 || k.zero_stage == 2;  // the distributed optimizer
+  std::vector<StageSync> syncs(k.pp);
+  double slack = 0;  // the pipeline's fill before stage s's first forward
+  for (int s = 0; s < k.pp; ++s) {
+    StageSync& sync = syncs[s];
+    const double params = stage_params(ctx, partition, s);
+    const int dp = ctx.stage_dp(s);
+    const GpuSpec& gpu = stage_gpu(ctx, s);
+    // Adam on the GPU's own parameters: its shard with ZeRO, else all of the stage's.
+    const double local = k.zero_stage >= 1 ? params / dp : params;
+    const double bandwidth = gpu.memory_bandwidth_bytes_per_s * gpu.efficiency(model.dtype).memory_share;
+    if (bandwidth > 0) sync.optimizer_s = kOptimizerBytesPerParam * local / bandwidth;
+    if (dp > 1 && k.zero_stage < 3) {
+      const Link link = dp_link(ctx, s);
+      const double slowdown = gpu.overlap_slowdown;
+      // Megatron buckets only to overlap; without it one bucket holds every gradient.
+      const bool bucketed = options_.overlap_dp_allreduce || options_.overlap_param_gather;
+      sync.buckets = bucketed ? gradient_buckets(params, dp, options_.bucket_params) : 1;
+      const double bucket = params / sync.buckets;
+      // ZeRO 0: all-reduce of the gradients; ZeRO 1-2: reduce-scatter, half the ring.
+      const double reduce = ring_s(link, dp, gradient_bytes(model.dtype) * bucket) * (sharded ? 0.5 : 1.0);
+      sync.reduce_s = sync.buckets * reduce;
+      sync.reduce_exposed_s = options_.overlap_dp_allreduce
+                                  ? bucketed_exposed_s(sync.buckets, reduce, timings[s].backward_s)
+                                  : sync.reduce_s;
+      sync.reduce_overlap_s = slowdown * (sync.reduce_s - sync.reduce_exposed_s);
+      if (sharded) {
+        // The updated 16-bit parameters, all-gathered: half a ring.
+        const double gather = ring_s(link, dp, element_bytes(model) * bucket) / 2;
+        sync.gather_s = sync.buckets * gather;
+        sync.gather_exposed_s = options_.overlap_param_gather
+                                    ? bucketed_exposed_s(sync.buckets, gather, timings[s].forward_s, slack)
+                                    : sync.gather_s;
+        sync.gather_overlap_s = slowdown * (sync.gather_s - sync.gather_exposed_s);
+      }
+    }
+    if (!timings.empty()) slack += timings[s].forward_s + timings[s].forward_send_s;
+  }
+  return syncs;
 }
 
 std::vector<double> AnalyticPolicy::dp_allreduce_s(const PlanContext& ctx, const std::vector<int>& partition,
                                                    const std::vector<StageTiming>* given) const {
-  const PlanKey& k = ctx.key;
-  std::vector<StageTiming> computed;
-  if (options_.overlap_dp_allreduce && !given) computed = stage_timings(ctx, partition);
-  const std::vector<StageTiming>& timings = given ? *given : computed;
   std::vector<double> costs;
-  for (int s = 0; s < k.pp; ++s) {
-    double params = stage_params(ctx, partition, s);
-    // ZeRO 0: all-reduce of the gradients (gradient_bytes). ZeRO 1-2: reduce-scatter of them and
-    // all-gather of the updated 16-bit weights; ZeRO 3: the reduce-scatter only (weights
-    // gathered per pass).
-    double ring = ring_allreduce_s(ctx, s, gradient_bytes(ctx.model->dtype) * params);
-    if (k.zero_stage == 1 || k.zero_stage == 2) ring = ring / 2 + ring_allreduce_s(ctx, s, 2 * params) / 2;
-    if (k.zero_stage == 3) ring /= 2;
-    if (options_.overlap_dp_allreduce) ring = std::max(0.0, ring - timings[s].backward_s);
-    costs.push_back(ring);
-  }
+  for (const StageSync& sync : stage_syncs(ctx, partition, given)) costs.push_back(sync.after_pipeline_s());
   return costs;
+}
+
+std::vector<double> AnalyticPolicy::after_sync_s(const PlanContext& ctx, const std::vector<int>& partition,
+                                                 const std::vector<StageTiming>* given) const {
+  std::vector<double> costs;
+  for (const StageSync& sync : stage_syncs(ctx, partition, given)) costs.push_back(sync.after_sync_s());
+  return costs;
+}
+
+StepTerms AnalyticPolicy::step_terms(const PlanContext& ctx, const std::vector<int>& partition,
+                                     const std::vector<int>& timed_partition, const StepResult& step) const {
+  StepTerms terms = CostPolicy::step_terms(ctx, partition, timed_partition, step);
+  const int b = step.bottleneck_stage, a = step.after_sync_stage, m = ctx.num_microbatches;
+  const StagePassParts parts = pass_parts(ctx, timed_partition)[b];
+  const std::vector<StageSync> syncs =
+      stage_syncs(ctx, partition, partition == timed_partition ? &step.timings : nullptr);
+  terms.compute_s = m * parts.compute_s;
+  terms.tp_comm_s = m * parts.tp_comm_s;
+  terms.dp_comm_s = m * parts.gather_s + syncs[b].reduce_exposed_s + syncs[a].gather_exposed_s;
+  terms.overlap_cost_s = m * parts.overlap_s + syncs[b].reduce_overlap_s + syncs[a].gather_overlap_s;
+  terms.optimizer_s = syncs[a].optimizer_s;
+  // The bubble: the rest of the bottleneck stage's pipeline (sends apart, as the base counts them).
+  terms.bubble_s = 0;
+  terms.bubble_s = step.step_s - terms.sum();
+  return terms;
+}
+
+double AnalyticPolicy::step_time_lower_bound(const PlanContext& ctx, const std::vector<int>& partition) const {
+  if (ctx.key.virtual_stages <= 1 || ctx.pp() == 1) return CostPolicy::step_time_lower_bound(ctx, partition);
+  std::vector<StageTiming> timings = stage_timings(ctx, partition);
+  return pipeline(ctx, timings).pipeline_s + dp_allreduce_s(ctx, partition, &timings)[0] + embedding_allreduce_s(ctx) +
+         after_sync_s(ctx, partition, &timings)[0];
 }
 
 double AnalyticPolicy::embedding_allreduce_s(const PlanContext& ctx) const {

@@ -3,54 +3,157 @@
 
 namespace fasop {
 
-/// Switches of the analytic cost model.
+/// Switches of the analytic cost model: how Megatron-LM (or an FSDP) runs a step's
+/// communication. The validation cases' plan fields map onto them (overlap_grad_reduce ->
+/// overlap_dp_allreduce, overlap_param_gather, the distributed optimizer -> ZeRO 1, fsdp ->
+/// ZeRO 3); `search --no-overlap` turns overlap_dp_allreduce off.
 struct AnalyticOptions {
-  bool overlap_dp_allreduce = true;  ///< the gradient all-reduce overlaps the last backward pass
+  /// Megatron's overlap_grad_reduce: the gradients are reduced in buckets as the last
+  /// micro-batch's backward pass produces them, overlapped with it. Off: one bucket of every
+  /// gradient, reduced after the backward pass.
+  bool overlap_dp_allreduce = true;
+  /// Megatron's overlap_param_gather (distributed optimizer, ZeRO 1-2): the updated parameters'
+  /// all-gather runs bucket by bucket under the next step's first forward pass (and the
+  /// pipeline's fill before it on later stages). Off: exposed after the optimizer step.
+  bool overlap_param_gather = false;
+  /// Megatron's --overlap-p2p-communication, with the interleaved schedule (virtual_stages >
+  /// 1): sends overlap the compute and show only in the pipeline's fill and drain. Plain 1F1B
+  /// always sends blocking (Megatron's batched p2p), as simulated.
+  bool overlap_p2p = true;
+  /// ZeRO-3 / FSDP prefetch (Megatron-FSDP, torch FSDP, DeepSpeed ZeRO-3): each layer's
+  /// parameters are gathered, and its gradients reduce-scattered, while a neighbouring layer
+  /// computes. Off: every gather and reduce-scatter is exposed.
+  bool zero3_prefetch = true;
+  /// Parameters per gradient bucket (Megatron's --ddp-bucket-size); 0: Megatron-Core's default
+  /// max(40e6, 1e6 x dp).
+  double bucket_params = 0;
 };
 
-/// A cost model for any cluster, beside FASOP's (fasop_policy.h), with none of its quirks:
+/// One micro-batch's forward + backward on a stage, by part: they add up to the stage's
+/// StageTiming forward_s + backward_s.
+struct StagePassParts {
+  double compute_s = 0;  ///< the layers' kernels (recomputation included), tp communication excluded
+  double tp_comm_s = 0;  ///< tensor-parallel communication (exposed, or what overlapping it costs)
+  double gather_s = 0;   ///< ZeRO-3: the exposed parameter gathers and gradient reduce-scatters
+  double overlap_s = 0;  ///< ZeRO-3: what the hidden ones cost the GEMMs (overlap_slowdown x hidden)
+};
+
+/// What a stage's data parallelism costs once a step, in seconds.
+struct StageSync {
+  int buckets = 1;                ///< gradient (and parameter) buckets
+  double reduce_s = 0;            ///< the gradient all-reduce (ZeRO 0) or reduce-scatter (ZeRO 1-2), all buckets
+  double reduce_exposed_s = 0;    ///< of it, past the last backward pass
+  double reduce_overlap_s = 0;    ///< overlap_slowdown x the rest (hidden under the backward pass)
+  double optimizer_s = 0;         ///< the optimizer step on the GPU's local parameters
+  double gather_s = 0;            ///< the distributed optimizer's parameter all-gather (ZeRO 1-2)
+  double gather_exposed_s = 0;    ///< of it, exposed
+  double gather_overlap_s = 0;    ///< overlap_slowdown x the rest (hidden under the first forward)
+  /// What the stage adds after its last backward pass (AnalyticPolicy::dp_allreduce_s).
+  double after_pipeline_s() const { return reduce_exposed_s + reduce_overlap_s; }
+  /// What it adds after the step's gradient synchronisation (AnalyticPolicy::after_sync_s).
+  double after_sync_s() const { return optimizer_s + gather_exposed_s + gather_overlap_s; }
+};
+
+/// A cost model for any cluster, beside FASOP's (fasop_policy.h), with none of its quirks, and
+/// a step's terms as Megatron-LM runs them:
 /// - a stage runs on the GPUs of its ranks (Megatron order: tp, then dp, then stage) at the pace
 ///   of the slowest node type among them, within the smallest GPU memory among them;
 /// - every point-to-point send is an alpha-beta message (latency + bytes / bandwidth) of one
 ///   micro-batch's activations, 1/tp of them per rank (Megatron's scatter/gather), over the
 ///   link it crosses: inside a node, or the node's network shared by its GPUs of the stage;
-///   sends of every stage are simulated in 1F1B;
-/// - each stage's data-parallel all-reduce is a ring over its own parameters' fp32 gradients on
-///   the slowest link of its ring (2(d-1)/d x bytes / bandwidth + 2(d-1) latencies), exposed
-///   only past the last backward pass when it overlaps; tied embeddings add an all-reduce
-///   between the first and last stage;
+///   sends of every stage are simulated in 1F1B, blocking; with interleaving and overlap_p2p
+///   only the fill and drain wait for them;
+/// - each stage's gradients are reduced on the slowest link of its data-parallel ring (ring
+///   time 2(d-1)/d x bytes / (bandwidth x the link's collective efficiency at the message's
+///   bytes) + 2(d-1) latencies; a reduce-scatter or all-gather half of it): an all-reduce of
+///   gradient_bytes a parameter, or with ZeRO 1-2 a reduce-scatter, in K buckets of
+///   max(40e6, 1e6 x dp) parameters (Megatron-Core's default) that the last backward pass
+///   (W seconds) produces uniformly and one stream reduces in turn: exposed
+///   bucketed_exposed_s(K, c, W) = max(c, K c - W (K-1)/K) past the backward pass; without
+///   overlap one bucket, all exposed;
+/// - ZeRO 1-2 (the distributed optimizer) then all-gathers the updated 16-bit parameters (half a
+///   ring of 2 bytes each, the same buckets): exposed after the optimizer step, or with
+///   overlap_param_gather under the next step's first forward (F seconds) and, on stage s > 0,
+///   the pipeline's fill before it (slack: earlier stages' forward and sends):
+///   max(0, max(c, K c - F (K-1)/K) - slack);
+/// - hidden communication slows the GEMMs it overlaps: the step pays overlap_slowdown (the GPU's
+///   data) x every second hidden (tensor-parallel overlap's cost is inside the layer times);
+/// - the optimizer step (Adam, memory-bound) reads and writes kOptimizerBytesPerParam bytes per
+///   local parameter (the stage's, / dp with ZeRO >= 1) at the GPU's memory bandwidth x its
+///   memory share; the step adds the slowest stage's, after the gradient synchronisation;
+/// - tied embeddings add an all-reduce between the first and last stage;
+/// - ZeRO-3 (FSDP) gathers each unit's 16-bit parameters before its forward and again before
+///   its backward, and reduce-scatters its gradients after its backward, every micro-batch,
+///   one unit's ahead of the compute: a pass exposes max(the first unit's collectives, all of
+///   them - the pass's compute), the hidden rest pays overlap_slowdown (zero3_prefetch off:
+///   all exposed);
 /// - memory per GPU: Megatron's bytes a parameter with mixed-precision Adam (18 for bf16, 20 for
 ///   fp16; bytes_per_param), ZeRO-1 sharding the optimizer's, ZeRO-2 the gradients' too,
 ///   ZeRO-3 all over dp; activations per Korthikanti et al. for the micro-batches a 1F1B
 ///   stage holds (min(pp - stage, m)), only each layer's input with full recomputation;
-/// - ZeRO-3 gathers each stage's parameters before every forward and backward pass; full
-///   recomputation repeats the forward inside the backward pass.
+///   full recomputation repeats the forward inside the backward pass.
+/// Simplifications: with interleaving, the windows W and F are a rank's whole backward and
+/// forward of one micro-batch (all its chunks); a stage's buckets are of equal size.
 class AnalyticPolicy : public CostPolicy {
  public:
   explicit AnalyticPolicy(AnalyticOptions options = {}) : options_(options) {}
   std::string name() const override { return "analytic"; }
+  const AnalyticOptions& options() const { return options_; }
   std::vector<int> stage_node_types(const PlanContext& ctx) const override;
   std::vector<double> boundary_send_s(const PlanContext& ctx) const override;
   std::vector<StageTiming> stage_timings(const PlanContext& ctx, const std::vector<int>& partition) const override;
-  /// 1F1B as simulated; with virtual stages (v > 1) Megatron-LM's interleaved 1F1B: the
-  /// bubble (pp - 1) / v of the slowest rank's micro-batch time, v times the sends.
+  /// 1F1B as simulated; with virtual stages (v > 1) Megatron-LM's interleaved 1F1B, every rank
+  /// ending together: without overlap_p2p (m + (pp - 1) / v) x the slowest rank's f + b + v x
+  /// its sends; with it m x the slowest max(f + b, v x sends) + (pp - 1) / v x the slowest
+  /// f + b + every stage's sends once (the fill and drain cross each boundary both ways).
   PipelineResult pipeline(const PlanContext& ctx, const std::vector<StageTiming>& stages) const override;
+  /// Each stage's StageSync::after_pipeline_s.
   std::vector<double> dp_allreduce_s(const PlanContext& ctx, const std::vector<int>& partition,
                                      const std::vector<StageTiming>* timings = nullptr) const override;
+  /// Each stage's StageSync::after_sync_s.
+  std::vector<double> after_sync_s(const PlanContext& ctx, const std::vector<int>& partition,
+                                   const std::vector<StageTiming>* timings = nullptr) const override;
+  /// The terms by part (StagePassParts, StageSync) of the bottleneck stage and of the stage
+  /// with the most after_sync_s; the bubble is the rest of the step.
+  StepTerms step_terms(const PlanContext& ctx, const std::vector<int>& partition,
+                       const std::vector<int>& timed_partition, const StepResult& step) const override;
+  /// CostPolicy's bound; with interleaving the schedule's own closed form (the 1F1B bound does
+  /// not hold for it).
+  double step_time_lower_bound(const PlanContext& ctx, const std::vector<int>& partition) const override;
   double embedding_allreduce_s(const PlanContext& ctx) const override;
   std::vector<StageMemory> stage_memory(const PlanContext& ctx, const std::vector<int>& partition) const override;
   MemoryVerdict memory_verdict(const std::vector<StageMemory>& stages) const override;
   std::optional<MemoryModel> memory_model(const PlanContext& ctx) const override;
+
+  /// Each stage's micro-batch by part (stage_timings' forward_s + backward_s).
+  std::vector<StagePassParts> pass_parts(const PlanContext& ctx, const std::vector<int>& partition) const;
+  /// Each stage's data-parallel costs once a step. `timings`, if given, are
+  /// stage_timings(ctx, partition) (the overlaps' windows).
+  std::vector<StageSync> stage_syncs(const PlanContext& ctx, const std::vector<int>& partition,
+                                     const std::vector<StageTiming>* timings = nullptr) const;
 
   /// Bytes a parameter costs on one GPU when training in `dtype`: weights, gradients and
   /// optimizer state, the parts ZeRO stage `zero_stage` shards over `dp` divided by it.
   static double bytes_per_param(int zero_stage, int dp, const std::string& dtype = "bf16");
   /// Bytes a gradient all-reduce moves per parameter when training in `dtype`.
   static double gradient_bytes(const std::string& dtype);
+  /// Megatron-Core's gradient buckets of `params` parameters at data-parallel degree `dp`:
+  /// ceil(params / B), B = `bucket_params`, or where 0 its default max(40e6, 1e6 x dp).
+  static int gradient_buckets(double params, int dp, double bucket_params = 0);
+  /// Seconds exposed of `buckets` collectives of `bucket_s` each, run one after another on one
+  /// stream as a pass of `window_s` seconds produces (or consumes) their data uniformly, bucket
+  /// i at window_s (i + 1) / K, after `slack_s` seconds in which nothing waits for them:
+  /// max(0, max(c, K c - W (K - 1) / K) - slack). The last bucket is exposed at least.
+  static double bucketed_exposed_s(int buckets, double bucket_s, double window_s, double slack_s = 0);
+  /// Adam's memory traffic per local parameter: the fp32 gradient read (4), the master weight
+  /// and both moments read and written (12 + 12), the 16-bit weight written (2), and the
+  /// gradient norm's pass over the gradient for clipping (4).
+  static constexpr double kOptimizerBytesPerParam = 34;
 
  private:
-  /// The ring all-reduce of stage `stage` over `bytes`, before any overlap.
-  double ring_allreduce_s(const PlanContext& ctx, int stage, double bytes) const;
+  /// Stage `stage`'s timing (`first`: its first unit) and its parts.
+  void time_stage(const PlanContext& ctx, const std::vector<int>& partition, int stage, int first,
+                  StageTiming& timing, StagePassParts& parts) const;
   AnalyticOptions options_;
 };
 

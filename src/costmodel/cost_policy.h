@@ -24,6 +24,37 @@ struct MemoryVerdict {
   double zero_oom_gpumem_gib = 0;
 };
 
+/// One step as the estimate (estimate.h) puts it together from a policy's parts.
+struct StepResult {
+  std::vector<StageTiming> timings;     ///< per-micro-batch timings of the timed partition
+  PipelineResult pipeline;              ///< their schedule
+  std::vector<double> dp_allreduce_s;   ///< what each stage adds after its last backward pass
+  double embedding_allreduce_s = 0;
+  /// What each stage adds after the step's gradient synchronisation (the optimizer step, the
+  /// parameter all-gather); empty where the policy has none (FASOP's).
+  std::vector<double> after_sync_s;
+  int bottleneck_stage = 0;  ///< the first stage whose end + all-reduce is the latest
+  int after_sync_stage = 0;  ///< the first stage with the most after_sync_s
+  double step_s = 0;
+};
+
+/// A step's time as a sum of terms, in seconds (PlanEstimate::terms). They add up to the step
+/// time, along the path that sets it: the bottleneck stage's pipeline, then the slowest stage
+/// after the gradient synchronisation.
+struct StepTerms {
+  double compute_s = 0;       ///< the bottleneck stage's m x (forward + backward) kernels, tp communication excluded
+  double bubble_s = 0;        ///< the rest of the pipeline on that stage: fill, drain and waiting
+  double tp_comm_s = 0;       ///< m x the stage's exposed tensor-parallel communication
+  double sends_s = 0;         ///< what the point-to-point sends add to the pipeline
+  double dp_comm_s = 0;       ///< exposed gradient reduction, parameter all-gather and ZeRO-3 gathers
+  double overlap_cost_s = 0;  ///< what hidden communication costs the GEMMs (GpuSpec::overlap_slowdown)
+  double optimizer_s = 0;     ///< the optimizer step
+  double embedding_s = 0;     ///< the tied embedding's all-reduce
+  double sum() const {
+    return compute_s + bubble_s + tp_comm_s + sends_s + dp_comm_s + overlap_cost_s + optimizer_s + embedding_s;
+  }
+};
+
 /// The formulas of a cost model that differ between FASOP and better models: how stages map to
 /// GPU types, what a point-to-point send, an all-reduce and a stage's memory cost.
 /// The estimate (estimate.h) combines them the same way for every policy.
@@ -60,15 +91,35 @@ class CostPolicy {
   /// (FASOP's: it reports OOM after partitioning for time). make_plan_context stores it.
   virtual std::optional<MemoryModel> memory_model(const PlanContext&) const { return std::nullopt; }
 
+  /// Seconds each stage spends after the step's gradient synchronisation (every stage's
+  /// all-reduce and the embedding's): the optimizer step and whatever of the parameter
+  /// all-gather is exposed. The step adds the slowest stage's. `timings` as for
+  /// dp_allreduce_s. None (empty) by default: FASOP's model has no such terms.
+  virtual std::vector<double> after_sync_s(const PlanContext&, const std::vector<int>&,
+                                           const std::vector<StageTiming>* = nullptr) const {
+    return {};
+  }
+  /// The step's terms (StepTerms) of `step`, an estimate of `partition` whose stages were timed
+  /// with `timed_partition`. By default: compute is the bottleneck stage's m x (forward +
+  /// backward), sends what zeroing them would take off that stage's end, bubble the rest of its
+  /// pipeline, dp_comm its all-reduce, embedding the embedding sync, optimizer the slowest
+  /// after_sync_s; float rounding of the step's sum goes to the bubble (estimate.cc).
+  virtual StepTerms step_terms(const PlanContext& ctx, const std::vector<int>& partition,
+                               const std::vector<int>& timed_partition, const StepResult& step) const;
+
   /// A cheap lower bound on the step time of `partition` (no simulation), so that a search
   /// can skip partitions that cannot win: the pipeline's lower bound (pipeline_1f1b.h) plus
-  /// stage 0's all-reduce and the embedding sync, as stage 0 ends the pipeline.
+  /// stage 0's all-reduce, the embedding sync and stage 0's after_sync_s, as stage 0 ends the
+  /// pipeline.
   virtual double step_time_lower_bound(const PlanContext& ctx, const std::vector<int>& partition) const {
     std::vector<StageTiming> timings = stage_timings(ctx, partition);
-    return pipeline_1f1b_lower_bound(timings, ctx.num_microbatches) + dp_allreduce_s(ctx, partition, &timings)[0] +
-           embedding_allreduce_s(ctx);
+    double bound = pipeline_1f1b_lower_bound(timings, ctx.num_microbatches) + dp_allreduce_s(ctx, partition, &timings)[0] +
+                   embedding_allreduce_s(ctx);
+    std::vector<double> after = after_sync_s(ctx, partition, &timings);
+    return after.empty() ? bound : bound + after[0];
   }
-  /// The step time: the latest stage end plus its all-reduce, plus the embedding sync.
+  /// The step time up to the gradient synchronisation: the latest stage end plus its
+  /// all-reduce, plus the embedding sync (the estimate adds the slowest after_sync_s).
   /// Sets `bottleneck` to the first stage that reaches the latest end.
   virtual double step_time_s(const PipelineResult& pipeline, const std::vector<double>& dp_allreduce_s,
                              double embedding_allreduce_s, int* bottleneck) const {

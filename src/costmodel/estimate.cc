@@ -5,28 +5,47 @@
 namespace fasop {
 namespace {
 
-struct StepTime {
-  double step_s = 0;
-  int bottleneck_stage = 0;
-  std::vector<StageTiming> timings;
-  PipelineResult pipeline;
-  std::vector<double> dp_allreduce_s;
-  double embedding_allreduce_s = 0;
-};
-
-StepTime compute_step_time(const PlanContext& ctx, const CostPolicy& policy,
-                           const std::vector<int>& partition, const std::vector<int>& timed_partition) {
-  StepTime t;
+StepResult compute_step_time(const PlanContext& ctx, const CostPolicy& policy,
+                             const std::vector<int>& partition, const std::vector<int>& timed_partition) {
+  StepResult t;
   t.timings = policy.stage_timings(ctx, timed_partition);
   t.pipeline = policy.pipeline(ctx, t.timings);
   // The timings serve the all-reduce's overlap when they are of the same partition.
-  t.dp_allreduce_s = policy.dp_allreduce_s(ctx, partition, partition == timed_partition ? &t.timings : nullptr);
+  const std::vector<StageTiming>* own = partition == timed_partition ? &t.timings : nullptr;
+  t.dp_allreduce_s = policy.dp_allreduce_s(ctx, partition, own);
   t.embedding_allreduce_s = policy.embedding_allreduce_s(ctx);
   t.step_s = policy.step_time_s(t.pipeline, t.dp_allreduce_s, t.embedding_allreduce_s, &t.bottleneck_stage);
+  // Left out where the policy has none, so that FASOP's sum stays its own to the last bit.
+  t.after_sync_s = policy.after_sync_s(ctx, partition, own);
+  if (!t.after_sync_s.empty()) {
+    for (size_t s = 1; s < t.after_sync_s.size(); ++s)
+      if (t.after_sync_s[s] > t.after_sync_s[t.after_sync_stage]) t.after_sync_stage = static_cast<int>(s);
+    t.step_s += t.after_sync_s[t.after_sync_stage];
+  }
   return t;
 }
 
 }  // namespace
+
+StepTerms CostPolicy::step_terms(const PlanContext& ctx, const std::vector<int>&, const std::vector<int>&,
+                                 const StepResult& step) const {
+  const int b = step.bottleneck_stage, m = ctx.num_microbatches;
+  const StageTiming& t = step.timings[b];
+  StepTerms terms;
+  terms.compute_s = m * (t.forward_s + t.backward_s);
+  // The sends' share: how much earlier the bottleneck stage would end without them.
+  std::vector<StageTiming> silent = step.timings;
+  for (StageTiming& st : silent) st.forward_send_s = st.backward_send_s = 0;
+  const double end_s = step.pipeline.stage_end_s[b], silent_end_s = pipeline(ctx, silent).stage_end_s[b];
+  terms.sends_s = end_s - silent_end_s;
+  terms.bubble_s = silent_end_s - terms.compute_s;
+  terms.dp_comm_s = step.dp_allreduce_s[b];
+  terms.embedding_s = step.embedding_allreduce_s;
+  if (!step.after_sync_s.empty()) terms.optimizer_s = step.after_sync_s[step.after_sync_stage];
+  // What the step's own arithmetic rounds (FASOP's float32 sum) lands in the bubble.
+  terms.bubble_s += step.step_s - terms.sum();
+  return terms;
+}
 
 double price_per_second_usd(const PlanContext& ctx) {
   double usd = 0;
@@ -48,7 +67,7 @@ PlanEstimate estimate_plan(const PlanContext& ctx, const CostPolicy& policy,
                            const std::vector<int>& partition, double iterations,
                            const std::vector<int>* timed_partition) {
   const std::vector<int>& timed = timed_partition ? *timed_partition : partition;
-  StepTime t = compute_step_time(ctx, policy, partition, timed);
+  StepResult t = compute_step_time(ctx, policy, partition, timed);
   PlanEstimate e;
   e.step_time_s = t.step_s;
   e.pipeline_time_s = t.pipeline.pipeline_s;
@@ -71,6 +90,7 @@ PlanEstimate estimate_plan(const PlanContext& ctx, const CostPolicy& policy,
     e.stages.push_back(r);
     first += partition[s];
   }
+  e.terms = policy.step_terms(ctx, partition, timed, t);
   return e;
 }
 

@@ -20,7 +20,9 @@ struct StageReport {
 
 /// A plan's estimated time, price and memory, with FASOP's figures.
 struct PlanEstimate {
-  double step_time_s = 0;            ///< max over stages of (end + DP all-reduce) + embedding sync
+  /// max over stages of (end + DP all-reduce) + embedding sync + the slowest stage's optimizer
+  /// step and parameter all-gather (CostPolicy::after_sync_s; none for FASOP)
+  double step_time_s = 0;
   double pipeline_time_s = 0;        ///< 1F1B latency (stage 0's last backward)
   double dp_allreduce_s = 0;         ///< DP all-reduce of the stage that bounds the step
   double embedding_allreduce_s = 0;
@@ -28,6 +30,7 @@ struct PlanEstimate {
   double train_cost_usd = 0;         ///< price per step x iterations
   MemoryVerdict memory;
   std::vector<StageReport> stages;
+  StepTerms terms;                   ///< step_time_s as a sum of terms
 };
 
 /// FASOP's default number of training steps (12.5M).

@@ -141,6 +141,7 @@ PlanContext make_plan_context(const ModelSpec& model, const ClusterSpec& cluster
       ctx.node_rank_end.push_back((ctx.node_rank_end.empty() ? 0 : ctx.node_rank_end.back()) +
                                   cluster.node_types[type].gpus_per_node);
   ctx.unit_compute_s.resize(cluster.node_types.size());
+  ctx.unit_tp_comm_s.resize(cluster.node_types.size());
   // With per-stage dp, a node type's stages share one dp (the search never lets a stage straddle
   // two types) and so one micro-batch per GPU; find it from the stage on the type's first node.
   std::vector<int> type_mbs(cluster.node_types.size(), key.mbs);
@@ -152,10 +153,12 @@ PlanContext make_plan_context(const ModelSpec& model, const ClusterSpec& cluster
     if (!profile || std::find(key.node_order.begin(), key.node_order.end(), int(type)) == key.node_order.end())
       continue;
     std::vector<double>& units = ctx.unit_compute_s[type];
+    std::vector<double>& tp_comm = ctx.unit_tp_comm_s[type];
     for (size_t u = 0; u < model.units.size(); ++u) {
       const std::string& layer = model.units[u].type;
       if (u > 0 && layer == model.units[u - 1].type) {  // runs of one layer type: look up once
         units.push_back(units.back());
+        tp_comm.push_back(tp_comm.back());
         continue;
       }
       if (!profile->has(layer, key.tp))
@@ -163,6 +166,7 @@ PlanContext make_plan_context(const ModelSpec& model, const ClusterSpec& cluster
                         str(key.tp) + "; profile it or choose another --tp");
       // Backward as measured, else twice the forward (FASOP's assumption for its profiles).
       units.push_back(profile->forward_backward_time_s(layer, key.tp, type_mbs[type]));
+      tp_comm.push_back(profile->tp_comm_time_s(layer, key.tp, type_mbs[type]));
     }
   }
   ctx.stage_node_type = policy.stage_node_types(ctx);

@@ -22,6 +22,10 @@ struct PlanContext {
   int num_microbatches = 0;  ///< global batch / (dp * mbs)
   /// Forward+backward seconds of one micro-batch through each unit, per node type.
   std::vector<std::vector<double>> unit_compute_s;
+  /// Of unit_compute_s, the tensor-parallel communication (exposed, or with overlap what it
+  /// costs), per node type; known for analytic profiles only (ProfileSpec::tp_comm_s), else 0.
+  /// Empty in contexts made by hand: no unit's communication is known.
+  std::vector<std::vector<double>> unit_tp_comm_s;
   /// Node type whose speed each stage runs at.
   std::vector<int> stage_node_type;
   /// Seconds to send one micro-batch's activations across boundary b (stage b -> b+1).

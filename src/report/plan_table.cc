@@ -102,6 +102,11 @@ std::string estimate_text(const ModelSpec& model, const ClusterSpec& cluster, co
       << "  pipeline (1F1B)    " << fixed(e.pipeline_time_s, 6) << " s\n"
       << "  DP all-reduce      " << fixed(e.dp_allreduce_s, 6) << " s\n"
       << "  embedding sync     " << fixed(e.embedding_allreduce_s, 6) << " s\n"
+      << "  as terms           compute " << fixed(e.terms.compute_s, 6) << ", bubble " << fixed(e.terms.bubble_s, 6)
+      << ", tp comm " << fixed(e.terms.tp_comm_s, 6) << ", sends " << fixed(e.terms.sends_s, 6) << ",\n"
+      << "                     dp comm " << fixed(e.terms.dp_comm_s, 6) << ", overlap cost "
+      << fixed(e.terms.overlap_cost_s, 6) << ", optimizer " << fixed(e.terms.optimizer_s, 6) << ", embedding "
+      << fixed(e.terms.embedding_s, 6) << " s\n"
       << "price per step       $" << fixed(e.price_per_step_usd, 6) << "\n"
       << "training cost        $" << fixed(e.train_cost_usd, 2) << "\n"
       << "peak memory          " << fixed(e.memory.oom_gpumem_gib, 3) << " GiB"
@@ -140,7 +145,14 @@ std::string estimate_json(const ModelSpec& model, const ClusterSpec& cluster, co
       << ", \"oom_gpumem\": " << num(e.memory.oom_gpumem_gib)
       << ", \"is_zero_oom\": " << boolean(e.memory.is_zero_oom)
       << ", \"zero_oom_gpumem\": " << num(e.memory.zero_oom_gpumem_gib)
-      << ", \"train_cost\": " << num(e.train_cost_usd) << ", \"stages\": [";
+      << ", \"train_cost\": " << num(e.train_cost_usd);
+  // The step time as a sum of terms (PlanEstimate::terms), in seconds.
+  const StepTerms& t = e.terms;
+  out << ", \"terms\": {\"compute\": " << num(t.compute_s) << ", \"bubble\": " << num(t.bubble_s)
+      << ", \"tp_comm\": " << num(t.tp_comm_s) << ", \"sends\": " << num(t.sends_s)
+      << ", \"dp_comm\": " << num(t.dp_comm_s) << ", \"overlap_cost\": " << num(t.overlap_cost_s)
+      << ", \"optimizer\": " << num(t.optimizer_s) << ", \"embedding\": " << num(t.embedding_s) << "}"
+      << ", \"stages\": [";
   for (size_t s = 0; s < e.stages.size(); ++s) {
     const StageReport& st = e.stages[s];
     out << (s ? ", " : "") << "{\"first_unit\": " << st.first_unit << ", \"units\": " << st.num_units
