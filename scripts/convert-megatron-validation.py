@@ -56,6 +56,8 @@ plan:
   pp: {row["pp"]}
   dp: {row["dp"]}
   global_batch: {row["global_batch"]}
+  micro_batch_assumed: 1
+  micro_batch_assumption: "not stated by the source; Megatron-LM's default --micro-batch-size 1"
   recompute: {row["recompute"]}
   sequence_parallel: false
   distributed_optimizer: false
@@ -65,8 +67,8 @@ measurement:
   flop_formula: megatron-narayanan-2021
 notes: >-
   {row["params_b"]}B parameters; {row["tflops_per_gpu"]} TFLOP/s per GPU ({row["pct_peak"]}% of 312) as published, rounded to
-  whole TFLOP/s (about +-0.4% on the step time, {step_s(row):.3f} s). The micro-batch size is not stated (validate
-  takes the fastest predicted that fits), nor whether the interleaved schedule was used (virtual_stages left at 1).
+  whole TFLOP/s (about +-0.4% on the step time, {step_s(row):.3f} s). The micro-batch size is not stated (the case
+  assumes Megatron-LM's default, 1), nor whether the interleaved schedule was used (virtual_stages left at 1).
   Megatron-LM of 2021: unfused attention (FlashAttention came in 2022: its fused scale-mask-softmax kernel
   writes and reads the score matrix), fp16 with Adam, no distributed optimizer, no sequence parallelism, the gradient all-reduce
   after the backward pass.

@@ -18,8 +18,20 @@ grep -q '^megatron-a100-2021: 10 cases, mean absolute error [0-9.]*%, worst gpt-
   fail "no MAE line: $(tail -2 a.out)"
 head -1 out/a.csv | grep -q '^set,case,.*measured_step_s,predicted_step_s,error_pct' && ok ||
   fail "CSV header: $(head -1 out/a.csv)"
-[ "$(wc -l < out/a.csv)" -eq 11 ] && ok || fail "CSV has $(wc -l < out/a.csv) lines, expected 11"
-grep -q '^megatron-a100-2021,gpt-1.7b,32,1,1,32,[0-9]*,true,3.528' out/a.csv && ok || fail "gpt-1.7b row: $(grep 1.7b out/a.csv)"
+[ "$(grep -c '^megatron-a100-2021,' out/a.csv)" -eq 10 ] && ok || fail "CSV has $(grep -c '^megatron-a100-2021,' out/a.csv) Megatron rows, expected 10"
+grep -q '^megatron-a100-2021,gpt-1.7b,A100-80GB,32,1,1,32,1,true,3.528' out/a.csv && ok || fail "gpt-1.7b row: $(grep 1.7b out/a.csv)"
+# A column per term of the step, and they add up to the predicted step time.
+head -1 out/a.csv | grep -q ',compute_s,bubble_s,tp_comm_s,sends_s,dp_comm_s,overlap_cost_s,optimizer_s,embedding_s$' && ok ||
+  fail "CSV term columns: $(head -1 out/a.csv)"
+python3 - out/a.csv <<'PY' && ok || fail "terms do not add up to the step time"
+import csv, sys
+for r in csv.DictReader(open(sys.argv[1])):
+    terms = sum(float(r[k]) for k in ("compute_s", "bubble_s", "tp_comm_s", "sends_s", "dp_comm_s", "overlap_cost_s", "optimizer_s", "embedding_s"))
+    assert abs(terms - float(r["predicted_step_s"])) <= 2e-6 * max(1, terms), (r["case"], terms, r["predicted_step_s"])
+PY
+# The shipped sets: the NeMo rows and the layer-time sets are reported too.
+grep -q '^nemo-dense-25.09: 9 cases, mean absolute error' a.out && ok || fail "no nemo-dense-25.09 summary: $(tail -15 a.out)"
+grep -q '^sailor-profiles on V100: [0-9]* layer times, median absolute error' a.out && ok || fail "no layer-set summary: $(tail -12 a.out)"
 ls out | grep -qv '^a.csv$' && fail "temporary file left beside the CSV: $(ls out)" || ok
 
 # The same inputs: byte-identical CSV and text; the set named by its directory: the same rows.
@@ -27,7 +39,7 @@ ls out | grep -qv '^a.csv$' && fail "temporary file left beside the CSV: $(ls ou
 cmp -s out/a.csv out/b.csv && ok || fail "CSV differs between two runs"
 cmp -s a.out b.out && ok || fail "text differs between two runs"
 "$bin" validate validation/megatron-a100-2021 --csv out/c.csv > /dev/null || fail "validate validation/megatron-a100-2021"
-cmp -s out/a.csv out/c.csv && ok || fail "the shipped set by name differs from the default"
+diff <(grep -e '^set,' -e '^megatron-a100-2021,' out/a.csv) out/c.csv > /dev/null && ok || fail "the shipped set by name differs from the default"
 
 # --max-mae: 1 when a set's MAE exceeds it (and the report still printed), 0 when not.
 "$bin" validate --max-mae 0.001 > m.out 2> m.err; rc=$?
@@ -35,7 +47,11 @@ cmp -s out/a.csv out/c.csv && ok || fail "the shipped set by name differs from t
 grep -q "exceeds --max-mae" m.err && ok || fail "--max-mae message: $(cat m.err)"
 grep -q "mean absolute error" m.out && ok || fail "--max-mae: no report"
 "$bin" validate --max-mae 1000 --quiet > q.out || fail "--max-mae 1000 exited non-zero"
-[ "$(wc -l < q.out)" -eq 1 ] && ok || fail "--quiet printed $(wc -l < q.out) lines, expected the summary only"
+! grep -q '^megatron-a100-2021  ' q.out && grep -q '^megatron-a100-2021: 10 cases' q.out && ok ||
+  fail "--quiet printed rows, or no summary: $(head -3 q.out)"
+"$bin" validate validation/layers/fasop-cpp-h100 --quiet --layer-csv out/l.csv > l.out || fail "validate a layer set"
+head -1 out/l.csv | grep -q '^set,case,gpu,unit,tp,mbs,pass,measured_s,predicted_s,error_pct$' && ok || fail "layer CSV header: $(head -1 out/l.csv)"
+[ "$(grep -c ',H100,' out/l.csv)" -eq 144 ] && ok || fail "layer CSV: $(grep -c ',H100,' out/l.csv) H100 points, expected 144"
 
 # Cases on disk: a file and a directory, from the shipped ones edited.
 mkdir -p mine

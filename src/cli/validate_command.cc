@@ -10,6 +10,7 @@
 #include "specs/spec_store.h"
 #include "specs/spec_error.h"
 #include "validate/efficiency_fit.h"
+#include "validate/layer_validation.h"
 #include "validate/validate.h"
 
 namespace fasop {
@@ -18,47 +19,80 @@ namespace {
 struct ValidateOptions {
   std::vector<std::string> paths;
   std::string csv;
+  std::string layer_csv;
   double max_mae = -1;
   bool quiet = false;
-  std::vector<std::string> fit;  ///< --fit: cases whose measurements fit the efficiencies
+  std::vector<std::string> fit;         ///< --fit: cases whose measurements fit the GPU's data
+  std::vector<std::string> fit_params;  ///< --fit-params
+  std::string fit_precision;            ///< --fit-precision (default: the fitted cases' training precision)
 };
 
-/// --fit: the node type's efficiencies fitted to the named cases, every case predicted with
-/// them, and the error on the cases left out (runs the fitted model has not seen).
-std::vector<ValidationCase> fitted(const ValidateOptions& options, const std::vector<ValidationCase>& cases) {
-  std::vector<ValidationCase> fit_cases, held_out;
-  for (const ValidationCase& c : cases) {
-    bool named = std::find(options.fit.begin(), options.fit.end(), c.name) != options.fit.end();
-    (named ? fit_cases : held_out).push_back(c);
-  }
+template <typename Case>
+bool named_in(const std::vector<std::string>& names, const Case& c) {
+  return std::find(names.begin(), names.end(), c.name) != names.end();
+}
+
+/// --fit: the GPU's data fitted to the named cases, every case predicted with it; the cases of
+/// that GPU left out measure the fit on runs it has not seen.
+void fit(const ValidateOptions& options, ValidationInputs& inputs) {
+  std::vector<ValidationCase> cases;
+  std::vector<LayerTimeCase> layer_cases;
+  std::string gpu, precision = options.fit_precision;
+  auto take = [&](const auto& c) {
+    if (!gpu.empty() && gpu != c.node_type.gpu_data.name)
+      throw SpecError("--fit: cases of GPUs " + gpu + " and " + c.node_type.gpu_data.name + "; fit one GPU at a time");
+    gpu = c.node_type.gpu_data.name;
+    if (precision.empty()) precision = c.model.dtype;
+  };
+  for (const ValidationCase& c : inputs.cases)
+    if (named_in(options.fit, c)) cases.push_back(c), take(c);
+  for (const LayerTimeCase& c : inputs.layer_cases)
+    if (named_in(options.fit, c)) layer_cases.push_back(c), take(c);
   for (const std::string& name : options.fit)
-    if (std::none_of(cases.begin(), cases.end(), [&](const ValidationCase& c) { return c.name == name; }))
+    if (std::none_of(inputs.cases.begin(), inputs.cases.end(), [&](const auto& c) { return c.name == name; }) &&
+        std::none_of(inputs.layer_cases.begin(), inputs.layer_cases.end(), [&](const auto& c) { return c.name == name; }))
       throw SpecError("--fit: no case '" + name + "' among the cases given");
-  EfficiencyFit fit = fit_efficiencies(fit_cases);
-  double held_out_error = 0;
-  for (const ValidationCase& c : with_efficiencies(held_out, fit)) held_out_error += std::fabs(predict_case(c).error_pct);
-  std::printf("fitted on %zu cases: compute_efficiency %.3f, memory_efficiency %.3f (mean absolute error %.1f%% on them",
-              fit_cases.size(), fit.compute_efficiency, fit.memory_efficiency, fit.mean_abs_error_pct);
-  if (!held_out.empty()) std::printf(", %.1f%% on the %zu others", held_out_error / held_out.size(), held_out.size());
-  std::printf(")\n\n");
-  return with_efficiencies(cases, fit);
+  std::vector<FitParameter> parameters;
+  for (const std::string& name : options.fit_params) parameters.push_back(fit_parameter(name));
+  if (parameters.empty()) parameters = {fit_parameter("gemm_peak_share"), fit_parameter("memory_share")};
+  GpuFit found = fit_gpu_data(cases, layer_cases, gpu, precision, parameters);
+  std::printf("fitted %s (%s) on %zu step cases and %zu layer cases (objective %.2f%%):\n", gpu.c_str(),
+              precision.c_str(), cases.size(), layer_cases.size(), found.error);
+  for (const auto& [name, value] : found.values) std::printf("  %s: %.4g\n", name.c_str(), value);
+  std::printf("\n");
+  inputs.cases = with_fit(inputs.cases, found);
+  inputs.layer_cases = with_fit(inputs.layer_cases, found);
 }
 
 void run(const ValidateOptions& options) {
   DiskSource disk;
   SpecStore store(disk, embedded_presets());
-  std::vector<ValidationCase> cases = load_validation_cases(options.paths, store, disk);
-  if (!options.fit.empty()) cases = fitted(options, cases);
+  ValidationInputs inputs = load_validation_inputs(options.paths, store, disk);
+  if (!options.fit.empty()) fit(options, inputs);
   std::vector<ValidationResult> results;
-  for (const ValidationCase& c : cases) results.push_back(predict_case(c));
-  std::cout << validation_text(results, options.quiet);
+  for (const ValidationCase& c : inputs.cases) results.push_back(predict_case(c));
+  std::vector<LayerPointResult> layer_results;
+  for (const LayerTimeCase& c : inputs.layer_cases) {
+    std::vector<LayerPointResult> points = predict_layer_case(c);
+    layer_results.insert(layer_results.end(), points.begin(), points.end());
+  }
+  if (!results.empty()) std::cout << validation_text(results, options.quiet);
+  if (!results.empty() && !layer_results.empty()) std::cout << "\n";
+  if (!layer_results.empty()) std::cout << layer_validation_text(layer_results, options.quiet);
   if (!options.csv.empty()) write_file_atomically(options.csv, validation_csv(results));
+  if (!options.layer_csv.empty()) write_file_atomically(options.layer_csv, layer_validation_csv(layer_results));
   if (options.max_mae >= 0) {
     bool over = false;
     for (const ValidationSummary& s : summarize(results))
       if (s.mean_abs_error_pct > options.max_mae) {
         std::cerr << "fasop-cpp: validate: set " << s.set << ": mean absolute error " << s.mean_abs_error_pct
                   << "% exceeds --max-mae " << options.max_mae << "%\n";
+        over = true;
+      }
+    for (const LayerSummary& s : summarize_layers(layer_results))
+      if (s.median_abs_error_pct > options.max_mae) {
+        std::cerr << "fasop-cpp: validate: layer set " << s.set << " on " << s.gpu << ": median absolute error "
+                  << s.median_abs_error_pct << "% exceeds --max-mae " << options.max_mae << "%\n";
         over = true;
       }
     if (over) throw CLI::RuntimeError(1);
@@ -73,15 +107,23 @@ void add_validate_command(CLI::App& app) {
       "validate", "compare predicted step times with published measurements (validation cases)");
   command->add_option("cases", options->paths,
                       "validation case files or directories of them (default: the shipped validation/ sets)");
-  command->add_option("--csv", options->csv, "also write the rows as CSV to FILE");
+  command->add_option("--csv", options->csv, "also write the step-time rows as CSV to FILE (a column per term)");
+  command->add_option("--layer-csv", options->layer_csv, "also write the layer-time points as CSV to FILE");
   command->add_option("--max-mae", options->max_mae, "exit 1 when a set's mean absolute error exceeds PCT percent")
       ->type_name("PCT")
       ->check(CLI::NonNegativeNumber);
   command->add_flag("--quiet,-q", options->quiet, "print only each set's summary");
   command->add_option("--fit", options->fit,
-                      "fit the node type's compute and memory efficiencies to these cases (comma-separated names), "
-                      "then predict every case with them: the others measure the fit on runs it has not seen")
+                      "fit the GPU data of these cases' GPU to them (comma-separated names of step or layer cases), "
+                      "then predict every case with it: the others measure the fit on runs it has not seen")
       ->delimiter(',')->type_name("CASE,...");
+  command->add_option("--fit-params", options->fit_params,
+                      "the GPU data to fit (default gemm_peak_share,memory_share; also gemm_half_dim, "
+                      "attention_peak_share, attention_backward_peak_share, kernel_gap_s, dispatch_s.STACK, "
+                      "nvlink.bus_share, network.bus_share, overlap_slowdown)")
+      ->delimiter(',')->type_name("NAME,...");
+  command->add_option("--fit-precision", options->fit_precision,
+                      "the precision whose efficiencies to fit (default: the fitted cases' training precision)");
   command->callback([options] { run(*options); });
 }
 

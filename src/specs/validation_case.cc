@@ -1,5 +1,6 @@
 #include "specs/validation_case.h"
 
+#include <algorithm>
 #include <set>
 
 #include "specs/spec_error.h"
@@ -31,7 +32,8 @@ bool optional_bool(const Field& field, bool fallback) {
 }
 
 
-void parse_node_type_field(const Field& field, const SpecStore& store, ValidationCase& c) {
+template <typename Case>
+void parse_node_type_field(const Field& field, const SpecStore& store, Case& c) {
   require_map(field, "{cluster: PRESET_OR_FILE, name: NODE_TYPE} or a node type as a cluster file gives it");
   if (field.child("cluster").present()) {
     reject_unknown_keys(field, {"cluster", "name"});
@@ -52,7 +54,8 @@ void parse_node_type_field(const Field& field, const SpecStore& store, Validatio
   }
 }
 
-void parse_model_field(const Field& field, const SpecStore& store, ValidationCase& c) {
+template <typename Case>
+void parse_model_field(const Field& field, const SpecStore& store, Case& c) {
   require_map(field, "{preset: NAME} or inline dimensions {hidden, heads, layers, sequence, vocab, ...}");
   if (field.child("preset").present()) {
     reject_unknown_keys(field, {"preset"});
@@ -61,7 +64,7 @@ void parse_model_field(const Field& field, const SpecStore& store, ValidationCas
     return;
   }
   reject_unknown_keys(field, {"hidden", "heads", "layers", "ffn_hidden", "kv_heads", "sequence", "vocab", "activation",
-                              "norm", "tied_embeddings", "family", "dtype", "precision_bits", "attention"});
+                              "norm", "tied_embeddings", "family", "dtype", "precision_bits", "attention", "causal"});
   c.model_ref = "inline";
   ModelSpec& model = c.model;
   model.source = c.file;
@@ -80,33 +83,69 @@ RecomputeMode parse_recompute(const Field& field) {
   field.fail("unknown recomputation '" + name + "'; use none, selective or full");
 }
 
+/// The micro-batch size: stated, assumed (with the reason), or a range; exactly one.
+void parse_micro_batch(const Field& field, ValidationPlan& plan) {
+  const bool stated = field.child("micro_batch").present(), assumed = field.child("micro_batch_assumed").present(),
+             range = field.child("micro_batch_range").present();
+  if (stated + assumed + range != 1)
+    field.child("micro_batch").fail(stated + assumed + range == 0
+        ? "missing; give the size the run used, or where the source states none, micro_batch_assumed: N with "
+          "micro_batch_assumption: WHY (e.g. Megatron-LM's default 1), or micro_batch_range: [MIN, MAX]"
+        : "give only one of micro_batch, micro_batch_assumed and micro_batch_range");
+  if (stated) plan.micro_batch = field.child("micro_batch").positive_int();
+  plan.micro_batch_stated = stated;
+  if (assumed) {
+    plan.micro_batch = field.child("micro_batch_assumed").positive_int();
+    plan.micro_batch_assumption = field.child("micro_batch_assumption").text();
+  } else if (!range && field.child("micro_batch_assumption").present()) {
+    field.child("micro_batch_assumption").fail("goes with micro_batch_assumed or micro_batch_range only");
+  }
+  if (range) {
+    Field r = field.child("micro_batch_range");
+    if (!r.node.IsSequence() || r.node.size() != 2) r.fail("expected [MIN, MAX]");
+    plan.micro_batch_min = r.item(0).positive_int();
+    plan.micro_batch_max = r.item(1).positive_int();
+    if (plan.micro_batch_max < plan.micro_batch_min) r.fail("MAX is below MIN");
+    if (field.child("micro_batch_assumption").present())
+      plan.micro_batch_assumption = field.child("micro_batch_assumption").text();
+  }
+}
+
 void parse_plan_field(const Field& field, ValidationPlan& plan) {
   require_map(field, "{gpus, tp, pp, dp, global_batch, micro_batch?, recompute, ...}");
-  reject_unknown_keys(field, {"gpus", "tp", "pp", "dp", "global_batch", "micro_batch", "recompute", "sequence_parallel",
-                              "virtual_stages", "distributed_optimizer", "overlap_grad_reduce",
-                              "overlap_tp_comm"});
+  reject_unknown_keys(field, {"gpus", "tp", "pp", "dp", "global_batch", "micro_batch", "micro_batch_assumed",
+                              "micro_batch_assumption", "micro_batch_range", "recompute", "sequence_parallel",
+                              "virtual_stages", "distributed_optimizer", "overlap_grad_reduce", "overlap_tp_comm",
+                              "overlap_param_gather", "fsdp"});
   plan.gpus = field.child("gpus").positive_int();
   plan.tp = field.child("tp").positive_int();
   plan.pp = field.child("pp").positive_int();
   plan.dp = field.child("dp").positive_int();
   plan.global_batch = field.child("global_batch").positive_int();
-  if (field.child("micro_batch").present()) plan.micro_batch = field.child("micro_batch").positive_int();
+  parse_micro_batch(field, plan);
   plan.recompute = parse_recompute(field.child("recompute"));
   plan.sequence_parallel = optional_bool(field.child("sequence_parallel"), false);
   if (field.child("virtual_stages").present()) plan.virtual_stages = field.child("virtual_stages").positive_int();
   plan.distributed_optimizer = optional_bool(field.child("distributed_optimizer"), false);
   plan.overlap_grad_reduce = optional_bool(field.child("overlap_grad_reduce"), false);
   plan.overlap_tp_comm = optional_bool(field.child("overlap_tp_comm"), false);
+  plan.overlap_param_gather = optional_bool(field.child("overlap_param_gather"), false);
+  plan.fsdp = optional_bool(field.child("fsdp"), false);
 }
 
 void parse_measurement_field(const Field& field, ValidationMeasurement& m) {
-  require_map(field, "{step_s: SECONDS} or {tflops_per_gpu: X, flop_formula: megatron-narayanan-2021}");
-  reject_unknown_keys(field, {"step_s", "tflops_per_gpu", "flop_formula", "memory_gib_per_gpu"});
-  bool step = field.child("step_s").present(), tflops = field.child("tflops_per_gpu").present();
-  if (step == tflops)
-    field.fail(step ? "gives both step_s and tflops_per_gpu; keep one"
-                    : "gives neither step_s nor tflops_per_gpu; add one (tflops_per_gpu with flop_formula)");
-  if (step) {
+  require_map(field, "{step_s: SECONDS}, {tflops_per_gpu: X, flop_formula: megatron-narayanan-2021} or "
+                     "{tokens_per_s_per_gpu: X}");
+  reject_unknown_keys(field, {"step_s", "tflops_per_gpu", "flop_formula", "tokens_per_s_per_gpu", "memory_gib_per_gpu"});
+  bool step = field.child("step_s").present(), tflops = field.child("tflops_per_gpu").present(),
+       tokens = field.child("tokens_per_s_per_gpu").present();
+  if (step + tflops + tokens != 1)
+    field.fail(step + tflops + tokens > 1 ? "gives more than one of step_s, tflops_per_gpu and tokens_per_s_per_gpu; keep one"
+                                          : "gives none of step_s, tflops_per_gpu (with flop_formula) and "
+                                            "tokens_per_s_per_gpu; add one");
+  if (tokens) {
+    m.tokens_per_s_per_gpu = field.child("tokens_per_s_per_gpu").positive_double();
+  } else if (step) {
     m.step_s = field.child("step_s").positive_double();
     if (field.child("flop_formula").present()) field.child("flop_formula").fail("goes with tflops_per_gpu only; remove it");
   } else {
@@ -127,7 +166,7 @@ void check_case(const Field& root, const ValidationCase& c) {
   if (p.global_batch % p.dp != 0)
     plan.child("global_batch").fail(n(p.global_batch) + " is not divisible by dp (" + n(p.dp) + "); fix either");
   if (p.micro_batch > 0 && p.global_batch % (p.micro_batch * p.dp) != 0)
-    plan.child("micro_batch").fail("global_batch (" + n(p.global_batch) + ") is not divisible by micro_batch x dp (" +
+    plan.child(p.micro_batch_stated ? "micro_batch" : "micro_batch_assumed").fail("global_batch (" + n(p.global_batch) + ") is not divisible by micro_batch x dp (" +
                                    n(p.micro_batch * p.dp) + "); fix either");
   if (p.gpus % c.node_type.gpus_per_node != 0)
     plan.child("gpus").fail(n(p.gpus) + " is not a multiple of the node type's gpus_per_node (" +
@@ -144,7 +183,62 @@ void check_case(const Field& root, const ValidationCase& c) {
               n(layers) + ")");
 }
 
+ValidationSource parse_source(const Field& root) {
+  Field src = require_map(root.child("source"), "{title, table, url?, date}");
+  reject_unknown_keys(src, {"title", "table", "url", "date"});
+  ValidationSource source;
+  source.title = src.child("title").text();
+  source.table = src.child("table").text();
+  if (src.child("url").present()) source.url = src.child("url").text();
+  source.date = src.child("date").text();
+  return source;
+}
+
 }  // namespace
+
+bool is_layer_time_case(const std::string& yaml_text) {
+  try {
+    YAML::Node root = YAML::Load(yaml_text);
+    return root.IsMap() && root["kind"] && root["kind"].as<std::string>() == "layer_times";
+  } catch (const YAML::Exception&) {
+    return false;
+  }
+}
+
+LayerTimeCase parse_layer_time_case(const std::string& yaml_text, const std::string& source, const SpecStore& store) {
+  Field root = load_root(yaml_text, source);
+  reject_unknown_keys(root, {"kind", "set", "case", "source", "node_type", "model", "stack", "tp_comm_included", "points",
+                             "notes"});
+  LayerTimeCase c;
+  c.file = source;
+  c.set = root.child("set").text();
+  c.name = root.child("case").text();
+  c.source = parse_source(root);
+  parse_node_type_field(root.child("node_type"), store, c);
+  parse_model_field(root.child("model"), store, c);
+  c.stack = root.child("stack").text();
+  if (c.stack != "megatron" && c.stack != "eager" && c.stack != "libtorch")
+    root.child("stack").fail("unknown stack '" + c.stack + "'; use megatron, eager or libtorch");
+  c.tp_comm_included = optional_bool(root.child("tp_comm_included"), true);
+  Field points = root.child("points");
+  if (!points.node.IsSequence() || points.node.size() == 0) points.fail("expected a list of {unit, tp, mbs, forward_s, backward_s?}");
+  for (size_t i = 0; i < points.node.size(); ++i) {
+    Field p = points.item(i);
+    reject_unknown_keys(p, {"unit", "tp", "mbs", "forward_s", "backward_s"});
+    LayerTimePoint point;
+    point.unit = p.child("unit").text();
+    if (std::none_of(c.model.units.begin(), c.model.units.end(), [&](const LayerUnit& u) { return u.type == point.unit; }))
+      p.child("unit").fail("the model has no unit type '" + point.unit + "'");
+    point.tp = p.child("tp").positive_int();
+    if (c.model.heads % point.tp != 0) p.child("tp").fail("does not divide the model's heads");
+    point.mbs = p.child("mbs").positive_int();
+    point.forward_s = p.child("forward_s").positive_double();
+    if (p.child("backward_s").present()) point.backward_s = p.child("backward_s").positive_double();
+    c.points.push_back(point);
+  }
+  if (root.child("notes").present()) c.notes = root.child("notes").text();
+  return c;
+}
 
 ValidationCase parse_validation_case(const std::string& yaml_text, const std::string& source,
                                      const SpecStore& store) {
@@ -154,12 +248,7 @@ ValidationCase parse_validation_case(const std::string& yaml_text, const std::st
   c.file = source;
   c.set = root.child("set").text();
   c.name = root.child("case").text();
-  Field src = require_map(root.child("source"), "{title, table, url?, date}");
-  reject_unknown_keys(src, {"title", "table", "url", "date"});
-  c.source.title = src.child("title").text();
-  c.source.table = src.child("table").text();
-  if (src.child("url").present()) c.source.url = src.child("url").text();
-  c.source.date = src.child("date").text();
+  c.source = parse_source(root);
   parse_node_type_field(root.child("node_type"), store, c);
   parse_model_field(root.child("model"), store, c);
   parse_plan_field(root.child("plan"), c.plan);

@@ -3,6 +3,7 @@
 // step time) that `fasop-cpp validate` compares the cost model's prediction against.
 // One small YAML file per case; see README.md, "Validation".
 #include <string>
+#include <vector>
 
 #include "specs/cluster_spec.h"
 #include "specs/model_spec.h"
@@ -26,13 +27,22 @@ struct ValidationPlan {
   int pp = 1;
   int dp = 1;
   int global_batch = 0;
-  int micro_batch = 0;  ///< 0: not stated (validate tries every size and keeps the fastest that fits)
+  /// The micro-batch size predicted: as the source states it (micro_batch), or as the case
+  /// assumes where the source is silent (micro_batch_assumed, with the reason in
+  /// micro_batch_assumption). 0 with a range: every size in [micro_batch_min, micro_batch_max]
+  /// that divides the batch is predicted, and the case reports the span.
+  int micro_batch = 0;
+  bool micro_batch_stated = true;
+  std::string micro_batch_assumption;  ///< why, where not stated
+  int micro_batch_min = 0, micro_batch_max = 0;  ///< field micro_batch_range: [MIN, MAX]
   RecomputeMode recompute = RecomputeMode::kNone;
   bool sequence_parallel = false;
   int virtual_stages = 1;  ///< interleaved 1F1B's model chunks per pipeline rank (1: plain 1F1B)
   bool distributed_optimizer = false;  ///< ZeRO-1: optimizer state sharded over dp
   bool overlap_grad_reduce = false;    ///< the dp gradient all-reduce overlaps the backward pass
   bool overlap_tp_comm = false;        ///< tensor-parallel communication overlaps the GEMMs
+  bool overlap_param_gather = false;   ///< the distributed optimizer's all-gather overlaps the next forward
+  bool fsdp = false;                   ///< parameters, gradients and optimizer sharded over dp (ZeRO-3, FSDP)
 };
 
 /// What was measured: a step time, or a throughput with the FLOP formula that turns it into one
@@ -41,6 +51,7 @@ struct ValidationMeasurement {
   double step_s = 0;          ///< seconds per training step, when given directly (else 0)
   double tflops_per_gpu = 0;  ///< model TFLOP/s per GPU, when given instead
   std::string flop_formula;   ///< with tflops_per_gpu: e.g. megatron-narayanan-2021
+  double tokens_per_s_per_gpu = 0;  ///< a throughput in tokens: step_s = global_batch x sequence / (this x gpus)
   double memory_gib_per_gpu = 0;  ///< optional peak memory per GPU (0: not given)
 };
 
@@ -58,6 +69,39 @@ struct ValidationCase {
   ValidationMeasurement measurement;
   std::string notes;
 };
+
+/// One measured layer time: a pipeline unit's forward (and, where measured, backward) seconds.
+struct LayerTimePoint {
+  std::string unit;  ///< the model's unit type, e.g. transformer
+  int tp = 1;
+  int mbs = 1;
+  double forward_s = 0;
+  double backward_s = 0;  ///< 0: not measured
+};
+
+/// A layer-time case (`kind: layer_times`): one measured profile of a model on a GPU, the
+/// analytic layer model's check layer by layer.
+struct LayerTimeCase {
+  std::string file;
+  std::string set;
+  std::string name;
+  ValidationSource source;
+  std::string node_type_ref;
+  NodeType node_type;
+  std::string model_ref;
+  ModelSpec model;
+  std::string stack;  ///< megatron, eager or libtorch: the software that ran the layers
+  /// Whether the times include tensor-parallel communication (false for single-process
+  /// profiles of one GPU's shard: field tp_comm_included).
+  bool tp_comm_included = true;
+  std::vector<LayerTimePoint> points;
+  std::string notes;
+};
+
+/// True when the YAML text is a layer-time case (kind: layer_times).
+bool is_layer_time_case(const std::string& yaml_text);
+/// Parses and checks a layer-time case; errors name the file and field.
+LayerTimeCase parse_layer_time_case(const std::string& yaml_text, const std::string& source, const SpecStore& store);
 
 /// Parses and checks a case (`source` names the file in messages); presets (model and cluster)
 /// are resolved through `store`. Every problem throws SpecError naming the file and the field.

@@ -1,26 +1,51 @@
 #pragma once
-// The GPU efficiencies of a validation set's node type fitted to some of its cases, so that
-// the others measure the fitted model on runs it has not seen (`validate --fit`).
+// A GPU's data (configs/gpus/) fitted to some validation cases, so that the others measure the
+// fitted model on runs it has not seen (`validate --fit`).
+#include <string>
 #include <vector>
 
 #include "specs/validation_case.h"
 
 namespace fasop {
 
-/// What --fit found.
-struct EfficiencyFit {
-  double compute_efficiency = 0;  ///< share of dense peak the GEMMs reach
-  double memory_efficiency = 0;   ///< share of memory bandwidth element-wise kernels reach
-  double mean_abs_error_pct = 0;  ///< over the fitted cases
+/// One parameter of a GPU's data the fit may move, with its bounds.
+struct FitParameter {
+  std::string name;  ///< e.g. gemm_peak_share, attention_peak_share, dispatch_s.eager, nvlink.bus_share
+  double low = 0, high = 1;
 };
 
-/// The compute and memory efficiencies (the fields of a node type, the same for every case)
-/// minimising the mean absolute error of `cases`: a grid of 0.02 steps (compute 0.30-0.98,
-/// memory 0.40-0.90, the most element-wise kernels reach), then of 0.005 around its best.
-/// Deterministic.
-EfficiencyFit fit_efficiencies(const std::vector<ValidationCase>& cases);
+/// The parameters `fit_gpu_data` knows, with their physical bounds.
+std::vector<FitParameter> fit_parameters();
+/// The parameter called `name`; throws SpecError naming --fit-params otherwise.
+FitParameter fit_parameter(const std::string& name);
 
-/// `cases` with every node type's efficiencies set to `fit`'s.
-std::vector<ValidationCase> with_efficiencies(std::vector<ValidationCase> cases, const EfficiencyFit& fit);
+/// Reads or writes parameter `name` of `gpu`'s data for `precision` (per-precision
+/// parameters) or the GPU as a whole (collectives, launches, overlap).
+double get_parameter(const GpuSpec& gpu, const std::string& precision, const std::string& name);
+void set_parameter(GpuSpec& gpu, const std::string& precision, const std::string& name, double value);
+
+/// What the fit found.
+struct GpuFit {
+  std::string gpu, precision;
+  std::vector<std::pair<std::string, double>> values;  ///< parameter -> fitted value
+  double error = 0;  ///< the objective on the fitted cases
+};
+
+/// Fits `parameters` of GPU `gpu`'s data (precision `precision`) to the step cases and the
+/// layer-time cases given (those of other GPUs are ignored): coordinate descent, each
+/// parameter by golden-section search within its bounds, until no sweep improves. The
+/// objective: mean absolute error of the step cases plus the median absolute error of the
+/// layer points. Deterministic.
+GpuFit fit_gpu_data(const std::vector<ValidationCase>& cases, const std::vector<LayerTimeCase>& layer_cases,
+                    const std::string& gpu, const std::string& precision, const std::vector<FitParameter>& parameters);
+
+/// `cases` with GPU `fit.gpu`'s data set to the fit's values.
+template <typename Case>
+std::vector<Case> with_fit(std::vector<Case> cases, const GpuFit& fit) {
+  for (Case& c : cases)
+    if (c.node_type.gpu_data.name == fit.gpu)
+      for (const auto& [name, value] : fit.values) set_parameter(c.node_type.gpu_data, fit.precision, name, value);
+  return cases;
+}
 
 }  // namespace fasop

@@ -16,6 +16,8 @@ double step_s_from_tflops(double flops, int gpus, double tflops_per_gpu) {
 double measured_step_s(const ValidationCase& c) {
   const ValidationMeasurement& m = c.measurement;
   if (m.step_s > 0) return m.step_s;
+  if (m.tokens_per_s_per_gpu > 0)
+    return double(c.plan.global_batch) * c.model.sequence / (m.tokens_per_s_per_gpu * c.plan.gpus);
   if (m.flop_formula == kMegatronNarayanan2021) {
     double flops = megatron_narayanan_2021_flops(c.plan.global_batch, c.model.sequence,
                                                  c.model.num_transformer_layers(), c.model.hidden, c.model.vocab);

@@ -18,7 +18,6 @@ namespace fasop {
 namespace {
 
 constexpr const char* kShippedDir = "validation";
-constexpr int kLargestMicroBatch = 16;  ///< micro-batch sizes tried where a case gives none
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -62,6 +61,11 @@ std::vector<std::string> shipped_validation_files() {
 
 std::vector<ValidationCase> load_validation_cases(const std::vector<std::string>& paths, const SpecStore& store,
                                                   const TextSource& disk) {
+  return load_validation_inputs(paths, store, disk).cases;
+}
+
+ValidationInputs load_validation_inputs(const std::vector<std::string>& paths, const SpecStore& store,
+                                        const TextSource& disk) {
   namespace fs = std::filesystem;
   std::vector<std::pair<std::string, std::string>> texts;  // source, text
   auto embedded = [](const std::string& path) -> const char* {
@@ -83,7 +87,7 @@ std::vector<ValidationCase> load_validation_cases(const std::vector<std::string>
     std::error_code error;
     if (fs::is_directory(given, error)) {
       std::vector<std::string> files;
-      for (const fs::directory_entry& entry : fs::directory_iterator(given, error))
+      for (const fs::directory_entry& entry : fs::recursive_directory_iterator(given, error))
         if (entry.is_regular_file() && (ends_with(entry.path().string(), ".yaml") || ends_with(entry.path().string(), ".yml")))
           files.push_back(entry.path().string());
       std::sort(files.begin(), files.end());
@@ -100,8 +104,13 @@ std::vector<ValidationCase> load_validation_cases(const std::vector<std::string>
                       std::string(kShippedDir) + "/...)");
     }
   }
-  std::vector<ValidationCase> cases;
+  ValidationInputs inputs;
+  std::vector<ValidationCase>& cases = inputs.cases;
   for (const auto& [source, text] : texts) {
+    if (is_layer_time_case(text)) {
+      inputs.layer_cases.push_back(parse_layer_time_case(text, source, store));
+      continue;
+    }
     cases.push_back(parse_validation_case(text, source, store));
     measured_step_s(cases.back());  // an unknown flop_formula fails at load, naming the file
   }
@@ -110,7 +119,10 @@ std::vector<ValidationCase> load_validation_cases(const std::vector<std::string>
     if (a.plan.gpus != b.plan.gpus) return a.plan.gpus < b.plan.gpus;
     return a.file < b.file;
   });
-  return cases;
+  std::stable_sort(inputs.layer_cases.begin(), inputs.layer_cases.end(), [](const LayerTimeCase& a, const LayerTimeCase& b) {
+    return a.set != b.set ? a.set < b.set : a.file < b.file;
+  });
+  return inputs;
 }
 
 std::vector<int> megatron_partition(const ModelSpec& model, int pp) {
@@ -125,7 +137,7 @@ std::vector<int> megatron_partition(const ModelSpec& model, int pp) {
 
 ValidationResult predict_case(const ValidationCase& c) {
   const NodeType& node = c.node_type;
-  if (!node.has_gpu_spec())
+  if (!node.has_gpu_data())
     throw SpecError(c.file + ": field 'node_type': node type '" + node.name +
                     "' gives no GPU specs (peak_tflops, memory_bandwidth_bytes_per_s); validation predicts with "
                     "analytic profiles: add them");
@@ -136,18 +148,25 @@ ValidationResult predict_case(const ValidationCase& c) {
   cluster.node_types = {node};
   cluster.nodes.assign(plan.gpus / node.gpus_per_node, 0);
 
+  // The micro-batch size stated or assumed, or every size of the case's range that divides
+  // the batch (the case then reports the span of predictions).
   std::vector<int> micro_batches;
   if (plan.micro_batch > 0) {
     micro_batches = {plan.micro_batch};
   } else {
     for (int mbs : divisors(plan.global_batch / plan.dp))
-      if (mbs <= kLargestMicroBatch) micro_batches.push_back(mbs);
+      if (mbs >= plan.micro_batch_min && mbs <= plan.micro_batch_max) micro_batches.push_back(mbs);
+    if (micro_batches.empty())
+      throw SpecError(c.file + ": field 'plan.micro_batch_range': no size in it divides global_batch / dp (" +
+                      std::to_string(plan.global_batch / plan.dp) + ")");
   }
-  RooflineOptions roofline;
-  roofline.overlap_tp_comm = plan.overlap_tp_comm;
-  ProfileSpec profile = analytic_profile(c.model, node, {plan.tp}, micro_batches, roofline);
+  LayerOptions layers;
+  layers.sequence_parallel = plan.sequence_parallel && plan.tp > 1;
+  layers.overlap_tp_comm = plan.overlap_tp_comm;
+  ProfileSpec profile = analytic_profile(c.model, node, {plan.tp}, micro_batches, layers);
   AnalyticOptions options;
   options.overlap_dp_allreduce = plan.overlap_grad_reduce;
+  options.overlap_param_gather = plan.overlap_param_gather;
   AnalyticPolicy policy(options);
   SearchInput input;
   input.model = &c.model;
@@ -162,7 +181,7 @@ ValidationResult predict_case(const ValidationCase& c) {
   result.c = c;
   result.partition = megatron_partition(c.model, plan.pp);
   result.measured_step_s = measured_step_s(c);
-  result.mbs_chosen = plan.micro_batch == 0;
+  result.mbs_chosen = !plan.micro_batch_stated;
   bool have = false;
   for (int mbs : micro_batches) {
     PlanKey key;
@@ -171,7 +190,7 @@ ValidationResult predict_case(const ValidationCase& c) {
     key.dp = plan.dp;
     key.pp = plan.pp;
     key.node_order.assign(cluster.num_nodes(), 0);
-    key.zero_stage = plan.distributed_optimizer ? 1 : 0;
+    key.zero_stage = plan.fsdp ? 3 : plan.distributed_optimizer ? 1 : 0;
     key.recompute = plan.recompute == RecomputeMode::kFull;
     key.selective_recompute = plan.recompute == RecomputeMode::kSelective;
     key.sequence_parallel = plan.sequence_parallel;
@@ -182,18 +201,34 @@ ValidationResult predict_case(const ValidationCase& c) {
       throw SpecError(c.file + ": field 'plan': " + e.what());
     }
     CandidateResult candidate = evaluate_candidate(input, key, result.partition, PartitionTiming::kExact);
-    bool fits = !candidate.estimate.memory.is_oom;
-    double step = candidate.estimate.step_time_s;
-    // The fastest that fits; where none fits, the fastest (marked as not fitting).
-    bool better = !have || (fits && !result.fits) || (fits == result.fits && step < result.predicted_step_s);
-    if (!better) continue;
+    const double step = candidate.estimate.step_time_s;
+    if (!have) {
+      result.predicted_min_s = result.predicted_max_s = step;
+    } else {
+      result.predicted_min_s = std::min(result.predicted_min_s, step);
+      result.predicted_max_s = std::max(result.predicted_max_s, step);
+    }
+    // One size: its prediction. A range: the sizes that fit, and the middle of their span.
+    const bool fits = !candidate.estimate.memory.is_oom;
+    if (!have || (fits && !result.fits) || mbs == micro_batches[micro_batches.size() / 2]) {
+      result.mbs = mbs;
+      result.fits = fits;
+      result.estimate = candidate.estimate;
+      result.predicted_memory_gib = candidate.estimate.memory.oom_gpumem_gib;
+    }
     have = true;
-    result.mbs = mbs;
-    result.fits = fits;
-    result.predicted_step_s = step;
-    result.predicted_memory_gib = candidate.estimate.memory.oom_gpumem_gib;
   }
-  result.error_pct = (result.predicted_step_s - result.measured_step_s) / result.measured_step_s * 100;
+  if (micro_batches.size() == 1) {
+    result.predicted_step_s = result.predicted_min_s;
+    result.error_pct = (result.predicted_step_s - result.measured_step_s) / result.measured_step_s * 100;
+  } else {
+    // The measurement against the span of predictions: no error inside it, else the distance
+    // to its nearer end.
+    result.predicted_step_s = (result.predicted_min_s + result.predicted_max_s) / 2;
+    const double m = result.measured_step_s;
+    const double nearest = m < result.predicted_min_s ? result.predicted_min_s : m > result.predicted_max_s ? result.predicted_max_s : m;
+    result.error_pct = (nearest - m) / m * 100;
+  }
   return result;
 }
 
@@ -248,7 +283,7 @@ std::string validation_text(const std::vector<ValidationResult>& results, bool q
         out += pad(r.c.measurement.memory_gib_per_gpu > 0 ? fixed(r.c.measurement.memory_gib_per_gpu, 1) : "-", 15, true);
       out += "\n";
     }
-    if (chosen) out += "* micro-batch not stated by the source: the fastest predicted that fits (sizes up to 16 dividing global_batch / dp)\n";
+    if (chosen) out += "* micro-batch not stated by the source: the case's assumption (micro_batch_assumed), or the middle of its range\n";
     if (oom) out += "! predicted not to fit in the GPU's memory at any micro-batch size tried\n";
     out += "\n";
   }
@@ -261,16 +296,22 @@ std::string validation_text(const std::vector<ValidationResult>& results, bool q
 
 std::string validation_csv(const std::vector<ValidationResult>& results) {
   std::string out =
-      "set,case,gpus,tp,pp,dp,mbs,mbs_chosen,measured_step_s,predicted_step_s,error_pct,measured_memory_gib,"
-      "predicted_memory_gib,fits\n";
+      "set,case,gpu,gpus,tp,pp,dp,mbs,mbs_assumed,measured_step_s,predicted_step_s,error_pct,measured_memory_gib,"
+      "predicted_memory_gib,fits,compute_s,bubble_s,tp_comm_s,sends_s,dp_comm_s,overlap_cost_s,optimizer_s,"
+      "embedding_s\n";
   for (const ValidationResult& r : results) {
     const ValidationPlan& p = r.c.plan;
-    out += r.c.set + "," + r.c.name + "," + std::to_string(p.gpus) + "," + std::to_string(p.tp) + "," +
+    out += r.c.set + "," + r.c.name + "," + r.c.node_type.gpu_data.name + "," + std::to_string(p.gpus) + "," + std::to_string(p.tp) + "," +
            std::to_string(p.pp) + "," + std::to_string(p.dp) + "," + std::to_string(r.mbs) + "," +
            (r.mbs_chosen ? "true" : "false") + "," + fixed(r.measured_step_s, 6) + "," + fixed(r.predicted_step_s, 6) +
            "," + fixed(r.error_pct, 3) + "," +
            (r.c.measurement.memory_gib_per_gpu > 0 ? fixed(r.c.measurement.memory_gib_per_gpu, 3) : "") + "," +
-           fixed(r.predicted_memory_gib, 3) + "," + (r.fits ? "true" : "false") + "\n";
+           fixed(r.predicted_memory_gib, 3) + "," + (r.fits ? "true" : "false");
+    const StepTerms& t = r.estimate.terms;
+    for (double term : {t.compute_s, t.bubble_s, t.tp_comm_s, t.sends_s, t.dp_comm_s, t.overlap_cost_s, t.optimizer_s,
+                        t.embedding_s})
+      out += "," + fixed(term, 6);
+    out += "\n";
   }
   return out;
 }

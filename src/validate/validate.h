@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "costmodel/estimate.h"
 #include "specs/spec_store.h"
 #include "specs/validation_case.h"
 
@@ -12,11 +13,13 @@ namespace fasop {
 /// One case predicted.
 struct ValidationResult {
   ValidationCase c;
-  int mbs = 0;               ///< the micro-batch size predicted
-  bool mbs_chosen = false;   ///< true: the case gives none; the fastest that fits was chosen
+  int mbs = 0;               ///< the micro-batch size predicted (a range: its middle size)
+  bool mbs_chosen = false;   ///< true: the source states none; the case assumes it (or a range)
   std::vector<int> partition;  ///< units per stage (Megatron's: embedding first, head last)
   double measured_step_s = 0;
-  double predicted_step_s = 0;
+  double predicted_step_s = 0;  ///< a range: the middle of the span
+  double predicted_min_s = 0, predicted_max_s = 0;  ///< over the micro-batch sizes predicted
+  PlanEstimate estimate;         ///< the prediction at `mbs`, with the step's terms
   double error_pct = 0;        ///< (predicted - measured) / measured x 100
   double predicted_memory_gib = 0;  ///< peak over stages, per GPU
   bool fits = true;            ///< the predicted memory fits the GPU
@@ -36,6 +39,15 @@ struct ValidationSummary {
 /// those. No paths: every shipped case. Cases come sorted by set, then GPUs, then file.
 std::vector<ValidationCase> load_validation_cases(const std::vector<std::string>& paths, const SpecStore& store,
                                                   const TextSource& disk);
+
+/// Step-time cases and layer-time cases, as loaded.
+struct ValidationInputs {
+  std::vector<ValidationCase> cases;
+  std::vector<LayerTimeCase> layer_cases;
+};
+/// As load_validation_cases, with the layer-time cases (kind: layer_times) kept apart.
+ValidationInputs load_validation_inputs(const std::vector<std::string>& paths, const SpecStore& store,
+                                        const TextSource& disk);
 
 /// The shipped cases' paths (embedded into the binary), sorted.
 std::vector<std::string> shipped_validation_files();
