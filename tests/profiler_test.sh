@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The profiler as a user meets it (needs fasop-profile, built where LibTorch and Gloo are):
 # a tiny model's layers profiled on CPU drive `search`; times grow with the micro-batch; tp 2
-# shards do half the matrix work of tp 1; the network profile over Gloo fits its points; bad
-# input is a clear error that leaves no file.
+# shards do half the matrix work of tp 1; the GEMM sweep writes its points and a fit in the GPU
+# data's terms; the network profile over Gloo fits its points; bad input is a clear error that
+# leaves no file.
 # Usage: profiler_test.sh PATH/TO/fasop-cpp
 set -uo pipefail
 bin=$1
@@ -71,6 +72,63 @@ expect_error "tp not dividing the heads" "--tp 3" profile layers --model "$data/
 touch "$work/file"
 expect_error "unwritable output" "$work/file/x" profile layers --model "$data/tiny.yaml" --tp 1 --mbs 1 -o "$work/file/x/out.yaml"
 [ -z "$(ls "$work" | grep -E '^x\.yaml')" ] && ok || fail "a failed profile left a file"
+
+# GEMMs: the quick CPU grid in fp32 (no timing is held to a bound: the machine may be busy).
+"$bin" profile gemm --device cpu --quick --dtype fp32 -o "$work/gemm.yaml" --quiet > "$work/gemm.out" 2>&1 ||
+  fail "profile gemm: $(tail -3 "$work/gemm.out")"
+gemm="$work/gemm.yaml"
+[ -s "$gemm" ] && ok || fail "profile gemm wrote no file"
+grep -q "^# Measured by \`fasop-cpp profile gemm --device cpu --dtype fp32 --quick\` on cpu, LibTorch " "$gemm" && ok ||
+  fail "profile gemm header: $(head -1 "$gemm")"
+grep -qx "gpu: cpu" "$gemm" && grep -qx "device: cpu" "$gemm" && ok || fail "profile gemm lacks gpu: cpu / device: cpu"
+# Each point's tflops is its 2 m n k FLOPs over its seconds (to the 6 digits written).
+awk '/^  - \{dtype: fp32, / {
+       line = $0; gsub(/[{}]/, "", line); n = split(line, f, ", ")
+       for (i = 1; i <= n; i++) { split(f[i], kv, ": "); sub(/^ *- */, "", kv[1]); v[kv[1]] = kv[2] }
+       points++
+       if (!(v["seconds"] > 0)) { print "bad seconds: " $0; bad++; next }
+       want = 2 * v["m"] * v["n"] * v["k"] / v["seconds"] / 1e12
+       if (v["tflops"] <= 0 || (want - v["tflops"]) / want > 1e-4 || (v["tflops"] - want) / want > 1e-4) {
+         print "tflops " v["tflops"] " is not 2mnk/seconds = " want ": " $0; bad++
+       }
+     }
+     END { if (points != 64) { print points " points, not the 64 of the quick grid"; bad++ } exit bad > 0 }' "$gemm" \
+  > "$work/gemm.check" && ok || fail "profile gemm points: $(head -3 "$work/gemm.check")"
+# fit_field DTYPE FIELD: a number from the fit's line for DTYPE.
+fit_field() { sed -n "s/^  $1: .*[{ ]$2: \([-0-9.e+]*\).*/\1/p" "$3"; }
+share=$(fit_field fp32 gemm_peak_share "$gemm") half=$(fit_field fp32 gemm_half_dim "$gemm")
+awk -v s="$share" -v h="$half" 'BEGIN { exit !(s != "" && s > 0 && s <= 1 && h != "" && h >= 0) }' && ok ||
+  fail "fitted gemm_peak_share '$share' not in (0,1] or gemm_half_dim '$half' negative"
+for field in median_error_pct worst_error_pct; do
+  [ -n "$(fit_field fp32 $field "$gemm")" ] && ok || fail "the fit lacks $field"
+done
+grep -q "measured maximum" "$gemm" && ok || fail "without a peak the file does not say the share is against the measured maximum"
+# Against a shipped GPU's peak (H100 fp32: 67 TFLOP/s, so a CPU reaches a tiny share); FP8 is
+# skipped with a note where this LibTorch (or the CPU) cannot run it.
+"$bin" profile gemm --quick --dtype fp32,fp8 --gpu H100 --shapes 64x64x64,128x128x128 -o "$work/gemm_h100.yaml" --quiet \
+  > "$work/gemm_h100.out" 2>&1 || fail "profile gemm --gpu H100: $(tail -3 "$work/gemm_h100.out")"
+grep -q "fp8: not supported" "$work/gemm_h100.out" && ! grep -q "dtype: fp8" "$work/gemm_h100.yaml" && ok ||
+  fail "fp8 on this LibTorch: $(cat "$work/gemm_h100.out")"
+share=$(fit_field fp32 gemm_peak_share "$work/gemm_h100.yaml") peak=$(fit_field fp32 peak_tflops "$work/gemm_h100.yaml")
+awk -v s="$share" -v p="$peak" 'BEGIN { exit !(s > 0 && s < 0.5 && p == 67) }' && ok ||
+  fail "fit against the H100's fp32 peak: share '$share', peak '$peak'"
+# Bad input: one line naming the flag, exit 2, no file.
+expect_exit_2() {
+  local what=$1; shift
+  "$bin" "$@" > /dev/null 2>&1
+  [ $? -eq 2 ] && ok || fail "$what: exit status is not 2"
+}
+expect_error "unknown dtype" "--dtype: unknown 'fp64'" profile gemm --dtype fp64 -o "$work/gemm_bad.yaml"
+expect_exit_2 "unknown dtype" profile gemm --dtype fp64 -o "$work/gemm_bad.yaml"
+expect_error "shape not MxNxK" "--shapes" profile gemm --shapes 64x64 -o "$work/gemm_bad.yaml"
+expect_exit_2 "shape not MxNxK" profile gemm --shapes 64x64 -o "$work/gemm_bad.yaml"
+expect_error "unknown GPU" "--gpu" profile gemm --gpu Z100 -o "$work/gemm_bad.yaml"
+expect_error "bad peak" "--peak-tflops" profile gemm --peak-tflops bf16 -o "$work/gemm_bad.yaml"
+if ! command -v nvidia-smi > /dev/null || ! nvidia-smi -L > /dev/null 2>&1; then
+  expect_error "gemm on cuda without a GPU" "--device cuda" profile gemm --device cuda -o "$work/gemm_bad.yaml"
+  expect_exit_2 "gemm on cuda without a GPU" profile gemm --device cuda -o "$work/gemm_bad.yaml"
+fi
+[ ! -e "$work/gemm_bad.yaml" ] && ok || fail "a failed profile gemm left a file"
 
 # Network: Gloo between 2 local processes; a positive bandwidth, written in the cluster file's
 # field names, and the fitted lines within 20% of every measured point (4-13% in 20 runs on an

@@ -39,8 +39,9 @@ std::string own_directory() {
 
 void add_profile_command(CLI::App& app) {
   CLI::App* command = app.add_subcommand(
-      "profile", "measure layer times (profile layers, LibTorch), the network (profile net, Gloo/NCCL), or a "
-                 "whole step against its estimate (profile step); see fasop-cpp profile --help");
+      "profile", "measure layer times (profile layers, LibTorch), GEMM shapes and their efficiency fit (profile "
+                 "gemm), the network (profile net, Gloo/NCCL), or a whole step against its estimate (profile step); "
+                 "see fasop-cpp profile --help");
   command->allow_extras();
   command->prefix_command();
   command->set_help_flag();  // --help goes to the profiler

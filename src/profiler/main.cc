@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <malloc.h>
 
+#include "profiler/gemm_profiler.h"
 #include "profiler/layer_profiler.h"
 #include "profiler/net_profiler.h"
 
@@ -12,7 +13,7 @@ int main(int argc, char** argv) {
   // freed memory in the process makes repeats (and whole steps) measure the computation.
   mallopt(M_MMAP_THRESHOLD, 512 * 1024 * 1024);
   mallopt(M_TRIM_THRESHOLD, 1024 * 1024 * 1024);
-  CLI::App app{"fasop-cpp profile: measure layer times (LibTorch) and the network (Gloo, NCCL)"};
+  CLI::App app{"fasop-cpp profile: measure layer times and GEMMs (LibTorch) and the network (Gloo, NCCL)"};
   app.require_subcommand(1);
   int code = 0;
 
@@ -63,6 +64,33 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   step_command->add_option("--threads", step.threads, "CPU threads for LibTorch (default: its own)");
   step_command->callback([&] { code = fasop::run_step_check(step); });
+
+  fasop::GemmProfileOptions gemm;
+  CLI::App* gemm_command = app.add_subcommand(
+      "gemm", "time a sweep of GEMM shapes and fit the GPU data's gemm_peak_share and gemm_half_dim");
+  gemm_command->add_option("--device", gemm.device, "cpu, cuda or cuda:N (default cpu)");
+  gemm_command->add_option("--dtype", gemm.dtypes, "fp32, fp16, bf16, fp8, e.g. fp16,bf16 (default bf16 on cuda, fp32 on cpu)")
+      ->delimiter(',');
+  gemm_command->add_option("--shapes", gemm.shapes,
+                           "MxNxK shapes, e.g. 4096x4096x4096,1024x12288x4096 (default: m 256..16384 by n, k "
+                           "256..12288 on cuda; 128..1024 each on cpu)")
+      ->delimiter(',');
+  gemm_command->add_flag("--quick", gemm.quick, "a tiny grid (64..512) and 1 + 5 rounds, for a CPU test in seconds");
+  gemm_command->add_option("--gpu", gemm.gpu,
+                           "shipped GPU data (configs/gpus) to take the peaks from; the file's gpu: name "
+                           "(default: the device's)");
+  gemm_command->add_option("--peak-tflops", gemm.peak_tflops,
+                           "dense peaks, e.g. bf16=989.4,fp32=67 (over --gpu's); without a peak the share is fitted "
+                           "against the fastest shape measured")
+      ->delimiter(',');
+  gemm_command->add_option("--warmup", gemm.warmup, "untimed rounds over all shapes (default 3, 1 with --quick)")
+      ->check(CLI::NonNegativeNumber);
+  gemm_command->add_option("--repeats", gemm.repeats, "timed rounds over all shapes; the median is kept (default 10, 5 with --quick)")
+      ->check(CLI::PositiveNumber);
+  gemm_command->add_option("-o,--output", gemm.output, "YAML to write: the points and the fit per dtype");
+  gemm_command->add_option("--threads", gemm.threads, "CPU threads for LibTorch (default: its own)");
+  gemm_command->add_flag("--quiet,-q", gemm.quiet, "no progress on stderr");
+  gemm_command->callback([&] { code = fasop::run_gemm_profile(gemm); });
 
   try {
     app.parse(argc, argv);
