@@ -24,10 +24,10 @@ cmp -s <(sed 's/"cluster": "[^"]*"//' again.json) <(sed 's/"cluster": "[^"]*"//'
 # (estimate --plan says when any saved figure differs at all).
 "$bin" estimate --plan plans/best.yaml | grep -q "note: the estimate differs" && fail "round trip reports a change" || ok
 
-# The analytic policy, --fix and --rank: plan 2 of a search restricted to tp 2, pp 4, no
-# recomputation, ZeRO-1: micro-batch 2 (32 micro-batches of 1,024 over dp 16), partition [9, 8, 8, 9].
-"$bin" search --model llama2-7b --cluster aws-h100 --fix tp=2,pp=4,recompute=none,zero=1 --out-dir logs \
-  --save-plan plans/llama.yaml --rank 2 --quiet > fix.out || fail "search --fix: $(tail -3 fix.out)"
+# The analytic policy and --fix: the best plan of a search restricted to tp 2, pp 4, micro-batch 2,
+# no recomputation, ZeRO-1 (32 micro-batches of 1,024 over dp 16): partition [9, 8, 8, 9].
+"$bin" search --model llama2-7b --cluster aws-h100 --fix tp=2,pp=4,mbs=2,recompute=none,zero=1 --out-dir logs \
+  --save-plan plans/llama.yaml --rank 1 --quiet > fix.out || fail "search --fix: $(tail -3 fix.out)"
 grep -q "^tp: 2$" plans/llama.yaml && grep -q "^pp: 4$" plans/llama.yaml && grep -q "^recompute: none$" plans/llama.yaml &&
   ok || fail "--fix tp=2,pp=4: $(grep -E '^(tp|pp|recompute):' plans/llama.yaml | tr '\n' ' ')"
 awk -F, 'NR > 1 && ($2 != 2 || $4 != "4.0" || $(NF-1) != "none") { bad = 1 } END { exit bad || NR < 2 }' logs/llama2-7b.csv &&
@@ -44,7 +44,7 @@ sends=$(grep -c 'fill="#f58518"\|fill="#b279a2"' llama.svg)
 # Schedules of the llama plan (partition [9, 8, 8, 9]: embedding + layers 0-7 | 8-15 | 16-23 |
 # 24-31 + head).
 grep -q "^micro_batch: 2$" plans/llama.yaml && grep -q "^partition: \[9, 8, 8, 9\]" plans/llama.yaml && ok ||
-  fail "llama plan 2 is not mbs 2 with [9, 8, 8, 9]"
+  fail "the llama plan is not mbs 2 with [9, 8, 8, 9]"
 "$bin" schedule --plan plans/llama.yaml --format megatron -o megatron.sh > /dev/null || fail "schedule megatron"
 grep -qx -- "--pipeline-model-parallel-layout 'Et\*8|t\*8|t\*8|t\*8L'" megatron.sh && ok || fail "megatron layout: $(tail -1 megatron.sh)"
 grep -q -- "--tensor-model-parallel-size 2 " megatron.sh && grep -q -- "--use-distributed-optimizer" megatron.sh && ok ||
