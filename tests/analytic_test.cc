@@ -261,6 +261,12 @@ TEST_CASE("the interleaved schedule's bubble is (pp - 1) / (v m)", "[analytic][p
   // Overlapped (Megatron's default with interleaving): the sends show only in the fill and drain.
   CHECK(policy.pipeline(ctx, sending).pipeline_s < (8 + 1.5) * (3.0 + 2 * 0.2));
   CHECK(policy.pipeline(ctx, sending).pipeline_s >= (8 + 1.5) * 3.0);
+  // By hand: m x 3 s of steady work, (pp - 1) / v x 3 s of fill and drain, and every stage's
+  // sends once (the fill and drain cross each boundary both ways): 24 + 4.5 + 4 x 0.2.
+  CHECK(policy.pipeline(ctx, sending).pipeline_s == Approx(8 * 3.0 + 1.5 * 3.0 + 4 * 0.2));
+  // Sends longer than the compute bound the steady state: v x 2 s a micro-batch.
+  std::vector<StageTiming> slow_links(4, StageTiming{1.0, 2.0, 1.0, 1.0});
+  CHECK(policy.pipeline(ctx, slow_links).pipeline_s == Approx(8 * 4.0 + 1.5 * 3.0 + 4 * 2.0));
 }
 
 TEST_CASE("a GPT model's FLOPs a step are Megatron-LM's closed form", "[analytic][profile]") {
@@ -362,6 +368,364 @@ TEST_CASE("a profile made at one GEMM share is calibrated back to it", "[analyti
   ProfileSpec measured = analytic_profile(h100.model, node, {1, 2, 4}, {1, 2, 4, 8});
   for (auto& [name, e] : node.gpu_data.precisions) e.gemm_peak_share = 0.5;
   CHECK(calibrated_efficiency(h100.model, node, measured) == Approx(0.37).epsilon(1e-3));
+}
+
+namespace {
+
+/// A made-up GPU on a made-up node: 100 TFLOP/s fp16 at half of it for GEMMs, 1e12 B/s memory at
+/// half of it, attention at 40% (forward) and 25% (backward) of the peak, 1 us between kernels
+/// and 2 us to launch one; 8 GPUs on a 1e12 bit/s link with 1 us latency, 8e11 bit/s and 10 us
+/// between nodes; collectives at the whole bandwidth; overlapping costs the GEMMs 10%.
+NodeType made_up_node() {
+  NodeType node;
+  node.name = "x";
+  node.gpu = "X";
+  node.gpus_per_node = 8;
+  node.gpu_memory_gib = 80;
+  node.intra_node_bandwidth_bits_per_s = 1e12;
+  node.intra_node_latency_s = 1e-6;
+  node.inter_node_bandwidth_bits_per_s = 8e11;
+  node.inter_node_latency_s = 1e-5;
+  node.price_usd_per_hour = 10;
+  GpuSpec& g = node.gpu_data;
+  g.name = "X";
+  g.memory_gib = 80;
+  g.peak_tflops = {{"fp16", 100}};
+  g.memory_bandwidth_bytes_per_s = 1e12;
+  PrecisionEfficiency e;
+  e.gemm_peak_share = 0.5;
+  e.gemm_half_dim = 0;
+  e.attention_peak_share = 0.4;
+  e.attention_backward_peak_share = 0.25;
+  e.memory_share = 0.5;
+  g.precisions = {{"fp16", e}};
+  g.nvlink = {1.0, 0};
+  g.network = {1.0, 0};
+  g.launch.kernel_gap_s = 1e-6;
+  g.launch.dispatch_s = {{"megatron", 2e-6}};
+  g.overlap_slowdown = 0.1;
+  return node;
+}
+
+/// A cluster of `nodes` nodes of type `node`.
+ClusterSpec made_up_cluster(const NodeType& node, int nodes) {
+  ClusterSpec c;
+  c.name = "made-up";
+  c.source = "test";
+  c.node_types = {node};
+  c.nodes.assign(nodes, 0);
+  return c;
+}
+
+/// Parameters of units [first, first + count) on one GPU at tp 1.
+double params_of(const ModelSpec& m, int first, int count) {
+  double p = 0;
+  for (int u = first; u < first + count; ++u) p += unit_params(m, m.units[u], 1);
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("overlapped tp communication: the exposed remainder plus the slowdown on the hidden part", "[analytic][profile]") {
+  NodeType node = made_up_node();
+  node.gpu_data.nvlink = {0.8, 1e8};
+  PassWork w;
+  w.gemms = {{10000, 10000, 1250}};  // 2.5e11 FLOPs at 50 TFLOP/s: 5 ms
+  w.attention_flops = 1e11;          // at 40 TFLOP/s: 2.5 ms
+  w.memory_bytes = 1e9;              // at 0.5e12 B/s: 2 ms
+  w.kernels = 100;                   // 100 x 1 us: 0.1 ms
+  w.tp_collectives = 2;
+  w.tp_collective_bytes = 1e9;
+  const double gpu_s = 5e-3 + 2.5e-3 + 2e-3 + 0.1e-3;
+  // tp 4 on NVLink at 0.8 x 1e9 / (1e9 + 1e8) of the link: each ring 2 x 3 x 1 us +
+  // 2 x 3/4 x 8e9 / 1e12 / (0.8 / 1.1) = 6 us + 16.5 ms.
+  const double ring_s = 6e-6 + 12e-3 / (0.8 / 1.1);
+  PassTime plain = pass_time(w, 4, node, "fp16");
+  CHECK(plain.tp_comm_s == Approx(2 * ring_s).epsilon(1e-12));
+  CHECK(plain.seconds == Approx(gpu_s + 2 * ring_s).epsilon(1e-12));
+  // Overlapped, the GEMMs' 5 ms hide 5 ms of the 33.012: the rest exposed, the hidden 5 ms at 10%.
+  LayerOptions overlap;
+  overlap.overlap_tp_comm = true;
+  PassTime t = pass_time(w, 4, node, "fp16", overlap);
+  CHECK(t.tp_comm_s == Approx(2 * ring_s - 5e-3 + 0.1 * 5e-3).epsilon(1e-12));
+  CHECK(t.seconds == Approx(gpu_s + 2 * ring_s - 5e-3 + 0.1 * 5e-3).epsilon(1e-12));
+  // The analytic profile keeps a layer's tp communication apart (ProfileSpec::tp_comm_s), and
+  // the plan context has it per unit beside the unit's time.
+  ModelSpec m = gpt_model(1024, 16, 4, 1024, 51200);
+  NodeType real = made_up_node();
+  ProfileSpec profile = analytic_profile(m, real, {2}, {1});
+  LayerTime layer = layer_time(m, m.units[1], 2, 1, real);
+  CHECK(profile.tp_comm_time_s("transformer", 2, 1) == Approx(layer.forward.tp_comm_s + layer.backward.tp_comm_s).epsilon(1e-12));
+  CHECK(profile.tp_comm_time_s("transformer", 2, 1) > 0);
+  AnalyticPolicy policy;
+  PlanKey key{1, 2, 4, 1, {0}};
+  ClusterSpec cluster = made_up_cluster(real, 1);
+  PlanContext ctx = make_plan_context(m, cluster, {&profile}, policy, key);
+  CHECK(ctx.unit_tp_comm_s[0][1] == profile.tp_comm_time_s("transformer", 2, 1));
+  CHECK(ctx.unit_compute_s[0][1] == profile.forward_backward_time_s("transformer", 2, 1));
+}
+
+TEST_CASE("gradients are reduced in buckets under the last backward pass", "[analytic][step]") {
+  // K buckets of c seconds, produced uniformly by a backward pass of W seconds, reduced in turn
+  // on one stream: exposed max(c, K c - W (K - 1) / K).
+  CHECK(AnalyticPolicy::bucketed_exposed_s(4, 1e-3, 2e-3) == Approx(2.5e-3).epsilon(1e-12));  // max(1, 4 - 1.5) ms
+  CHECK(AnalyticPolicy::bucketed_exposed_s(4, 1e-3, 10e-3) == Approx(1e-3).epsilon(1e-12));   // the last bucket only
+  CHECK(AnalyticPolicy::bucketed_exposed_s(1, 1e-3, 10e-3) == Approx(1e-3).epsilon(1e-12));   // one bucket waits for all
+  // Megatron-Core's bucket: max(40e6, 1e6 x dp) parameters.
+  CHECK(AnalyticPolicy::gradient_buckets(100e6, 8) == 3);
+  CHECK(AnalyticPolicy::gradient_buckets(100e6, 64) == 2);  // 64e6 a bucket
+  CHECK(AnalyticPolicy::gradient_buckets(30e6, 8) == 1);
+  CHECK(AnalyticPolicy::gradient_buckets(100e6, 8, 10e6) == 10);
+
+  // A whole plan: one made-up node of 8 GPUs, dp 8, the whole model on one stage, fp16
+  // gradients (2 bytes), buckets of P / 3.5 parameters: K = 4 of P / 4 each. The link's
+  // bandwidth makes one bucket's all-reduce 2 x 7/8 x 8 x (2 P / 4) bits / bandwidth = 1 ms.
+  ModelSpec m = gpt_model(1024, 16, 8, 1024, 51200);
+  const double P = params_of(m, 0, m.num_units());
+  NodeType node = made_up_node();
+  node.intra_node_latency_s = 0;
+  node.intra_node_bandwidth_bits_per_s = 2 * 7.0 / 8 * 8 * (2 * P / 4) / 1e-3;
+  ClusterSpec cluster = made_up_cluster(node, 1);
+  ProfileSpec profile = analytic_profile(m, node, {1}, {1});
+  AnalyticOptions options;
+  options.bucket_params = P / 3.5;
+  AnalyticPolicy policy(options);
+  PlanKey key{1, 1, 8, 1, {0}};
+  PlanContext ctx = make_plan_context(m, cluster, {&profile}, policy, key);
+  const std::vector<int> whole{m.num_units()};
+  std::vector<StageTiming> timings{{1e-3, 2e-3, 0, 0}};
+  std::vector<StageSync> sync = policy.stage_syncs(ctx, whole, &timings);
+  CHECK(sync[0].buckets == 4);
+  CHECK(sync[0].reduce_s == Approx(4e-3).epsilon(1e-12));
+  CHECK(sync[0].reduce_exposed_s == Approx(2.5e-3).epsilon(1e-12));
+  // The hidden 1.5 ms slow the backward pass's GEMMs by 10% of it.
+  CHECK(sync[0].reduce_overlap_s == Approx(0.1 * 1.5e-3).epsilon(1e-12));
+  CHECK(policy.dp_allreduce_s(ctx, whole, &timings)[0] == Approx(2.5e-3 + 0.15e-3).epsilon(1e-12));
+  timings[0].backward_s = 10e-3;
+  CHECK(policy.dp_allreduce_s(ctx, whole, &timings)[0] == Approx(1e-3 + 0.1 * 3e-3).epsilon(1e-12));
+  // Without overlap: one bucket of every gradient, 4 ms, all after the backward pass.
+  AnalyticOptions blocking = options;
+  blocking.overlap_dp_allreduce = false;
+  std::vector<StageSync> after = AnalyticPolicy(blocking).stage_syncs(ctx, whole, &timings);
+  CHECK(after[0].buckets == 1);
+  CHECK(after[0].reduce_exposed_s == Approx(4e-3).epsilon(1e-12));
+  CHECK(after[0].reduce_overlap_s == 0);
+  // The ring's bus bandwidth by message size: at half_bytes = a bucket's bytes (2 P / 4) a
+  // bucket reaches half the link, 2 ms; one bucket of all (4 x the bytes) 4 / 5 of it, 5 ms.
+  NodeType sized = node;
+  sized.gpu_data.nvlink = {1.0, 2 * P / 4};
+  ClusterSpec sized_cluster = made_up_cluster(sized, 1);
+  PlanContext sized_ctx = make_plan_context(m, sized_cluster, {&profile}, policy, key);
+  CHECK(policy.stage_syncs(sized_ctx, whole, &timings)[0].reduce_s == Approx(4 * 2e-3).epsilon(1e-12));
+  CHECK(AnalyticPolicy(blocking).stage_syncs(sized_ctx, whole, &timings)[0].reduce_s == Approx(5e-3).epsilon(1e-12));
+  // The distributed optimizer (ZeRO-1) reduce-scatters: half the ring, 0.5 ms a bucket, under a
+  // 2 ms backward max(0.5, 2 - 1.5) = 0.5 ms exposed; then it all-gathers the 2-byte parameters
+  // (half a ring of as many bytes: 0.5 ms a bucket), all 2 ms after the optimizer step.
+  ctx.key.zero_stage = 1;
+  timings[0].backward_s = 2e-3;
+  std::vector<StageSync> zero1 = policy.stage_syncs(ctx, whole, &timings);
+  CHECK(zero1[0].reduce_s == Approx(2e-3).epsilon(1e-12));
+  CHECK(zero1[0].reduce_exposed_s == Approx(0.5e-3).epsilon(1e-12));
+  CHECK(zero1[0].gather_s == Approx(2e-3).epsilon(1e-12));
+  CHECK(zero1[0].gather_exposed_s == Approx(2e-3).epsilon(1e-12));
+  CHECK(zero1[0].gather_overlap_s == 0);
+}
+
+TEST_CASE("the parameter all-gather hides under the first forward and the pipeline's fill", "[analytic][step]") {
+  // Two stages of dp 4 on one made-up node, ZeRO-1 with overlap_param_gather, buckets of
+  // P0 / 3.5 parameters (4 on each stage). The bandwidth makes stage 0's bucket all-gather
+  // 3/4 x 8 x (2 P0 / 4) bits / bandwidth = 1 ms.
+  ModelSpec m = gpt_model(1024, 16, 8, 1024, 51200);
+  const std::vector<int> partition{5, 5};  // the embedding and 4 layers; 4 layers and the head
+  const double P0 = params_of(m, 0, 5), P1 = params_of(m, 5, 5);
+  NodeType node = made_up_node();
+  node.intra_node_latency_s = 0;
+  node.intra_node_bandwidth_bits_per_s = 3.0 / 4 * 8 * (2 * P0 / 4) / 1e-3;
+  ClusterSpec cluster = made_up_cluster(node, 1);
+  ProfileSpec profile = analytic_profile(m, node, {1}, {1});
+  AnalyticOptions options;
+  options.overlap_param_gather = true;
+  options.bucket_params = P0 / 3.5;
+  AnalyticPolicy policy(options);
+  PlanKey key{1, 1, 4, 2, {0}};
+  key.zero_stage = 1;
+  PlanContext ctx = make_plan_context(m, cluster, {&profile}, policy, key);
+  // Stage 0 forwards for 1 ms, sends for 0.2 ms; stage 1's first forward waits 1.2 ms for them.
+  std::vector<StageTiming> timings{{1e-3, 2e-3, 0.2e-3, 0}, {1e-3, 2e-3, 0, 0.2e-3}};
+  std::vector<StageSync> sync = policy.stage_syncs(ctx, partition, &timings);
+  REQUIRE(sync[0].buckets == 4);
+  REQUIRE(sync[1].buckets == 4);
+  // Stage 0: max(1, 4 x 1 - 1 x 3/4) = 3.25 ms exposed, the other 0.75 ms hidden at 10%.
+  CHECK(sync[0].gather_s == Approx(4e-3).epsilon(1e-12));
+  CHECK(sync[0].gather_exposed_s == Approx(3.25e-3).epsilon(1e-12));
+  CHECK(sync[0].gather_overlap_s == Approx(0.1 * 0.75e-3).epsilon(1e-12));
+  // Stage 1 (its buckets P1 / P0 as long) has 1.2 ms of slack on top.
+  const double c1 = 1e-3 * P1 / P0;
+  CHECK(sync[1].gather_exposed_s == Approx(std::max(c1, 4 * c1 - 0.75e-3) - 1.2e-3).epsilon(1e-12));
+  CHECK(sync[1].gather_overlap_s == Approx(0.1 * (4 * c1 - sync[1].gather_exposed_s)).epsilon(1e-12));
+  // A long first forward (10 ms) leaves the first bucket only, which the slack hides on stage 1.
+  timings[0].forward_s = timings[1].forward_s = 10e-3;
+  sync = policy.stage_syncs(ctx, partition, &timings);
+  CHECK(sync[0].gather_exposed_s == Approx(1e-3).epsilon(1e-12));
+  CHECK(sync[1].gather_exposed_s == 0);
+  // Without overlap_param_gather every bucket waits after the optimizer step.
+  AnalyticOptions blocking = options;
+  blocking.overlap_param_gather = false;
+  CHECK(AnalyticPolicy(blocking).stage_syncs(ctx, partition, &timings)[1].gather_exposed_s == Approx(4 * c1).epsilon(1e-12));
+  // The step adds the slowest stage's optimizer step and exposed all-gather (after_sync_s).
+  std::vector<double> after = policy.after_sync_s(ctx, partition, &timings);
+  CHECK(after[0] == Approx(sync[0].optimizer_s + 1e-3 + 0.1 * 3e-3).epsilon(1e-12));
+}
+
+TEST_CASE("the optimizer step moves 34 bytes a local parameter at the GPU's memory bandwidth", "[analytic][step]") {
+  // fp32 gradient read 4, master weight and moments read and written 12 + 12, the 16-bit weight
+  // written 2, the gradient norm's pass 4: 34 bytes at 1e12 B/s x 0.5.
+  CHECK(AnalyticPolicy::kOptimizerBytesPerParam == 34);
+  ModelSpec m = gpt_model(1024, 16, 8, 1024, 51200);
+  const double P = params_of(m, 0, m.num_units());
+  NodeType node = made_up_node();
+  ClusterSpec cluster = made_up_cluster(node, 1);
+  ProfileSpec profile = analytic_profile(m, node, {1}, {1});
+  AnalyticPolicy policy;
+  PlanKey key{1, 1, 8, 1, {0}};
+  PlanContext ctx = make_plan_context(m, cluster, {&profile}, policy, key);
+  const std::vector<int> whole{m.num_units()};
+  // Without ZeRO each GPU updates every parameter of its stage; with ZeRO its 1/dp.
+  CHECK(policy.stage_syncs(ctx, whole)[0].optimizer_s == Approx(34 * P / (1e12 * 0.5)).epsilon(1e-12));
+  for (int zero : {1, 2, 3}) {
+    ctx.key.zero_stage = zero;
+    CHECK(policy.stage_syncs(ctx, whole)[0].optimizer_s == Approx(34 * P / 8 / (1e12 * 0.5)).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("FSDP gathers each unit ahead of the compute: what the pass cannot hide is exposed", "[analytic][step]") {
+  // ZeRO-3 on one made-up node, dp 8: every unit's 2-byte parameters gathered before its
+  // forward and its backward (7/8 x 8 x 2 p bits / bandwidth each, no latency), its 2-byte
+  // gradients reduce-scattered after its backward (as long). Every unit computes 3 ms a
+  // micro-batch: forward Cf = units x 1 ms, backward 2 Cf. The bandwidth makes all the stage's
+  // gathers G = 2 Cf.
+  ModelSpec m = gpt_model(1024, 16, 8, 1024, 51200);
+  const int n = m.num_units();
+  const double P = params_of(m, 0, n), Cf = n * 1e-3;
+  NodeType node = made_up_node();
+  node.intra_node_latency_s = 0;
+  node.intra_node_bandwidth_bits_per_s = 7.0 * 2 * P / (2 * Cf);
+  ClusterSpec cluster = made_up_cluster(node, 1);
+  ProfileSpec profile = analytic_profile(m, node, {1}, {1});
+  AnalyticPolicy policy;
+  PlanKey key{1, 1, 8, 1, {0}};
+  key.zero_stage = 3;
+  PlanContext ctx = make_plan_context(m, cluster, {&profile}, policy, key);
+  ctx.unit_compute_s[0].assign(n, 3e-3);
+  ctx.unit_tp_comm_s[0].assign(n, 0);
+  const std::vector<int> whole{n};
+  auto gather = [&](int u) { return 7.0 * 2 * unit_params(m, m.units[u], 1) / node.intra_node_bandwidth_bits_per_s; };
+  const double G = 2 * Cf;
+  REQUIRE(gather(0) < Cf);  // the embedding's gather, the first, is under the pass
+  // Forward: max(the first unit's gather, G - Cf) = Cf exposed, the other Cf hidden at 10%.
+  const double forward_exposed = std::max(gather(0), G - Cf);
+  CHECK(forward_exposed == Approx(Cf).epsilon(1e-12));
+  // Backward: gathers and reduce-scatters, 2 G = 4 Cf, under 2 Cf: max(the last unit's gather
+  // + the first unit's reduce-scatter, 4 Cf - 2 Cf) = 2 Cf exposed.
+  const double backward_exposed = std::max(gather(n - 1) + gather(0), 2 * G - 2 * Cf);
+  CHECK(backward_exposed == Approx(2 * Cf).epsilon(1e-12));
+  std::vector<StageTiming> t = policy.stage_timings(ctx, whole);
+  CHECK(t[0].forward_s == Approx(Cf + Cf + 0.1 * Cf).epsilon(1e-12));
+  CHECK(t[0].backward_s == Approx(2 * Cf + 2 * Cf + 0.1 * 2 * Cf).epsilon(1e-12));
+  StagePassParts parts = policy.pass_parts(ctx, whole)[0];
+  CHECK(parts.compute_s == Approx(3 * Cf).epsilon(1e-12));
+  CHECK(parts.gather_s == Approx(3 * Cf).epsilon(1e-12));
+  CHECK(parts.overlap_s == Approx(0.1 * 3 * Cf).epsilon(1e-12));
+  CHECK(parts.compute_s + parts.tp_comm_s + parts.gather_s + parts.overlap_s ==
+        Approx(t[0].forward_s + t[0].backward_s).epsilon(1e-12));
+  // Gradients are reduce-scattered inside every backward pass: nothing left for after it.
+  CHECK(policy.dp_allreduce_s(ctx, whole)[0] == 0);
+  // A pass long enough hides all but the first unit's collectives.
+  ctx.unit_compute_s[0].assign(n, 30e-3);
+  std::vector<StageTiming> long_passes = policy.stage_timings(ctx, whole);
+  CHECK(long_passes[0].forward_s == Approx(10 * Cf + gather(0) + 0.1 * (G - gather(0))).epsilon(1e-12));
+  ctx.unit_compute_s[0].assign(n, 3e-3);
+  // Without prefetch every collective waits.
+  AnalyticOptions no_prefetch;
+  no_prefetch.zero3_prefetch = false;
+  std::vector<StageTiming> waiting = AnalyticPolicy(no_prefetch).stage_timings(ctx, whole);
+  CHECK(waiting[0].forward_s == Approx(Cf + G).epsilon(1e-12));
+  CHECK(waiting[0].backward_s == Approx(2 * Cf + 2 * G).epsilon(1e-12));
+}
+
+TEST_CASE("a step's terms add up to its time", "[analytic][step]") {
+  ModelSpec m = gpt_model(1024, 16, 8, 1024, 51200);  // global batch 64 (gpt2xl's)
+  const int n = m.num_units();
+  NodeType node = made_up_node();
+  ClusterSpec cluster = made_up_cluster(node, 1);
+  ProfileSpec profile = analytic_profile(m, node, {1}, {1});
+  {
+    // One stage of dp 8, m = 64 / 8 = 8 micro-batches; every unit 3 ms, 0.3 ms of it tp
+    // communication: compute m x 0.9 x 3n ms, tp comm m x 0.1 x 3n ms, no bubble or sends; the
+    // gradient all-reduce and the optimizer step as stage_syncs has them.
+    AnalyticPolicy policy;
+    PlanKey key{1, 1, 8, 1, {0}};
+    PlanContext ctx = make_plan_context(m, cluster, {&profile}, policy, key);
+    ctx.unit_compute_s[0].assign(n, 3e-3);
+    ctx.unit_tp_comm_s[0].assign(n, 0.3e-3);
+    const std::vector<int> whole{n};
+    PlanEstimate e = estimate_plan(ctx, policy, whole, 1);
+    StageSync sync = policy.stage_syncs(ctx, whole)[0];
+    const StepTerms& t = e.terms;
+    CHECK(t.compute_s == Approx(8 * 0.9 * 3e-3 * n).epsilon(1e-12));
+    CHECK(t.tp_comm_s == Approx(8 * 0.1 * 3e-3 * n).epsilon(1e-12));
+    CHECK(t.bubble_s == Approx(0).margin(1e-12));
+    CHECK(t.sends_s == 0);
+    CHECK(t.dp_comm_s == Approx(sync.reduce_exposed_s).epsilon(1e-12));
+    CHECK(t.overlap_cost_s == Approx(sync.reduce_overlap_s).epsilon(1e-12));
+    CHECK(t.optimizer_s == Approx(sync.optimizer_s).epsilon(1e-12));
+    CHECK(t.optimizer_s > 0);
+    CHECK(t.embedding_s == 0);
+    CHECK(t.sum() == Approx(e.step_time_s).epsilon(1e-12));
+    CHECK(e.step_time_s == Approx(8 * 3e-3 * n + sync.after_pipeline_s() + sync.after_sync_s()).epsilon(1e-12));
+  }
+  {
+    // Two stages of dp 4, the distributed optimizer with both overlaps, interleaved or not:
+    // every term non-negative, the sum the step.
+    AnalyticOptions options;
+    options.overlap_param_gather = true;
+    AnalyticPolicy policy(options);
+    for (int v : {1, 2}) {
+      PlanKey key{1, 1, 4, 2, {0}};
+      key.zero_stage = 1;
+      key.virtual_stages = v;
+      PlanContext ctx = make_plan_context(m, cluster, {&profile}, policy, key);
+      PlanEstimate e = estimate_plan(ctx, policy, {5, 5}, 1);
+      const StepTerms& t = e.terms;
+      INFO("v " << v);
+      for (double term : {t.compute_s, t.bubble_s, t.tp_comm_s, t.sends_s, t.dp_comm_s, t.overlap_cost_s, t.optimizer_s,
+                          t.embedding_s})
+        CHECK(term >= -1e-15);
+      CHECK(t.bubble_s > 0);
+      CHECK(t.sends_s > 0);
+      CHECK(t.embedding_s == e.embedding_allreduce_s);
+      CHECK(t.sum() == Approx(e.step_time_s).epsilon(1e-12));
+      // The search's lower bound stays below the step.
+      CHECK(policy.step_time_lower_bound(ctx, {5, 5}) <= e.step_time_s * (1 + 1e-12));
+    }
+  }
+  {
+    // FASOP's policy: its step as it was (the reproduction tests hold it to the bit), as terms.
+    fasop::testing::Presets f("gpt2xl", "fasop-8nodes");
+    PlanContext ctx = f.context(1, 1, 2, 16);
+    std::vector<int> partition{4, 3, 3, 3, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 4, 4};
+    PlanEstimate e = estimate_plan(ctx, f.policy, partition);
+    const StepTerms& t = e.terms;
+    CHECK(t.optimizer_s == 0);
+    CHECK(t.tp_comm_s == 0);
+    CHECK(t.overlap_cost_s == 0);
+    CHECK(t.dp_comm_s == e.dp_allreduce_s);
+    CHECK(t.embedding_s == e.embedding_allreduce_s);
+    CHECK(t.compute_s > 0);
+    CHECK(t.sends_s > 0);
+    CHECK(t.sum() == Approx(e.step_time_s).epsilon(1e-12));
+    CHECK(e.step_time_s == step_time_s(ctx, f.policy, partition));
+  }
 }
 
 TEST_CASE("the search space takes Megatron-LM's dimensions where they apply", "[analytic][search]") {
@@ -532,4 +896,54 @@ TEST_CASE("node types may differ in GPUs per node", "[analytic][specs]") {
   REQUIRE_FALSE(results.empty());
   for (const CandidateResult& r : results) CHECK((r.plan.key.tp <= 4 && r.plan.key.tp * r.plan.key.dp * r.plan.key.pp == 24));
   CHECK_FALSE(results.front().estimate.memory.is_oom);
+}
+
+TEST_CASE("gradient buckets overlap the last backward pass; the last one is exposed", "[analytic][terms]") {
+  // K = 4 buckets of c = 1 ms over a window W: bucket i is ready at W (i + 1) / 4.
+  // W = 2 ms: the stream is busy from 0.5 ms for 4 ms, ending at 4.5 ms: 2.5 ms past the window
+  // (max(1, 4 - 2 x 3/4) = 2.5). W = 10 ms: each bucket finishes before the next is ready; only
+  // the last, ready at 10 ms, is exposed: 1 ms.
+  CHECK(AnalyticPolicy::bucketed_exposed_s(4, 1e-3, 2e-3) == Approx(2.5e-3).epsilon(1e-12));
+  CHECK(AnalyticPolicy::bucketed_exposed_s(4, 1e-3, 10e-3) == Approx(1e-3).epsilon(1e-12));
+  // Slack before anything waits (a later stage's pipeline fill) hides that much more.
+  CHECK(AnalyticPolicy::bucketed_exposed_s(4, 1e-3, 2e-3, 0.5e-3) == Approx(2e-3).epsilon(1e-12));
+  CHECK(AnalyticPolicy::bucketed_exposed_s(4, 1e-3, 2e-3, 5e-3) == 0);
+  // Megatron-Core's buckets: max(40e6, 1e6 x dp) parameters.
+  CHECK(AnalyticPolicy::gradient_buckets(100e6, 8) == 3);     // 40e6 a bucket
+  CHECK(AnalyticPolicy::gradient_buckets(100e6, 64) == 2);    // 64e6 a bucket
+  CHECK(AnalyticPolicy::gradient_buckets(100e6, 8, 10e6) == 10);
+}
+
+TEST_CASE("a step's terms: the optimizer by hand, the parameter all-gather, and their sum", "[analytic][terms]") {
+  // LLaMA-2 7B on one H100 node, pp 1, tp 1, dp 8, ZeRO-1: each GPU updates 1/8 of the
+  // parameters, 34 bytes each (Adam's traffic and the gradient norm) at 3.35e12 B/s x the
+  // H100's bf16 memory share.
+  PresetSpecs l("llama2-7b", "aws-h100");
+  ClusterSpec one_node = l.cluster;
+  one_node.nodes = {0};
+  const NodeType& node = one_node.node_types[0];
+  PlanKey key{1, 1, 8, 1, {0}};
+  key.zero_stage = 1;
+  ProfileSpec profile = analytic_profile(l.model, node, {1}, {1});
+  double params = 0;
+  for (const LayerUnit& u : l.model.units) params += unit_params(l.model, u, 1);
+  const double bandwidth = 3.35e12 * node.gpu_data.efficiency("bf16").memory_share;
+  std::vector<int> partition{l.model.num_units()};
+  for (bool overlap_gather : {false, true}) {
+    AnalyticOptions options;
+    options.overlap_param_gather = overlap_gather;
+    AnalyticPolicy policy(options);
+    PlanContext ctx = make_plan_context(l.model, one_node, {&profile}, policy, key);
+    std::vector<StageSync> sync = policy.stage_syncs(ctx, partition);
+    REQUIRE(sync.size() == 1);
+    CHECK(sync[0].optimizer_s == Approx(34 * params / 8 / bandwidth).epsilon(1e-9));
+    // The all-gather of the 16-bit parameters: exposed whole after the optimizer step, or under
+    // the first forward pass as bucketed_exposed_s says.
+    if (!overlap_gather) CHECK(sync[0].gather_exposed_s == Approx(sync[0].gather_s).epsilon(1e-12));
+    else CHECK(sync[0].gather_exposed_s < sync[0].gather_s);
+    PlanEstimate e = estimate_plan(ctx, policy, partition, 1);
+    CHECK(e.terms.sum() == Approx(e.step_time_s).epsilon(1e-9));
+    CHECK(e.terms.optimizer_s == Approx(sync[0].optimizer_s).epsilon(1e-9));
+    CHECK(e.terms.compute_s > 0);
+  }
 }

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Fits each GPU's data (configs/gpus/*.yaml) to a documented part of the validation sets and
+# reports the error on the rest (the held-out cases), per GPU and precision. The fitted values
+# are copied by hand into configs/gpus/, each beside a comment naming this script; the
+# held-out errors go to the README. Usage: scripts/fit-gpu-data.sh [build/fasop-cpp]
+# Writes validation/fits/<gpu>-<precision>.txt (the fit's output and the held-out summary).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=${1:-$root/build/fasop-cpp}
+out=$root/validation/fits
+mkdir -p "$out"
+cd "$root"
+
+# fit NAME PRECISION PARAMS FIT_CASES SETS...: fits PARAMS of the fitted cases' GPU, then prints
+# the held-out cases' errors (the cases of that GPU not named in FIT_CASES).
+fit() {
+  local name=$1 precision=$2 params=$3 cases=$4; shift 4
+  local tmp; tmp=$(mktemp -d)
+  "$bin" validate "$@" --quiet --fit "$cases" --fit-params "$params" --fit-precision "$precision" \
+    --csv "$tmp/steps.csv" --layer-csv "$tmp/layers.csv" > "$tmp/fit.out"
+  python3 - "$tmp" "$cases" "$name" > "$out/$name-$precision.txt" <<'PY'
+import csv, statistics, sys
+tmp, fitted, name = sys.argv[1], set(sys.argv[2].split(",")), sys.argv[3]
+text = open(f"{tmp}/fit.out").read()
+print(text.split("\n\n")[0])
+gpu = text.split()[1]
+print(f"\nfitted on: {', '.join(sorted(fitted))}")
+steps = [r for r in csv.DictReader(open(f"{tmp}/steps.csv")) if r["case"] not in fitted and r["gpu"] == gpu]
+layers = [r for r in csv.DictReader(open(f"{tmp}/layers.csv")) if r["case"] not in fitted and r["gpu"] == gpu]
+def summary(kind, rows, key):
+    by = {}
+    for r in rows: by.setdefault(r["set"], []).append(r)
+    for s, rs in sorted(by.items()):
+        e = [float(r["error_pct"]) for r in rs]
+        worst = max(rs, key=lambda r: abs(float(r["error_pct"])))
+        print(f"held out, {kind} {s}: {len(rs)} {key}, mean |error| {statistics.mean(map(abs, e)):.1f}%, "
+              f"median |error| {statistics.median(map(abs, e)):.1f}%, worst {worst['case']} "
+              + (f"{worst['unit']} tp{worst['tp']}/mbs{worst['mbs']} {worst['pass']} " if 'unit' in worst else "")
+              + f"{float(worst['error_pct']):+.1f}%")
+summary("step set", steps, "cases")
+summary("layer set", layers, "layer times")
+PY
+  rm -rf "$tmp"
+  cat "$out/$name-$precision.txt"; echo
+}
+
+layer_params=gemm_peak_share,gemm_half_dim,memory_share,kernel_gap_s
+# V100 (Sailor, fp32 on CUDA cores): every other case of each model.
+fit v100 fp32 $layer_params,dispatch_s.megatron \
+  opt-350m-v100-16gb-tp1,opt-350m-v100-16gb-tp4,gpt-neo-2.7b-v100-16gb-tp2,opt-30b-v100-16gb-tp8,llama-3-8b-v100-16gb-tp4 \
+  validation/layers/sailor-profiles
+# A100-40GB, TF32 (Sailor's fp32 runs with TF32 GEMMs): OPT-350M and GPT-Neo at tp 1 and 4.
+fit a100-40gb tf32 $layer_params,dispatch_s.megatron \
+  opt-350m-a100-40gb-tp1,opt-350m-a100-40gb-tp4,gpt-neo-2.7b-a100-40gb-tp1,gpt-neo-2.7b-a100-40gb-tp4 \
+  validation/layers/sailor-profiles
+# A100-80GB, fp16: the even rows of Megatron-LM's 2021 table (5 of 10 cases).
+fit a100-80gb fp16 gemm_peak_share,gemm_half_dim,memory_share \
+  gpt-1.7b,gpt-7.5b,gpt-39b,gpt-145b,gpt-530b validation/megatron-a100-2021
+# A100-80GB, TF32 (Sailor): OPT-350M at tp 1 and GPT-Neo at tp 2.
+fit a100-80gb tf32 gemm_peak_share,gemm_half_dim,dispatch_s.megatron \
+  opt-350m-a100-80gb-tp1,gpt-neo-2.7b-a100-80gb-tp2 validation/layers/sailor-profiles
+# A10G, fp16 (FASOP's Megatron-LM fork, timed per unit with synchronize): GPT-2 XL; BERT and T5 held out.
+fit a10g fp16 gemm_peak_share,memory_share,dispatch_s.megatron gpt2xl-a10g validation/layers/fasop-profiles
+# H100, bf16/fp16 (fasop-cpp's LibTorch profiles): llama3-8b; gpt2xl held out.
+fit h100 bf16 gemm_peak_share,gemm_half_dim,memory_share,dispatch_s.libtorch \
+  llama3-8b-h100 validation/layers/fasop-cpp-h100
+# H100, fp8 (NeMo's published throughput): every other H100 case by size; the rest held out.
+fit h100 fp8 gemm_peak_share,network.bus_share,overlap_slowdown \
+  llama2-7b-h100-8gpu-fp8-24.07,gpt3-5b-h100-64gpu-fp8-24.07,nemotron-22b-h100-64gpu-fp8-24.07,llama3-70b-h100-64gpu-fp8-cs-25.11,gpt3-175b-h100-128gpu-fp8-24.07,llama3-8b-h100-8gpu-main \
+  validation/nemo-dense-fp8 validation/nemo-dense-25.09
+# B200, GB200, GB300, fp8: the 8-GPU Llama 3 8B rows of release 25.11 (per-tensor scaling); the
+# rest (MX scaling, other releases, 64-128 GPUs) held out.
+fit b200 fp8 gemm_peak_share llama3-8b-b200-8gpu-fp8-cs-25.11 validation/nemo-dense-fp8 validation/nemo-dense-25.09
+fit gb200 fp8 gemm_peak_share llama3-8b-gb200-8gpu-fp8-cs-25.11,llama3-70b-gb200-64gpu-fp8-cs-25.11 validation/nemo-dense-fp8 validation/nemo-dense-25.09
+fit gb300 fp8 gemm_peak_share llama3-8b-gb300-8gpu-fp8-cs-25.11,llama3-70b-gb300-64gpu-fp8-cs-25.11 validation/nemo-dense-fp8 validation/nemo-dense-25.09
