@@ -54,6 +54,17 @@ live_daemons() {
   done < "$dir/pids"
 }
 
+# The recorded daemons whose processes are gone (or zombies), whatever their name now.
+exited_daemons() {
+  local dir=$1 name pid state _p _c
+  [ -f "$dir/pids" ] || return 0
+  while read -r name pid; do
+    if ! kill -0 "$pid" 2>/dev/null || ! { read -r _p _c state _ < "/proc/$pid/stat"; } 2>/dev/null || [ "$state" = Z ]; then
+      echo "$name $pid"
+    fi
+  done < "$dir/pids"
+}
+
 # A base port P such that P, P+1 and P+2 are free on TCP.
 pick_ports() {
   local used base i
@@ -229,7 +240,10 @@ cmd_start() {
   local timeout=${FASOP_SLURM_TIMEOUT:-30}
   idle=0
   for i in $(seq 1 $((timeout * 5))); do
-    if [ "$(live_daemons "$dir" | wc -l)" -ne 4 ]; then break; fi
+    # A daemon that died ends the wait. (Not "fewer than 4 live daemons": spawn records the PID
+    # of a subshell that execs setsid and then the daemon, and on a busy machine the first
+    # checks come before those execs, when its name is not yet the daemon's.)
+    if [ "$(exited_daemons "$dir" | wc -l)" -ne 0 ]; then break; fi
     idle=$(sinfo -h -N -p all -o '%N %t' 2>/dev/null | awk '$2 == "idle"' | wc -l || true)
     [ "$idle" -eq 2 ] && break
     sleep 0.2

@@ -669,7 +669,7 @@ TEST_CASE("a step's terms add up to its time", "[analytic][step]") {
     ctx.unit_compute_s[0].assign(n, 3e-3);
     ctx.unit_tp_comm_s[0].assign(n, 0.3e-3);
     const std::vector<int> whole{n};
-    PlanEstimate e = estimate_plan(ctx, policy, whole, 1);
+    PlanEstimate e = estimate_plan(ctx, policy, whole, 1, nullptr, true);
     StageSync sync = policy.stage_syncs(ctx, whole)[0];
     const StepTerms& t = e.terms;
     CHECK(t.compute_s == Approx(8 * 0.9 * 3e-3 * n).epsilon(1e-12));
@@ -695,7 +695,7 @@ TEST_CASE("a step's terms add up to its time", "[analytic][step]") {
       key.zero_stage = 1;
       key.virtual_stages = v;
       PlanContext ctx = make_plan_context(m, cluster, {&profile}, policy, key);
-      PlanEstimate e = estimate_plan(ctx, policy, {5, 5}, 1);
+      PlanEstimate e = estimate_plan(ctx, policy, {5, 5}, 1, nullptr, true);
       const StepTerms& t = e.terms;
       INFO("v " << v);
       for (double term : {t.compute_s, t.bubble_s, t.tp_comm_s, t.sends_s, t.dp_comm_s, t.overlap_cost_s, t.optimizer_s,
@@ -714,7 +714,7 @@ TEST_CASE("a step's terms add up to its time", "[analytic][step]") {
     fasop::testing::Presets f("gpt2xl", "fasop-8nodes");
     PlanContext ctx = f.context(1, 1, 2, 16);
     std::vector<int> partition{4, 3, 3, 3, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 4, 4};
-    PlanEstimate e = estimate_plan(ctx, f.policy, partition);
+    PlanEstimate e = estimate_plan(ctx, f.policy, partition, kFasopIterations, nullptr, true);
     const StepTerms& t = e.terms;
     CHECK(t.optimizer_s == 0);
     CHECK(t.tp_comm_s == 0);
@@ -941,7 +941,7 @@ TEST_CASE("a step's terms: the optimizer by hand, the parameter all-gather, and 
     // the first forward pass as bucketed_exposed_s says.
     if (!overlap_gather) CHECK(sync[0].gather_exposed_s == Approx(sync[0].gather_s).epsilon(1e-12));
     else CHECK(sync[0].gather_exposed_s < sync[0].gather_s);
-    PlanEstimate e = estimate_plan(ctx, policy, partition, 1);
+    PlanEstimate e = estimate_plan(ctx, policy, partition, 1, nullptr, true);
     CHECK(e.terms.sum() == Approx(e.step_time_s).epsilon(1e-9));
     CHECK(e.terms.optimizer_s == Approx(sync[0].optimizer_s).epsilon(1e-9));
     CHECK(e.terms.compute_s > 0);

@@ -65,7 +65,7 @@ double step_time_s(const PlanContext& ctx, const CostPolicy& policy, const std::
 
 PlanEstimate estimate_plan(const PlanContext& ctx, const CostPolicy& policy,
                            const std::vector<int>& partition, double iterations,
-                           const std::vector<int>* timed_partition) {
+                           const std::vector<int>* timed_partition, bool with_terms) {
   const std::vector<int>& timed = timed_partition ? *timed_partition : partition;
   StepResult t = compute_step_time(ctx, policy, partition, timed);
   PlanEstimate e;
@@ -90,7 +90,7 @@ PlanEstimate estimate_plan(const PlanContext& ctx, const CostPolicy& policy,
     e.stages.push_back(r);
     first += partition[s];
   }
-  e.terms = policy.step_terms(ctx, partition, timed, t);
+  if (with_terms) e.terms = policy.step_terms(ctx, partition, timed, t);
   return e;
 }
 

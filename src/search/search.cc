@@ -32,7 +32,7 @@ CandidateResult evaluate_candidate(const SearchInput& input, const PlanKey& key,
   }
   if (timed.empty()) timed = result.plan.partition;
   if (timed_as) *timed_as = timed;
-  result.estimate = estimate_plan(ctx, *input.policy, result.plan.partition, input.iterations, &timed);
+  result.estimate = estimate_plan(ctx, *input.policy, result.plan.partition, input.iterations, &timed, true);
   return result;
 }
 
