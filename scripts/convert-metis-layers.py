@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Converts Metis's published profile samples (reference/metis/) into a layer-time case,
-reference/metis/converted/gpt-1.5b-a100-80gb.yaml (set metis-profiles).
+validation/layers/metis-profiles/gpt-1.5b-a100-80gb.yaml (set metis-profiles).
 
 Input: reference/metis/DeviceType.A100_tp<T>_bs<B>.json, copied from SamsungLabs/Metis
 profile_data_samples/ (see reference/metis/README.md): per pipeline unit of a 10-unit GPT
@@ -24,7 +24,7 @@ import textwrap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REF = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "reference/metis")
-OUT = sys.argv[2] if len(sys.argv) > 2 else os.path.join(ROOT, "reference/metis/converted")
+OUT = sys.argv[2] if len(sys.argv) > 2 else os.path.join(ROOT, "validation/layers/metis-profiles")
 SET = "metis-profiles"
 CASE = "gpt-1.5b-a100-80gb"
 COMMIT = "4b24046fbef31ca6fec6ccfd772d709f16257320"
@@ -43,7 +43,7 @@ NOTES = (
     "sequence 1024, vocabulary 51200, 10 units = embedding, 8 transformer layers, last unit (the samples' "
     "parameters_per_layer_bytes, 202383360 for a transformer layer, is 12 h^2 + 13 h at h = 4096 within 0.5% "
     "if read as a parameter count; the embedding's 393216000 fits neither reading). Not stated: precision "
-    "(fp16 written here as Megatron's usual; the transformer reaches about 44 TFLOP/s forward+backward at tp 1, "
+    "(tf32 written here: fp32 with TF32 GEMMs, as Sailor's fp32 runs on A100 evidently were, since fp16 would put the layer at 14% of peak; the transformer reaches about 44 TFLOP/s forward+backward at tp 1, "
     "14% of the A100's fp16 peak or 28% of TF32, and its memory grows about 0.7 GB per sample, which would also "
     "fit fp32 activations), attention kernel (unfused assumed), recomputation (none assumed: time grows "
     "linearly with the batch). GPU: A100 80GB (the samples' total memory, 53 GB at tp 1 and batch 1, and the "
@@ -104,7 +104,7 @@ def main():
         "  norm: layernorm\n"
         "  tied_embeddings: true\n"
         "  family: gpt2\n"
-        "  dtype: fp16\n"
+        "  dtype: tf32\n"
         "  attention: unfused\n"
         "  causal: true\n"
         "stack: megatron\n"

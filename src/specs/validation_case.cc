@@ -221,10 +221,11 @@ LayerTimeCase parse_layer_time_case(const std::string& yaml_text, const std::str
     root.child("stack").fail("unknown stack '" + c.stack + "'; use megatron, eager or libtorch");
   c.tp_comm_included = optional_bool(root.child("tp_comm_included"), true);
   Field points = root.child("points");
-  if (!points.node.IsSequence() || points.node.size() == 0) points.fail("expected a list of {unit, tp, mbs, forward_s, backward_s?}");
+  if (!points.node.IsSequence() || points.node.size() == 0)
+    points.fail("expected a list of {unit, tp, mbs, forward_s, backward_s?} (or forward_backward_s)");
   for (size_t i = 0; i < points.node.size(); ++i) {
     Field p = points.item(i);
-    reject_unknown_keys(p, {"unit", "tp", "mbs", "forward_s", "backward_s"});
+    reject_unknown_keys(p, {"unit", "tp", "mbs", "forward_s", "backward_s", "forward_backward_s"});
     LayerTimePoint point;
     point.unit = p.child("unit").text();
     if (std::none_of(c.model.units.begin(), c.model.units.end(), [&](const LayerUnit& u) { return u.type == point.unit; }))
@@ -232,8 +233,15 @@ LayerTimeCase parse_layer_time_case(const std::string& yaml_text, const std::str
     point.tp = p.child("tp").positive_int();
     if (c.model.heads % point.tp != 0) p.child("tp").fail("does not divide the model's heads");
     point.mbs = p.child("mbs").positive_int();
-    point.forward_s = p.child("forward_s").positive_double();
-    if (p.child("backward_s").present()) point.backward_s = p.child("backward_s").positive_double();
+    if (p.child("forward_backward_s").present()) {
+      // Measured as one interval (forward and backward together).
+      point.forward_backward_s = p.child("forward_backward_s").positive_double();
+      if (p.child("forward_s").present() || p.child("backward_s").present())
+        p.child("forward_backward_s").fail("goes without forward_s and backward_s; give either");
+    } else {
+      point.forward_s = p.child("forward_s").positive_double();
+      if (p.child("backward_s").present()) point.backward_s = p.child("backward_s").positive_double();
+    }
     c.points.push_back(point);
   }
   if (root.child("notes").present()) c.notes = root.child("notes").text();

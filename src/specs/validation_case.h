@@ -77,6 +77,7 @@ struct LayerTimePoint {
   int mbs = 1;
   double forward_s = 0;
   double backward_s = 0;  ///< 0: not measured
+  double forward_backward_s = 0;  ///< measured together instead (Metis): 0 where forward_s is given
 };
 
 /// A layer-time case (`kind: layer_times`): one measured profile of a model on a GPU, the

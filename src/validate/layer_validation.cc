@@ -36,8 +36,14 @@ std::vector<LayerPointResult> predict_layer_case(const LayerTimeCase& c) {
     };
     // A profile of one GPU's shard measured in one process has no tensor-parallel communication.
     const bool comm = c.tp_comm_included;
-    add("forward", p.forward_s, t.forward.seconds - (comm ? 0 : t.forward.tp_comm_s));
-    if (p.backward_s > 0) add("backward", p.backward_s, t.backward.seconds - (comm ? 0 : t.backward.tp_comm_s));
+    const double forward = t.forward.seconds - (comm ? 0 : t.forward.tp_comm_s);
+    const double backward = t.backward.seconds - (comm ? 0 : t.backward.tp_comm_s);
+    if (p.forward_backward_s > 0) {
+      add("fwd+bwd", p.forward_backward_s, forward + backward);
+      continue;
+    }
+    add("forward", p.forward_s, forward);
+    if (p.backward_s > 0) add("backward", p.backward_s, backward);
   }
   return out;
 }

@@ -10,7 +10,7 @@ namespace fasop {
 
 /// One measured pass of one unit, predicted.
 struct LayerPointResult {
-  std::string set, case_name, gpu, unit, pass;  ///< pass: forward or backward
+  std::string set, case_name, gpu, unit, pass;  ///< pass: forward, backward or fwd+bwd (measured together)
   int tp = 1, mbs = 1;
   double measured_s = 0, predicted_s = 0;
   double error_pct = 0;  ///< (predicted - measured) / measured x 100
