@@ -49,6 +49,16 @@ grep -q "^micro_batch: 2$" plans/llama.yaml && grep -q "^partition: \[9, 8, 8, 9
 grep -qx -- "--pipeline-model-parallel-layout 'Et\*8|t\*8|t\*8|t\*8L'" megatron.sh && ok || fail "megatron layout: $(tail -1 megatron.sh)"
 grep -q -- "--tensor-model-parallel-size 2 " megatron.sh && grep -q -- "--use-distributed-optimizer" megatron.sh && ok ||
   fail "megatron arguments: $(cat megatron.sh)"
+# --overlap-param-gather: kept in the plan file, re-estimated alike, and written for Megatron-LM
+# (with the distributed optimizer and the overlapped gradient reduction it needs).
+"$bin" search --model llama2-7b --cluster aws-h100 --fix tp=2,pp=4,mbs=2,recompute=none,zero=1 --overlap-param-gather \
+  --out-dir logs --save-plan plans/llama-gather.yaml --quiet > gather.out || fail "search --overlap-param-gather: $(tail -3 gather.out)"
+grep -q "^overlap_param_gather: true$" plans/llama-gather.yaml && ok || fail "plan file lacks overlap_param_gather"
+"$bin" estimate --plan plans/llama-gather.yaml | grep -q "note: the estimate differs" && fail "overlap_param_gather round trip changed" || ok
+"$bin" schedule --plan plans/llama-gather.yaml --format megatron | grep -q -- "--overlap-param-gather" && ok ||
+  fail "megatron arguments lack --overlap-param-gather"
+"$bin" schedule --plan plans/llama.yaml --format megatron | grep -q -- "--overlap-param-gather" &&
+  fail "--overlap-param-gather written for a plan without it" || ok
 "$bin" schedule --plan plans/llama.yaml --format deepspeed -o ds.json > /dev/null || fail "schedule deepspeed"
 python3 -c 'import json, sys; c = json.load(open("ds.json")); sys.exit(not (c["gradient_accumulation_steps"] == 32 and c["pipeline"]["parts"] == [0, 9, 17, 25, 34]))' &&
   ok || fail "deepspeed config: $(cat ds.json)"

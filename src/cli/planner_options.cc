@@ -45,6 +45,9 @@ void PlannerOptions::add_to(CLI::App& command, bool model_required) {
                      "node orders: cyclic (FASOP's rotations) or blocks (each order of node types; analytic default)")
       ->check(CLI::IsMember({"cyclic", "blocks"}));
   command.add_flag("--no-overlap", no_overlap, "analytic: the DP all-reduce does not overlap the last backward pass");
+  command.add_flag("--overlap-param-gather", overlap_param_gather,
+                   "analytic: the distributed optimizer's parameter all-gather overlaps the next step's forward "
+                   "pass (Megatron-LM's --overlap-param-gather)");
   command.add_flag("--tp-comm-overlap", tp_comm_overlap,
                    "analytic: tensor-parallel communication overlaps the GEMMs (Megatron-LM's --tp-comm-overlap)");
 }
@@ -147,6 +150,7 @@ void choose_policy(const PlannerOptions& options, PlannerSetup& setup) {
   } else {
     AnalyticOptions analytic;
     analytic.overlap_dp_allreduce = !options.no_overlap;
+    analytic.overlap_param_gather = options.overlap_param_gather;
     setup.policy = std::make_unique<AnalyticPolicy>(analytic);
     setup.input.space = SearchSpaceOptions::beyond_fasop();
     setup.input.memory_aware = true;

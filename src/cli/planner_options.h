@@ -32,6 +32,7 @@ struct PlannerOptions {
   std::string placements;               ///< cyclic or blocks; empty: the policy's default
   bool no_overlap = false;              ///< the DP all-reduce does not overlap the backward pass
   bool tp_comm_overlap = false;         ///< tensor-parallel communication overlaps the GEMMs (analytic profiles)
+  bool overlap_param_gather = false;    ///< the distributed optimizer's all-gather overlaps the next forward
   std::vector<std::string> fix;         ///< search --fix: KEY=VALUE degrees the search keeps
 
   /// Adds the options; `model_required` false where another option (estimate --plan) may name it.

@@ -87,6 +87,7 @@ PlanFile make_plan_file(const PlannerOptions& options, const PlannerSetup& setup
   plan.policy = setup.policy_name;
   plan.overlap_dp_allreduce = !options.no_overlap;
   plan.overlap_tp_comm = options.tp_comm_overlap;
+  plan.overlap_param_gather = options.overlap_param_gather;
   const PlanKey& key = result.plan.key;
   for (size_t type = 0; type < setup.cluster.node_types.size(); ++type)
     plan.nodes.emplace_back(setup.cluster.node_types[type].name,
@@ -134,6 +135,7 @@ LoadedPlan load_plan(const std::string& path, const PlanOverrides& overrides) {
   options.policy = plan.policy;
   options.no_overlap = !plan.overlap_dp_allreduce;
   options.tp_comm_overlap = plan.overlap_tp_comm;
+  options.overlap_param_gather = plan.overlap_param_gather;
   options.iterations = plan.estimate.iterations;
   options.quiet = true;
   try {

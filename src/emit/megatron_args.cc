@@ -230,6 +230,11 @@ std::vector<std::string> megatron_args(const PlanFile& plan, const ModelSpec& mo
   }
   if (plan.overlap_dp_allreduce && plan.policy == "analytic" && key.dp > 1 && !fasop)
     flag("--overlap-grad-reduce");
+  // Megatron-LM overlaps the parameter all-gather only for its distributed optimizer (ZeRO-1
+  // here) with the gradient reduction overlapped too.
+  if (plan.overlap_param_gather && plan.policy == "analytic" && key.dp > 1 && !fasop && key.zero_stage >= 1 &&
+      plan.overlap_dp_allreduce)
+    flag("--overlap-param-gather");
 
   // ZeRO. Megatron's distributed optimizer shards the optimizer state over dp (ZeRO-1); its
   // gradients are reduce-scattered but every rank keeps the full gradient buffer, so ZeRO-2's

@@ -57,6 +57,7 @@ std::string plan_file_yaml(const PlanFile& plan) {
   out << "policy: " << plan.policy << "\n";
   if (plan.policy == "analytic") out << "overlap_dp_allreduce: " << (plan.overlap_dp_allreduce ? "true" : "false") << "\n";
   if (plan.overlap_tp_comm) out << "overlap_tp_comm: true\n";
+  if (plan.overlap_param_gather) out << "overlap_param_gather: true\n";
   out << "nodes: {";
   for (size_t i = 0; i < plan.nodes.size(); ++i)
     out << (i ? ", " : "") << quoted(plan.nodes[i].first) << ": " << plan.nodes[i].second;
@@ -110,6 +111,8 @@ PlanFile parse_plan_file(const std::string& yaml_text, const std::string& source
     plan.overlap_dp_allreduce = root.child("overlap_dp_allreduce").as<bool>("true or false");
   if (root.child("overlap_tp_comm").present())
     plan.overlap_tp_comm = root.child("overlap_tp_comm").as<bool>("true or false");
+  if (root.child("overlap_param_gather").present())
+    plan.overlap_param_gather = root.child("overlap_param_gather").as<bool>("true or false");
   Field nodes = root.child("nodes");
   if (!nodes.node.IsMap()) nodes.fail("expected a mapping of node type to count, e.g. {A100: 1, A10: 7}");
   for (const auto& entry : nodes.node) {
