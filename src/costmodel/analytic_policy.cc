@@ -57,11 +57,10 @@ Link dp_link(const PlanContext& ctx, int stage) {
                       true);
 }
 
-/// A ring all-reduce of `bytes` over `dp` ranks on `link`, at the link's collective
-/// efficiency for a message of `bytes`; a reduce-scatter or all-gather is half of it.
+/// A ring all-reduce of `bytes` over `dp` ranks on `link`; a reduce-scatter or all-gather is
+/// half of it.
 double ring_s(const Link& link, int dp, double bytes) {
-  if (dp <= 1) return 0;
-  return 2.0 * (dp - 1) / dp * 8 * bytes / (link.bits_per_s * link.collective.at(bytes)) + 2.0 * (dp - 1) * link.latency_s;
+  return link.collective.ring_allreduce_s(bytes, dp, link.latency_s, link.bits_per_s);
 }
 
 const GpuSpec& stage_gpu(const PlanContext& ctx, int stage) {
@@ -359,6 +358,17 @@ std::vector<double> AnalyticPolicy::after_sync_s(const PlanContext& ctx, const s
   return costs;
 }
 
+void AnalyticPolicy::sync_s(const PlanContext& ctx, const std::vector<int>& partition,
+                            const std::vector<StageTiming>* timings, std::vector<double>* dp_allreduce,
+                            std::vector<double>* after_sync) const {
+  dp_allreduce->clear();
+  after_sync->clear();
+  for (const StageSync& sync : stage_syncs(ctx, partition, timings)) {
+    dp_allreduce->push_back(sync.after_pipeline_s());
+    after_sync->push_back(sync.after_sync_s());
+  }
+}
+
 StepTerms AnalyticPolicy::step_terms(const PlanContext& ctx, const std::vector<int>& partition,
                                      const std::vector<int>& timed_partition, const StepResult& step) const {
   StepTerms terms = CostPolicy::step_terms(ctx, partition, timed_partition, step);
@@ -380,8 +390,9 @@ StepTerms AnalyticPolicy::step_terms(const PlanContext& ctx, const std::vector<i
 double AnalyticPolicy::step_time_lower_bound(const PlanContext& ctx, const std::vector<int>& partition) const {
   if (ctx.key.virtual_stages <= 1 || ctx.pp() == 1) return CostPolicy::step_time_lower_bound(ctx, partition);
   std::vector<StageTiming> timings = stage_timings(ctx, partition);
-  return pipeline(ctx, timings).pipeline_s + dp_allreduce_s(ctx, partition, &timings)[0] + embedding_allreduce_s(ctx) +
-         after_sync_s(ctx, partition, &timings)[0];
+  std::vector<double> dp, after;
+  sync_s(ctx, partition, &timings, &dp, &after);
+  return pipeline(ctx, timings).pipeline_s + dp[0] + embedding_allreduce_s(ctx) + after[0];
 }
 
 double AnalyticPolicy::embedding_allreduce_s(const PlanContext& ctx) const {

@@ -113,6 +113,9 @@ class AnalyticPolicy : public CostPolicy {
   /// Each stage's StageSync::after_sync_s.
   std::vector<double> after_sync_s(const PlanContext& ctx, const std::vector<int>& partition,
                                    const std::vector<StageTiming>* timings = nullptr) const override;
+  /// Both from one stage_syncs.
+  void sync_s(const PlanContext& ctx, const std::vector<int>& partition, const std::vector<StageTiming>* timings,
+              std::vector<double>* dp_allreduce, std::vector<double>* after_sync) const override;
   /// The terms by part (StagePassParts, StageSync) of the bottleneck stage and of the stage
   /// with the most after_sync_s; the bubble is the rest of the step.
   StepTerms step_terms(const PlanContext& ctx, const std::vector<int>& partition,

@@ -99,6 +99,13 @@ class CostPolicy {
                                            const std::vector<StageTiming>* = nullptr) const {
     return {};
   }
+  /// dp_allreduce_s and after_sync_s together: a policy that derives both from one computation
+  /// (the analytic policy's stage_syncs) overrides this to do it once a step.
+  virtual void sync_s(const PlanContext& ctx, const std::vector<int>& partition, const std::vector<StageTiming>* timings,
+                      std::vector<double>* dp_allreduce, std::vector<double>* after_sync) const {
+    *dp_allreduce = dp_allreduce_s(ctx, partition, timings);
+    *after_sync = after_sync_s(ctx, partition, timings);
+  }
   /// The step's terms (StepTerms) of `step`, an estimate of `partition` whose stages were timed
   /// with `timed_partition`. By default: compute is the bottleneck stage's m x (forward +
   /// backward), sends what zeroing them would take off that stage's end, bubble the rest of its
@@ -113,9 +120,9 @@ class CostPolicy {
   /// pipeline.
   virtual double step_time_lower_bound(const PlanContext& ctx, const std::vector<int>& partition) const {
     std::vector<StageTiming> timings = stage_timings(ctx, partition);
-    double bound = pipeline_1f1b_lower_bound(timings, ctx.num_microbatches) + dp_allreduce_s(ctx, partition, &timings)[0] +
-                   embedding_allreduce_s(ctx);
-    std::vector<double> after = after_sync_s(ctx, partition, &timings);
+    std::vector<double> dp, after;
+    sync_s(ctx, partition, &timings, &dp, &after);
+    double bound = pipeline_1f1b_lower_bound(timings, ctx.num_microbatches) + dp[0] + embedding_allreduce_s(ctx);
     return after.empty() ? bound : bound + after[0];
   }
   /// The step time up to the gradient synchronisation: the latest stage end plus its

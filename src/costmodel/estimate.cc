@@ -12,11 +12,10 @@ StepResult compute_step_time(const PlanContext& ctx, const CostPolicy& policy,
   t.pipeline = policy.pipeline(ctx, t.timings);
   // The timings serve the all-reduce's overlap when they are of the same partition.
   const std::vector<StageTiming>* own = partition == timed_partition ? &t.timings : nullptr;
-  t.dp_allreduce_s = policy.dp_allreduce_s(ctx, partition, own);
+  policy.sync_s(ctx, partition, own, &t.dp_allreduce_s, &t.after_sync_s);
   t.embedding_allreduce_s = policy.embedding_allreduce_s(ctx);
   t.step_s = policy.step_time_s(t.pipeline, t.dp_allreduce_s, t.embedding_allreduce_s, &t.bottleneck_stage);
   // Left out where the policy has none, so that FASOP's sum stays its own to the last bit.
-  t.after_sync_s = policy.after_sync_s(ctx, partition, own);
   if (!t.after_sync_s.empty()) {
     for (size_t s = 1; s < t.after_sync_s.size(); ++s)
       if (t.after_sync_s[s] > t.after_sync_s[t.after_sync_stage]) t.after_sync_stage = static_cast<int>(s);

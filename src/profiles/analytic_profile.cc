@@ -207,12 +207,6 @@ double gemm_time_s(const Gemm& g, const GpuSpec& gpu, const std::string& precisi
   return std::max(compute, weight_bytes / (gpu.memory_bandwidth_bytes_per_s * e.memory_share));
 }
 
-double ring_allreduce_s(double bytes, int ranks, double latency_s, double bits_per_s, const CollectiveEfficiency& efficiency) {
-  if (ranks <= 1) return 0;
-  const double r = ranks;
-  return 2 * (r - 1) * latency_s + 2 * (r - 1) / r * 8 * bytes / (bits_per_s * efficiency.at(bytes));
-}
-
 PassTime pass_time(const PassWork& work, int tp, const NodeType& node, const std::string& dtype,
                    const LayerOptions& options) {
   const GpuSpec& gpu = node.gpu_data;
@@ -234,10 +228,10 @@ PassTime pass_time(const PassWork& work, int tp, const NodeType& node, const std
     // network, whose bandwidth the node's GPUs share.
     const bool inside = tp <= node.gpus_per_node;
     comm_s = work.tp_collectives *
-             (inside ? ring_allreduce_s(work.tp_collective_bytes, tp, node.intra_node_latency_s,
-                                        node.intra_node_bandwidth_bits_per_s, gpu.nvlink)
-                     : ring_allreduce_s(work.tp_collective_bytes, tp, node.inter_node_latency_s,
-                                        node.inter_node_bandwidth_bits_per_s / node.gpus_per_node, gpu.network));
+             (inside ? gpu.nvlink.ring_allreduce_s(work.tp_collective_bytes, tp, node.intra_node_latency_s,
+                                                   node.intra_node_bandwidth_bits_per_s)
+                     : gpu.network.ring_allreduce_s(work.tp_collective_bytes, tp, node.inter_node_latency_s,
+                                                    node.inter_node_bandwidth_bits_per_s / node.gpus_per_node));
   }
   if (options.overlap_tp_comm) {
     const double hidden = std::min(comm_s, gemm_s);

@@ -72,9 +72,6 @@ struct PassTime {
 double gemm_efficiency(const Gemm& gemm, const PrecisionEfficiency& efficiency);
 /// Seconds of a GEMM: the slower of its FLOPs at peak x gemm_efficiency and `weight_bytes` read.
 double gemm_time_s(const Gemm& gemm, const GpuSpec& gpu, const std::string& precision, double weight_bytes = 0);
-/// Seconds of a ring all-reduce of `bytes` over `ranks` GPUs: 2(r-1) latencies and 2(r-1)/r x
-/// bytes at the link's bandwidth x the collective's efficiency at this message size.
-double ring_allreduce_s(double bytes, int ranks, double latency_s, double bits_per_s, const CollectiveEfficiency& efficiency);
 
 /// Seconds of one pass of `work` on a GPU of `node` training in `dtype`.
 PassTime pass_time(const PassWork& work, int tp, const NodeType& node, const std::string& dtype,

@@ -30,6 +30,14 @@ struct CollectiveEfficiency {
   double bus_share = 1.0;
   double half_bytes = 0;
   double at(double bytes) const { return half_bytes > 0 ? bus_share * bytes / (bytes + half_bytes) : bus_share; }
+  /// Seconds of a ring all-reduce of `bytes` over `ranks` GPUs on a link of `latency_s` and
+  /// `bits_per_s`: 2(r-1) latencies and 2(r-1)/r x bytes at the bandwidth x at(bytes); a
+  /// reduce-scatter or an all-gather is half of it.
+  double ring_allreduce_s(double bytes, int ranks, double latency_s, double bits_per_s) const {
+    if (ranks <= 1) return 0;
+    const double r = ranks;
+    return 2 * (r - 1) * latency_s + 2 * (r - 1) / r * 8 * bytes / (bits_per_s * at(bytes));
+  }
 };
 
 /// What launching a kernel costs on the host CPU, per software stack that runs the layers:
