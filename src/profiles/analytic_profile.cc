@@ -83,24 +83,6 @@ PassWork backward_of(const PassWork& forward, const std::string& dtype) {
 
 }  // namespace
 
-const char* stack_name(Stack stack) {
-  switch (stack) {
-    case Stack::kEager: return "eager";
-    case Stack::kLibtorch: return "libtorch";
-    case Stack::kMegatron: break;
-  }
-  return "megatron";
-}
-
-bool stack_named(const std::string& name, Stack* stack) {
-  for (Stack s : {Stack::kMegatron, Stack::kEager, Stack::kLibtorch})
-    if (name == stack_name(s)) {
-      *stack = s;
-      return true;
-    }
-  return false;
-}
-
 double PassWork::gemm_flops() const {
   double sum = 0;
   for (const Gemm& g : gemms) sum += g.flops();

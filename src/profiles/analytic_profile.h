@@ -11,14 +11,6 @@
 
 namespace fasop {
 
-/// The software that runs the layers, which decides their kernels: Megatron-LM's fused
-/// kernels, PyTorch/Hugging Face eager ops (unfused: more kernels and traffic), or fasop-cpp's
-/// LibTorch profiler (eager ops launched from C++).
-enum class Stack { kMegatron, kEager, kLibtorch };
-/// A stack's name as files write it: megatron, eager or libtorch.
-const char* stack_name(Stack stack);
-/// The stack a name stands for; false for another name.
-bool stack_named(const std::string& name, Stack* stack);
 
 /// One matrix multiplication, `count` times: (m x k) x (k x n).
 struct Gemm {

@@ -46,6 +46,24 @@ CollectiveEfficiency parse_collective(const Field& f) {
 
 }  // namespace
 
+const char* stack_name(Stack stack) {
+  switch (stack) {
+    case Stack::kEager: return "eager";
+    case Stack::kLibtorch: return "libtorch";
+    case Stack::kMegatron: break;
+  }
+  return "megatron";
+}
+
+bool stack_named(const std::string& name, Stack* stack) {
+  for (Stack s : {Stack::kMegatron, Stack::kEager, Stack::kLibtorch})
+    if (name == stack_name(s)) {
+      *stack = s;
+      return true;
+    }
+  return false;
+}
+
 double LaunchCosts::dispatch_s_of(const std::string& stack) const {
   auto it = dispatch_s.find(stack);
   return it == dispatch_s.end() ? 0 : it->second;

@@ -40,6 +40,15 @@ struct CollectiveEfficiency {
   }
 };
 
+/// The software that runs the layers, which decides their kernels: Megatron-LM's fused
+/// kernels, PyTorch/Hugging Face eager ops (unfused: more kernels and traffic), or fasop-cpp's
+/// LibTorch profiler (eager ops launched from C++).
+enum class Stack { kMegatron, kEager, kLibtorch };
+/// A stack's name as files write it: megatron, eager or libtorch.
+const char* stack_name(Stack stack);
+/// The stack a name stands for; false for another name.
+bool stack_named(const std::string& name, Stack* stack);
+
 /// What launching a kernel costs on the host CPU, per software stack that runs the layers:
 /// megatron (Megatron-LM's fused kernels), eager (PyTorch/Hugging Face eager ops), libtorch
 /// (fasop-cpp's C++ profiler). A layer runs at the slower of its GPU time and its launches.

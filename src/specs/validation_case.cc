@@ -194,6 +194,17 @@ ValidationSource parse_source(const Field& root) {
   return source;
 }
 
+/// What every case gives: its file, set, name, source, node type and model.
+template <typename Case>
+void parse_case_header(const Field& root, const std::string& source, const SpecStore& store, Case& c) {
+  c.file = source;
+  c.set = root.child("set").text();
+  c.name = root.child("case").text();
+  c.source = parse_source(root);
+  parse_node_type_field(root.child("node_type"), store, c);
+  parse_model_field(root.child("model"), store, c);
+}
+
 }  // namespace
 
 bool is_layer_time_case(const std::string& yaml_text) {
@@ -210,15 +221,10 @@ LayerTimeCase parse_layer_time_case(const std::string& yaml_text, const std::str
   reject_unknown_keys(root, {"kind", "set", "case", "source", "node_type", "model", "stack", "tp_comm_included", "points",
                              "notes"});
   LayerTimeCase c;
-  c.file = source;
-  c.set = root.child("set").text();
-  c.name = root.child("case").text();
-  c.source = parse_source(root);
-  parse_node_type_field(root.child("node_type"), store, c);
-  parse_model_field(root.child("model"), store, c);
-  c.stack = root.child("stack").text();
-  if (c.stack != "megatron" && c.stack != "eager" && c.stack != "libtorch")
-    root.child("stack").fail("unknown stack '" + c.stack + "'; use megatron, eager or libtorch");
+  parse_case_header(root, source, store, c);
+  const std::string stack = root.child("stack").text();
+  if (!stack_named(stack, &c.stack))
+    root.child("stack").fail("unknown stack '" + stack + "'; use megatron, eager or libtorch");
   c.tp_comm_included = optional_bool(root.child("tp_comm_included"), true);
   Field points = root.child("points");
   if (!points.node.IsSequence() || points.node.size() == 0)
@@ -253,12 +259,7 @@ ValidationCase parse_validation_case(const std::string& yaml_text, const std::st
   Field root = load_root(yaml_text, source);
   reject_unknown_keys(root, {"set", "case", "source", "node_type", "model", "plan", "measurement", "notes"});
   ValidationCase c;
-  c.file = source;
-  c.set = root.child("set").text();
-  c.name = root.child("case").text();
-  c.source = parse_source(root);
-  parse_node_type_field(root.child("node_type"), store, c);
-  parse_model_field(root.child("model"), store, c);
+  parse_case_header(root, source, store, c);
   parse_plan_field(root.child("plan"), c.plan);
   c.model.global_batch = c.plan.global_batch;
   parse_measurement_field(root.child("measurement"), c.measurement);

@@ -91,7 +91,7 @@ struct LayerTimeCase {
   NodeType node_type;
   std::string model_ref;
   ModelSpec model;
-  std::string stack;  ///< megatron, eager or libtorch: the software that ran the layers
+  Stack stack = Stack::kMegatron;  ///< the software that ran the layers
   /// Whether the times include tensor-parallel communication (false for single-process
   /// profiles of one GPU's shard: field tp_comm_included).
   bool tp_comm_included = true;

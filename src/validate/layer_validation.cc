@@ -24,7 +24,7 @@ std::vector<LayerPointResult> predict_layer_case(const LayerTimeCase& c) {
                     "' has no shipped data (configs/gpus/) and the node type gives no peak_tflops and "
                     "memory_bandwidth_bytes_per_s; add them");
   LayerOptions options;
-  stack_named(c.stack, &options.stack);
+  options.stack = c.stack;
   std::vector<LayerPointResult> out;
   for (const LayerTimePoint& p : c.points) {
     const LayerUnit& unit = *std::find_if(c.model.units.begin(), c.model.units.end(),
