@@ -15,10 +15,11 @@ cd "$root"
 # the held-out cases' errors (the cases of that GPU not named in FIT_CASES).
 fit() {
   local name=$1 precision=$2 params=$3 cases=$4; shift 4
-  local tmp; tmp=$(mktemp -d)
+  local tmp; tmp=$(mktemp -d "$out/.fit.XXXXXX")  # beside the reports: mv is a rename
+  trap 'rm -rf "$tmp"' EXIT INT TERM
   "$bin" validate "$@" --quiet --fit "$cases" --fit-params "$params" --fit-precision "$precision" \
     --csv "$tmp/steps.csv" --layer-csv "$tmp/layers.csv" > "$tmp/fit.out"
-  python3 - "$tmp" "$cases" "$name" > "$out/$name-$precision.txt" <<'PY'
+  python3 - "$tmp" "$cases" "$name" > "$tmp/report.txt" <<'PY'
 import csv, statistics, sys
 tmp, fitted, name = sys.argv[1], set(sys.argv[2].split(",")), sys.argv[3]
 text = open(f"{tmp}/fit.out").read()
@@ -40,7 +41,9 @@ def summary(kind, rows, key):
 summary("step set", steps, "cases")
 summary("layer set", layers, "layer times")
 PY
+  mv "$tmp/report.txt" "$out/$name-$precision.txt"  # whole or not at all
   rm -rf "$tmp"
+  trap - EXIT INT TERM
   cat "$out/$name-$precision.txt"; echo
 }
 
