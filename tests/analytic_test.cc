@@ -947,3 +947,64 @@ TEST_CASE("a step's terms: the optimizer by hand, the parameter all-gather, and 
     CHECK(e.terms.compute_s > 0);
   }
 }
+
+TEST_CASE("an embedding's traffic follows its architecture and stack", "[analytic][profile]") {
+  // 1024 tokens x hidden 1024 in bf16: one pass over the output is 2,097,152 bytes.
+  ModelSpec m;
+  m.hidden = 1024, m.heads = 16, m.sequence = 1024, m.vocab = 1000, m.dtype = "bf16";
+  const LayerUnit embedding{"embedding", LayerRole::kEmbedding};
+  const double pass = 1024.0 * 1024 * 2;
+  auto passes = [&](ModelFamily family, int tp, Stack stack) {
+    m.family = family;
+    LayerOptions options;
+    options.stack = stack;
+    return layer_work(m, embedding, tp, 1, options).forward.memory_bytes / pass;
+  };
+  // Megatron, Llama: the lookup (2) and the [s, b, h] copy (2); no positions, no dropout.
+  CHECK(passes(ModelFamily::kLlama, 1, Stack::kMegatron) == Approx(4));
+  // A vocabulary-parallel lookup also zeroes the rows other ranks own.
+  CHECK(passes(ModelFamily::kLlama, 2, Stack::kMegatron) == Approx(5));
+  // GPT-2: + learned positions (5) + dropout with a one-byte mask (2.5).
+  CHECK(passes(ModelFamily::kGpt2, 1, Stack::kMegatron) == Approx(11.5));
+  // BERT: + token types (5).
+  CHECK(passes(ModelFamily::kBert, 1, Stack::kMegatron) == Approx(16.5));
+  // T5: relative positions (none added), dropout.
+  CHECK(passes(ModelFamily::kT5, 1, Stack::kMegatron) == Approx(6.5));
+  // Eager PyTorch keeps [b, s, h]: no copy; fasop-cpp's LibTorch profiler times the lookup alone.
+  CHECK(passes(ModelFamily::kGpt2, 1, Stack::kEager) == Approx(9.5));
+  CHECK(passes(ModelFamily::kGpt2, 4, Stack::kLibtorch) == Approx(2));
+}
+
+TEST_CASE("MXFP8 runs on the fp8 peak at efficiencies of its own, or fp8's where it has none", "[analytic][profile]") {
+  NodeType node;
+  node.name = "x";
+  node.gpu = "X";
+  GpuSpec& gpu = node.gpu_data;
+  gpu.peak_tflops = {{"bf16", 100}, {"fp8", 200}};
+  gpu.memory_bandwidth_bytes_per_s = 1e12;
+  PrecisionEfficiency fp8;
+  fp8.gemm_peak_share = 0.5;
+  fp8.gemm_half_dim = 0;
+  gpu.precisions["bf16"] = fp8;
+  gpu.precisions["fp8"] = fp8;
+  gpu.launch.kernel_gap_s = 0;
+  PassWork w;
+  w.gemms = {{1e4, 1e4, 5e3}};  // 1e12 FLOPs / (200e12 x 0.5) = 10 ms
+  CHECK(pass_time(w, 1, node, "mxfp8").gpu_s == Approx(10e-3).epsilon(1e-12));
+  PrecisionEfficiency mx = fp8;
+  mx.gemm_peak_share = 0.4;  // 1e12 / (200e12 x 0.4) = 12.5 ms
+  gpu.precisions["mxfp8"] = mx;
+  CHECK(pass_time(w, 1, node, "mxfp8").gpu_s == Approx(12.5e-3).epsilon(1e-12));
+  // Both cast each GEMM input from bf16 (read 2 bytes, write 1) and keep activations in bf16.
+  ModelSpec m;
+  m.hidden = 1024, m.heads = 16, m.sequence = 1024, m.vocab = 1000, m.family = ModelFamily::kLlama;
+  const LayerUnit layer{"transformer", LayerRole::kTransformer};
+  m.dtype = "fp8";
+  const LayerWork a = layer_work(m, layer, 1, 1);
+  m.dtype = "mxfp8";
+  const LayerWork b = layer_work(m, layer, 1, 1);
+  CHECK(a.forward.memory_bytes == b.forward.memory_bytes);
+  CHECK(a.forward.weight_bytes == b.forward.weight_bytes);
+  m.dtype = "bf16";
+  CHECK(layer_work(m, layer, 1, 1).forward.weight_bytes == Approx(2 * a.forward.weight_bytes));
+}

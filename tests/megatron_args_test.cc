@@ -131,3 +131,17 @@ TEST_CASE("megatron: what a flavour cannot express is a SpecError naming the fix
   PlanFile odd_batch = layout_plan(3, 2, 2, 3, 64, {18, 15, 17}, 1, true);  // 64 % (3 x 2) = 4
   CHECK_THROWS_WITH(megatron_args(odd_batch, gpt, MegatronFlavor::kUpstream), Contains("not a multiple"));
 }
+
+TEST_CASE("megatron: fp8 training is bf16 with Transformer Engine's fp8 recipe", "[emit]") {
+  ModelSpec model = preset_model("llama2-7b");
+  auto tail = [&](const std::string& dtype) {
+    model.dtype = dtype;
+    std::vector<std::string> args = megatron_args(llama_plan(), model, MegatronFlavor::kUpstream);
+    auto at = std::find(args.begin(), args.end(), "--untie-embeddings-and-output-weights");
+    REQUIRE(at != args.end());
+    return std::vector<std::string>(at + 1, args.end() - 2);  // before the layout
+  };
+  CHECK(tail("fp8") == std::vector<std::string>{"--bf16", "--fp8-format", "hybrid", "--fp8-recipe", "tensorwise"});
+  CHECK(tail("mxfp8") == std::vector<std::string>{"--bf16", "--fp8-format", "e4m3", "--fp8-recipe", "mxfp8"});
+  CHECK(tail("tf32").empty());  // fp32 training: Megatron's default, TF32 GEMMs PyTorch's
+}

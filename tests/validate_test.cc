@@ -230,9 +230,10 @@ TEST_CASE("A throughput in tokens becomes a step time; a micro-batch range repor
 
 TEST_CASE("A layer-time case: one measured unit against the analytic layer model by hand", "[validate][layers]") {
   // A GPU with no shipped data and no launch costs but the default 3 us gap between kernels:
-  // an embedding's forward at tp 1, micro-batch 1 reads a row and writes the activation and
-  // the positions: 3 x 1024 tokens x 1024 x 2 bytes = 6,291,456 bytes at 1e12 B/s x 0.9, and
-  // Megatron's 3 kernels: 6.990507e-6 + 9e-6 s.
+  // a GPT-2-style embedding's forward at tp 1, micro-batch 1 in Megatron makes 11.5 passes over
+  // its 1024 tokens x 1024 x 2 bytes: the lookup (read, write: 2), the learned positions (a lookup
+  // and an add: 5), dropout (read, write, a one-byte mask: 2.5) and the [s, b, h] copy (2):
+  // 24,117,248 bytes at 1e12 B/s x 0.9, and Megatron's 3 kernels: 2.679694e-5 + 9e-6 s.
   const std::string text = R"(kind: layer_times
 set: layer-test
 case: tiny
@@ -251,7 +252,7 @@ points:
   LayerTimeCase c = parse_layer_time_case(text, "tiny.yaml", store);
   std::vector<LayerPointResult> points = predict_layer_case(c);
   REQUIRE(points.size() == 1);
-  const double expected = 6291456.0 / (1e12 * 0.9) + 3 * 3e-6;
+  const double expected = 24117248.0 / (1e12 * 0.9) + 3 * 3e-6;
   CHECK(points[0].predicted_s == Approx(expected).epsilon(1e-12));
   CHECK(points[0].error_pct == Approx((expected - 2e-5) / 2e-5 * 100).epsilon(1e-9));
   std::vector<LayerSummary> sets = summarize_layers(points);
@@ -260,14 +261,14 @@ points:
   CHECK(sets[0].median_abs_error_pct == Approx(std::fabs(points[0].error_pct)));
   // Forward and backward measured as one interval (Metis): the backward of the embedding reads
   // and writes twice the forward's traffic, fills and accumulates the fp32 table gradient (8
-  // bytes an entry, 1000 x 1024 entries) and launches 6 kernels: 20,774,912 bytes at 0.9e12 B/s
-  // + 18 us.
+  // bytes an entry, 1000 x 1024 entries) and launches 6 kernels: 48,234,496 + 8,192,000 =
+  // 56,426,496 bytes at 0.9e12 B/s + 18 us.
   LayerTimeCase both = parse_layer_time_case(
       replace(text, "forward_s: 2.0e-5}", "forward_backward_s: 6.0e-5}"), "tiny.yaml", store);
   std::vector<LayerPointResult> summed = predict_layer_case(both);
   REQUIRE(summed.size() == 1);
   CHECK(summed[0].pass == "fwd+bwd");
-  CHECK(summed[0].predicted_s == Approx(expected + 20774912.0 / 0.9e12 + 6 * 3e-6).epsilon(1e-12));
+  CHECK(summed[0].predicted_s == Approx(expected + 56426496.0 / 0.9e12 + 6 * 3e-6).epsilon(1e-12));
   // A unit the model does not have is an error naming the field.
   try {
     parse_layer_time_case(replace(text, "unit: embedding", "unit: decoder"), "tiny.yaml", store);

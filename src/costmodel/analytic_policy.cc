@@ -6,6 +6,7 @@
 
 #include "costmodel/fasop_policy.h"
 #include "costmodel/pipeline_1f1b.h"
+#include "specs/precision.h"
 
 namespace fasop {
 namespace {
@@ -48,7 +49,7 @@ Link link_between(const PlanContext& ctx, int stage, int rank_a, int rank_b, boo
           ta.gpu_data.network.bus_share <= tb.gpu_data.network.bus_share ? ta.gpu_data.network : tb.gpu_data.network};
 }
 
-double element_bytes(const ModelSpec& model) { return model.dtype == "fp32" ? 4 : 2; }
+double element_bytes(const ModelSpec& model) { return activation_bytes(model.dtype); }
 
 /// The slowest link of stage `stage`'s data-parallel ring: its first and last rank meet every
 /// kind of link its ranks use.

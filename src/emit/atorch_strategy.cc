@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "emit/plan_checks.h"
+#include "specs/precision.h"
 #include "specs/spec_error.h"
 
 namespace fasop {
@@ -98,7 +99,9 @@ std::string atorch_strategy_py(const PlanFile& plan, const ModelSpec& model) {
   // first dimension, so TP groups are consecutive ranks as in the plan's node order.
   out << "    (\"parallel_mode\", ([(\"tensor\", " << key.tp << "), (\"pipeline\", " << key.pp << "), (\"data\", "
       << key.dp << ")], None)),\n";
-  if (model.dtype == "fp16" || model.dtype == "bf16")
+  if (is_fp8(model.dtype))  // its fp8 GEMMs come from Transformer Engine's layers in the model code
+    out << "    (\"amp_native\", {\"dtype\": \"bf16\"}),  # " << model.dtype << " GEMMs: Transformer Engine\n";
+  else if (model.dtype == "fp16" || model.dtype == "bf16")
     out << "    (\"amp_native\", {\"dtype\": \"" << model.dtype << "\"}),\n";
   else
     out << "    # " << model.dtype << " training: no amp_native.\n";

@@ -4,6 +4,7 @@
 
 #include "emit/plan_checks.h"
 #include "emit/shell_quote.h"
+#include "specs/precision.h"
 #include "specs/spec_error.h"
 
 namespace fasop {
@@ -201,9 +202,14 @@ std::vector<std::string> megatron_args(const PlanFile& plan, const ModelSpec& mo
     flag("--untie-embeddings-and-output-weights");
   }
 
-  // Precision: fp32 is Megatron's default and has no flag.
-  if (model.dtype == "fp16") flag("--fp16");
-  if (model.dtype == "bf16") flag("--bf16");
+  // Precision: fp32 is Megatron's default and has no flag (tf32 is PyTorch's default for its
+  // GEMMs). fp8 training is bf16 with Transformer Engine's fp8 GEMMs: per-tensor current
+  // scaling (tensorwise, NeMo's FP8-CS) with e4m3 forward and e5m2 gradients, or MXFP8 blocks.
+  const std::string non_gemm = non_gemm_precision(model.dtype);
+  if (non_gemm == "fp16") flag("--fp16");
+  if (non_gemm == "bf16") flag("--bf16");
+  if (model.dtype == "fp8") flag("--fp8-format", "hybrid"), flag("--fp8-recipe", "tensorwise");
+  if (model.dtype == "mxfp8") flag("--fp8-format", "e4m3"), flag("--fp8-recipe", "mxfp8");
 
   // Full recomputation of every layer, as the cost model prices it: keep each layer's input,
   // redo its forward in the backward pass (uniform chunks of one layer).

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "specs/precision.h"
 #include "specs/spec_error.h"
 
 namespace fasop {
@@ -23,12 +24,16 @@ struct StackTraits {
   double score_passes;            ///< unfused attention: passes over the b heads/tp s^2 scores
   int small_unit_kernels;         ///< an embedding's or a head's forward kernels
   double loss_bytes_per_logit;    ///< the loss's traffic per logit: cast to fp32, max, exp, sum, log, pick
+  /// The embedding unit adds positions (and token types) and applies dropout, as the model's
+  /// code does; false where the unit times the table lookup alone (fasop-cpp's LibTorch profiler).
+  bool embedding_adds_positions;
+  double embedding_layout_passes;  ///< Megatron's [b, s, h] -> [s, b, h] copy (read + write)
 };
 
 StackTraits traits(Stack stack) {
   switch (stack) {
-    case Stack::kEager: return {22, 6, 15, 2, 6, 10, 6, 34};
-    case Stack::kLibtorch: return {14, 5, 13, 2, 2, 8.5, 5, 34};
+    case Stack::kEager: return {22, 6, 15, 2, 6, 10, 6, 34, true, 0};
+    case Stack::kLibtorch: return {14, 5, 13, 2, 2, 8.5, 5, 34, false, 0};
     case Stack::kMegatron: break;
   }
   // Megatron: 2 norms, 4 GEMMs, activation, 2 bias-dropout-adds, rotary or bias kernels (~2);
@@ -39,22 +44,13 @@ StackTraits traits(Stack stack) {
   // and writes them and a one-byte mask, x V reads them: 6.5 passes.
   // The vocabulary-parallel cross entropy upcasts the logits to fp32 (read 2, write 4), takes
   // the max (read 4), subtracts and exponentiates in place (read 4, write 4) and sums (read 4).
-  return {11, 4, 11, 0, 2, 6.5, 3, 22};
+  // Its embedding (Megatron-LM's and Megatron-DeepSpeed's Embedding.forward) transposes the
+  // looked-up rows to [s, b, h] with a contiguous copy.
+  return {11, 4, 11, 0, 2, 6.5, 3, 22, true, 2};
 }
 
-// tf32: fp32 training whose GEMMs run on TF32 tensor cores (PyTorch's allow_tf32).
-double element_bytes(const std::string& dtype) { return dtype == "fp32" || dtype == "tf32" ? 4 : 2; }
-double gemm_element_bytes(const std::string& dtype) {
-  return dtype == "fp32" || dtype == "tf32" ? 4 : dtype == "fp8" ? 1 : 2;
-}
-
-/// The precision of everything but the GEMMs: fp8 training keeps attention and element-wise
-/// work in bf16, TF32 training in fp32.
-std::string non_gemm_precision(const std::string& dtype) {
-  return dtype == "fp8" ? "bf16" : dtype == "tf32" ? "fp32" : dtype;
-}
-
-double peak_flops(const GpuSpec& gpu, const std::string& precision, const std::string& node_name) {
+double peak_flops(const GpuSpec& gpu, const std::string& dtype, const std::string& node_name) {
+  const std::string precision = peak_precision(dtype);
   auto peak = gpu.peak_tflops.find(precision);
   if (peak == gpu.peak_tflops.end() && precision == "bf16") peak = gpu.peak_tflops.find("fp16");  // e.g. V100
   if (peak == gpu.peak_tflops.end())
@@ -74,11 +70,26 @@ PassWork backward_of(const PassWork& forward, const std::string& dtype) {
     b.gemms.push_back({g.m, g.k, g.n, g.count});  // data gradient: (m x n) x (n x k)
     b.gemms.push_back({g.k, g.n, g.m, g.count});  // weight gradient: (k x m) x (m x n)
   }
-  b.weight_bytes = forward.weight_bytes / gemm_element_bytes(dtype) * (gemm_element_bytes(dtype) + 8);
+  b.weight_bytes = forward.weight_bytes / gemm_input_bytes(dtype) * (gemm_input_bytes(dtype) + 8);
   b.attention_flops = 2.5 * forward.attention_flops;
   b.memory_bytes = 2 * forward.memory_bytes;
   b.kernels = 2 * forward.kernels;
   return b;
+}
+
+/// Passes over the embedding's output (T x h elements) its forward pass makes: the lookup reads
+/// the rows and writes them (2); learned positions (GPT-2, OPT, BERT) and BERT's token types are
+/// each a lookup and an add (5); dropout, which GPT-2, BERT and T5 train with and Llama recipes
+/// do not, reads, writes and keeps a one-byte mask; a vocabulary-parallel lookup zeroes the rows
+/// other ranks own (a write). Counted from Megatron-LM's Embedding and VocabParallelEmbedding.
+double embedding_passes(const ModelSpec& m, const StackTraits& st, int tp) {
+  if (!st.embedding_adds_positions) return 2;
+  double passes = 2 + (tp > 1 ? 1 : 0);
+  const bool learned_positions = m.family == ModelFamily::kGpt2 || m.family == ModelFamily::kBert;
+  if (learned_positions) passes += 5;
+  if (m.family == ModelFamily::kBert) passes += 5;  // token types
+  if (m.family != ModelFamily::kLlama) passes += 2 + 1 / activation_bytes(m.dtype);  // dropout
+  return passes + st.embedding_layout_passes;
 }
 
 }  // namespace
@@ -94,7 +105,7 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
   const double kv = double(m.kv_heads) / m.heads;  // key/value width relative to hidden
   const double head_dim = h / m.heads, local_heads = double(m.heads) / t;
   const double tokens = b * s;
-  const double bytes = element_bytes(m.dtype), gemm_bytes = gemm_element_bytes(m.dtype);
+  const double bytes = activation_bytes(m.dtype), gemm_bytes = gemm_input_bytes(m.dtype);
   const StackTraits st = traits(options.stack);
   const double sp = options.sequence_parallel ? t : 1;  // what tp replicates splits over the sequence
   LayerWork w;
@@ -102,8 +113,7 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
   PassWork& fw = w.forward;
   switch (unit.role) {
     case LayerRole::kEmbedding:
-      // A gather: read the rows, write the activations (and positions where learned).
-      fw.memory_bytes = 3 * tokens * h * bytes;
+      fw.memory_bytes = embedding_passes(m, st, tp) * tokens * h * bytes;
       fw.kernels = st.small_unit_kernels;
       fw.tp_collectives = tp > 1 ? 1 : 0;  // vocabulary-parallel lookup
       fw.tp_collective_bytes = tokens * h * bytes;
@@ -161,8 +171,9 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
     elements += 8 * tokens * h / sp;
     fw.kernels += 6;
   }
-  if (m.dtype == "fp8") {
+  if (is_fp8(m.dtype)) {
     // Each GEMM input is cast to fp8 (read 2 bytes, write 1: 1.5 elements) before it runs.
+    // MXFP8's block scales cost its GEMMs, not this traffic: the GPU data's mxfp8 efficiency.
     elements += 1.5 * tokens * (2 * h + h / t + f / t);
     fw.kernels += 4;
   }

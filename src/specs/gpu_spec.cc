@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "specs/precision.h"
 #include "specs/spec_error.h"
 #include "specs/spec_store.h"
 #include "specs/yaml_field.h"
@@ -71,7 +72,9 @@ double LaunchCosts::dispatch_s_of(const std::string& stack) const {
 
 const PrecisionEfficiency& GpuSpec::efficiency(const std::string& precision) const {
   static const PrecisionEfficiency kDefault;
-  for (const std::string& name : {precision, std::string(precision == "bf16" ? "fp16" : "bf16")}) {
+  // A precision without data of its own takes its nearest kin's: MXFP8 fp8's, bf16 fp16's.
+  const std::string kin = precision == "mxfp8" ? "fp8" : precision == "bf16" ? "fp16" : "bf16";
+  for (const std::string& name : {precision, kin}) {
     auto it = precisions.find(name);
     if (it != precisions.end()) return it->second;
   }
@@ -103,7 +106,8 @@ GpuSpec parse_gpu_spec(const std::string& yaml_text, const std::string& source) 
   const PrecisionEfficiency* first = nullptr;
   for (const auto& item : precisions.node) {
     std::string name = item.first.as<std::string>();
-    if (!gpu.peak_tflops.count(name)) precisions.child(name).fail("has no peak_tflops." + name + "; add it");
+    if (!gpu.peak_tflops.count(peak_precision(name)))
+      precisions.child(name).fail("has no peak_tflops." + peak_precision(name) + "; add it");
     gpu.precisions[name] = parse_precision(precisions.child(name), first ? *first : PrecisionEfficiency{});
     if (!first) first = &gpu.precisions[name];
   }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <optional>
 
+#include "specs/precision.h"
 #include "specs/spec_error.h"
 #include "specs/yaml_field.h"
 
@@ -68,9 +69,8 @@ void parse_model_dims(const Field& root, ModelSpec& model) {
   model.dtype = model.precision_bits == 32 ? "fp32" : "fp16";
   if (root.child("dtype").present()) {
     model.dtype = root.child("dtype").text();
-    if (model.dtype != "fp16" && model.dtype != "bf16" && model.dtype != "fp32" && model.dtype != "tf32" &&
-        model.dtype != "fp8")
-      root.child("dtype").fail("unknown precision '" + model.dtype + "'; use fp16, bf16, fp32, tf32 (fp32 with TF32 GEMMs) or fp8");
+    if (!known_precision(model.dtype))
+      root.child("dtype").fail("unknown precision '" + model.dtype + "'; use " + known_precisions_text());
   }
   model.ffn_hidden = root.child("ffn_hidden").present() ? root.child("ffn_hidden").positive_int() : 4 * model.hidden;
   model.kv_heads = root.child("kv_heads").present() ? root.child("kv_heads").positive_int() : model.heads;

@@ -51,7 +51,7 @@ std::vector<FitParameter> fit_parameters() {
 
 FitParameter fit_parameter(const std::string& full_name) {
   std::string name = full_name;
-  for (const char* precision : {"fp32", "tf32", "fp16", "bf16", "fp8", "fp4"})
+  for (const char* precision : {"fp32", "tf32", "fp16", "bf16", "fp8", "mxfp8", "fp4"})
     if (full_name.rfind(std::string(precision) + ".", 0) == 0) name = full_name.substr(std::string(precision).size() + 1);
   for (FitParameter p : fit_parameters())
     if (p.name == name) {

@@ -1,0 +1,29 @@
+#include "specs/precision.h"
+
+namespace fasop {
+
+bool known_precision(const std::string& dtype) {
+  for (const char* name : {"fp32", "tf32", "fp16", "bf16", "fp8", "mxfp8"})
+    if (dtype == name) return true;
+  return false;
+}
+
+const char* known_precisions_text() {
+  return "fp16, bf16, fp32, tf32 (fp32 with TF32 GEMMs), fp8 (per-tensor scaling) or mxfp8 (block scaling)";
+}
+
+bool is_fp8(const std::string& dtype) { return dtype == "fp8" || dtype == "mxfp8"; }
+
+double activation_bytes(const std::string& dtype) { return dtype == "fp32" || dtype == "tf32" ? 4 : 2; }
+
+double gemm_input_bytes(const std::string& dtype) {
+  return dtype == "fp32" || dtype == "tf32" ? 4 : is_fp8(dtype) ? 1 : 2;
+}
+
+std::string non_gemm_precision(const std::string& dtype) {
+  return is_fp8(dtype) ? "bf16" : dtype == "tf32" ? "fp32" : dtype;
+}
+
+std::string peak_precision(const std::string& dtype) { return dtype == "mxfp8" ? "fp8" : dtype; }
+
+}  // namespace fasop

@@ -1,0 +1,28 @@
+#pragma once
+// The training precisions fasop-cpp models (a model's `dtype`) and what each implies: the
+// bytes a GEMM reads, the bytes activations are kept in, the precision everything but the
+// GEMMs runs in, and the tensor-core peak the GEMMs run at. One place, so that the layer model,
+// the memory model and the emitters agree.
+#include <string>
+
+namespace fasop {
+
+/// Whether `dtype` is one of: fp32, tf32 (fp32 training with TF32 GEMMs), fp16, bf16, fp8
+/// (Transformer Engine's per-tensor scaling: delayed or current) or mxfp8 (MXFP8 block scaling:
+/// an e8m0 scale per 32 elements; Blackwell).
+bool known_precision(const std::string& dtype);
+/// The list above, for error messages.
+const char* known_precisions_text();
+/// fp8 or mxfp8: GEMMs in 8 bits, the rest in bf16.
+bool is_fp8(const std::string& dtype);
+/// Bytes an activation element is kept in: 4 for fp32 and tf32 training, 2 otherwise (fp8
+/// training keeps activations in bf16).
+double activation_bytes(const std::string& dtype);
+/// Bytes a GEMM input element takes: 4 (fp32, tf32), 1 (fp8, mxfp8) or 2.
+double gemm_input_bytes(const std::string& dtype);
+/// The precision of everything but the GEMMs: bf16 for fp8 training, fp32 for TF32 training.
+std::string non_gemm_precision(const std::string& dtype);
+/// The datasheet peak a precision's GEMMs run against: MXFP8 runs on the fp8 tensor cores.
+std::string peak_precision(const std::string& dtype);
+
+}  // namespace fasop
