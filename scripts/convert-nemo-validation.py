@@ -114,6 +114,21 @@ def fp8_recipe_text(row):
     return PRECISION_TEXT[p]
 
 
+# Rows whose printed layout contradicts the release's own perf recipe, corrected to the recipe:
+# (release, system, model, precision) -> (fields, evidence). Only where the printed layout cannot
+# have run as printed.
+RECIPE_CORRECTIONS = {
+    ("26.02.01", "DGX-GB300", "LLAMA3_70B", "mxfp8"): (
+        {"vp": 5, "mbs": 1},
+        "The table prints MBS 2 and no vp; Megatron-Bridge v0.3.1 (2026-03-20, the 26.02.01 release) "
+        "defines LLAMA3_70B_PRETRAIN_CONFIG_GB300_FP8_MX_V2 (GBS 256) as pp 4, vp 5 and the default "
+        "micro_batch_size 1 (scripts/performance/configs/llama/llama3_workload_base_configs.py, as in "
+        "v0.3.0, whose 26.02 row prints vp 5, MBS 1), and the printed layout (pp 4, mbs 2, no recomputation "
+        "or offloading) would need about 500 GiB per GPU, more than a GB300's 288 GB: the case takes the "
+        "recipe's vp 5 and mbs 1."),
+}
+
+
 # Recipe facts the table leaves out, read from Megatron-Bridge's perf configs of the release
 # (scripts/performance/configs/... at v0.1.0rc4 for 25.09, v0.2.0 for 25.11, v0.3.0/v0.3.1 for 26.02
 # and 26.02.01) or NeMo-Framework-Launcher's training configs of 24.07. Keys: release prefix,
@@ -228,6 +243,9 @@ def case_of(row, arch, set_name, rows):
         mbs_note = (f"The table prints MBS {mbs} for both values of this row, but its GA {ga} with dp {dp} "
                     f"gives mbs {gbs // (dp * ga)} (= GBS {gbs} / (dp x GA))")
         mbs = gbs // (dp * ga)
+    correction = RECIPE_CORRECTIONS.get((row["release"], row["system"], row["model"], row["precision"]))
+    if correction:
+        vp, mbs = correction[0].get("vp", vp), correction[0].get("mbs", mbs)
     step = gbs * seq / (tokens * gpus)
     layers = int(arch["layers"])
     heads = int(arch["heads"])
@@ -262,16 +280,22 @@ def case_of(row, arch, set_name, rows):
     notes.append(f"Implied step time GBS x seq / (tokens/s/GPU x GPUs) = {gbs} x {seq} / ({tokens} x {gpus}) "
                  f"= {step:.3f} s (the table publishes throughput, not step times; newer cells look rounded "
                  f"to about 1%).")
+    # MXFP8's block-scaled GEMMs have GPU data of their own (dtype mxfp8); every other FP8 row
+    # scales per tensor (dtype fp8).
+    mx = row["precision"] in ("fp8-mx", "mxfp8") or (set_name == "nemo-dense-25.09" and row["variant"] == "paren")
+    dtype = "mxfp8" if mx else "fp8"
     if set_name == "nemo-dense-25.09":
         guess = ("FP8 with per-tensor current scaling (FP8-CS)" if row["variant"] == "main" else
                  "MXFP8 (FP8-MX: block scaling, one scale per 32 elements; the table's note says 32x32 on "
                  "GB200/B200)")
         notes.append(f"Precision: 25.09's table does not state it; most likely {guess}, GEMMs in FP8, the "
-                     f"rest bf16, hence dtype fp8. Evidence: " + " ".join(evidence_25_09(row, rows)))
+                     f"rest bf16, hence dtype {dtype}. Evidence: " + " ".join(evidence_25_09(row, rows)))
     else:
         notes.append(f"Precision: {fp8_recipe_text(row)} (table: {row['precision_raw'] or 'FP8, from the text above the table'}).")
     if mbs_note:
         notes.append(mbs_note + "; the recipe of Oct 2025 (gb200 fp8_mx) also says mbs 1.")
+    if correction:
+        notes.append(correction[1])
     notes.extend(recipe_facts(row))
     notes.append(f"Vocabulary: {vocab_src}; models.csv leaves it to the tokenizer.")
     if fam == "gpt3":
@@ -324,7 +348,7 @@ model:
   norm: {norm}
   tied_embeddings: {tied}
   family: {fam_name}
-  dtype: fp8
+  dtype: {dtype}
   attention: flash
   causal: true
 plan:
