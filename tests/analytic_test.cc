@@ -531,6 +531,34 @@ TEST_CASE("gradients are reduced in buckets under the last backward pass", "[ana
   CHECK(zero1[0].gather_overlap_s == 0);
 }
 
+TEST_CASE("a data-parallel ring pays the network's latency only where it crosses nodes", "[analytic][step]") {
+  // 32 ranks on 4 made-up nodes of 8 (tp 1, pp 1), fp16 gradients reduced in one bucket after
+  // the backward pass. NCCL's tuning model: of a ring all-reduce's 2 x 31 = 62 steps, 2 x 4 = 8
+  // cross the network (10 us each) and 54 stay on NVLink (1 us each): 134 us of latency. The
+  // bytes: 2 x 31/32 x 8 x 2 P bits at the network's 8e11 bit/s (the ring alone on each node's
+  // NICs, tp 1).
+  ModelSpec m = gpt_model(1024, 16, 8, 1024, 51200);
+  const double P = params_of(m, 0, m.num_units());
+  NodeType node = made_up_node();
+  ClusterSpec cluster = made_up_cluster(node, 4);
+  ProfileSpec profile = analytic_profile(m, node, {1}, {1});
+  AnalyticOptions options;
+  options.overlap_dp_allreduce = false;
+  AnalyticPolicy policy(options);
+  PlanKey key{1, 1, 32, 1, {0, 0, 0, 0}};
+  PlanContext ctx = make_plan_context(m, cluster, {&profile}, policy, key);
+  const std::vector<int> whole{m.num_units()};
+  std::vector<StageTiming> timings{{1e-3, 2e-3, 0, 0}};
+  const double latency_s = 8 * 1e-5 + 54 * 1e-6, bytes_s = 2 * 31.0 / 32 * 8 * 2 * P / 8e11;
+  CHECK(policy.stage_syncs(ctx, whole, &timings)[0].reduce_s == Approx(latency_s + bytes_s).epsilon(1e-12));
+  // On one node (dp 8) every step stays on NVLink: 14 steps of 1 us at the node's 1e12 bit/s.
+  ClusterSpec one = made_up_cluster(node, 1);
+  PlanKey key8{1, 1, 8, 1, {0}};
+  PlanContext ctx8 = make_plan_context(m, one, {&profile}, policy, key8);
+  CHECK(policy.stage_syncs(ctx8, whole, &timings)[0].reduce_s ==
+        Approx(14 * 1e-6 + 2 * 7.0 / 8 * 8 * 2 * P / 1e12).epsilon(1e-12));
+}
+
 TEST_CASE("the parameter all-gather hides under the first forward and the pipeline's fill", "[analytic][step]") {
   // Two stages of dp 4 on one made-up node, ZeRO-1 with overlap_param_gather, buckets of
   // P0 / 3.5 parameters (4 on each stage). The bandwidth makes stage 0's bucket all-gather

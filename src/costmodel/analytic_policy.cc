@@ -20,7 +20,16 @@ struct Link {
   double latency_s;
   double bits_per_s;
   CollectiveEfficiency collective;  ///< what a collective reaches of the bandwidth on it
+  /// A ring over it: the nodes it spans and the latency of its steps inside a node.
+  int ring_nodes = 1;
+  double intra_node_latency_s = 0;
   double seconds(double bytes) const { return latency_s + 8 * bytes / bits_per_s; }
+  /// The mean latency of a ring all-reduce's 2(r - 1) steps over `ranks` ranks: as NCCL's
+  /// tuning model counts them, 2 x nodes steps cross the network and the rest stay on a node.
+  double ring_step_latency_s(int ranks) const {
+    const double steps = 2.0 * (ranks - 1), network = ring_nodes > 1 ? std::min(steps, 2.0 * ring_nodes) : steps;
+    return steps > 0 ? (network * latency_s + (steps - network) * intra_node_latency_s) / steps : latency_s;
+  }
 };
 
 int first_rank(const PlanContext& ctx, int stage) { return ctx.stage_first_rank(stage); }
@@ -54,14 +63,18 @@ double element_bytes(const ModelSpec& model) { return activation_bytes(model.dty
 /// The slowest link of stage `stage`'s data-parallel ring: its first and last rank meet every
 /// kind of link its ranks use.
 Link dp_link(const PlanContext& ctx, int stage) {
-  return link_between(ctx, stage, ctx.stage_rank(stage, 0, 0), ctx.stage_rank(stage, ctx.stage_dp(stage) - 1, ctx.key.tp - 1),
-                      true);
+  const int first = ctx.stage_rank(stage, 0, 0), last = ctx.stage_rank(stage, ctx.stage_dp(stage) - 1, ctx.key.tp - 1);
+  Link link = link_between(ctx, stage, first, last, true);
+  // A stage's ranks sit on consecutive nodes; each of its rings visits every one of them.
+  link.ring_nodes = ctx.node_of(last) - ctx.node_of(first) + 1;
+  link.intra_node_latency_s = type_of_node(ctx, ctx.node_of(first)).intra_node_latency_s;
+  return link;
 }
 
 /// A ring all-reduce of `bytes` over `dp` ranks on `link`; a reduce-scatter or all-gather is
 /// half of it.
 double ring_s(const Link& link, int dp, double bytes) {
-  return link.collective.ring_allreduce_s(bytes, dp, link.latency_s, link.bits_per_s);
+  return link.collective.ring_allreduce_s(bytes, dp, link.ring_step_latency_s(dp), link.bits_per_s);
 }
 
 const GpuSpec& stage_gpu(const PlanContext& ctx, int stage) {
