@@ -24,8 +24,9 @@ struct StackTraits {
   double score_passes;            ///< unfused attention: passes over the b heads/tp s^2 scores
   int small_unit_kernels;         ///< an embedding's or a head's forward kernels
   double loss_bytes_per_logit;    ///< the loss's traffic per logit: cast to fp32, max, exp, sum, log, pick
-  /// The embedding unit adds positions (and token types) and applies dropout, as the model's
-  /// code does; false where the unit times the table lookup alone (fasop-cpp's LibTorch profiler).
+  /// The embedding unit adds positions (and token types), applies dropout and masks its
+  /// vocabulary shard, as the model's code does; false where it is a bare lookup of its shard
+  /// (fasop-cpp's LibTorch profiler).
   bool embedding_adds_positions;
   double embedding_layout_passes;  ///< Megatron's [b, s, h] -> [s, b, h] copy (read + write)
 };
