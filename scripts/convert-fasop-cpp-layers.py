@@ -13,7 +13,8 @@ parser for the profile files' own simple layout, not a YAML library).
 import os
 import re
 import sys
-import textwrap
+
+from layer_case_text import fmt, wrap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROFILES = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "configs/profiles")
@@ -70,15 +71,6 @@ def parse_profile(path):
                     values[int(mbs)] = float(value)
                 data[section][unit][int(key)] = values
     return header, data
-
-
-def fmt(x):
-    return f"{x:.6e}"
-
-
-def wrap(text):
-    return textwrap.fill(text.strip(), width=110, initial_indent="  ", subsequent_indent="  ",
-                         break_long_words=False, break_on_hyphens=False) + "\n"
 
 
 def case_yaml(filename, spec):

@@ -17,7 +17,8 @@ Regenerates the files byte-identically; Debian's python3 only.
 """
 import os
 import sys
-import textwrap
+
+from layer_case_text import fmt, wrap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REF = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "reference/fasop-layers")
@@ -138,16 +139,6 @@ GPU_NOTES = {
 def read_values(path):
     with open(path) as f:
         return [float(line) for line in f if line.strip()]
-
-
-def wrap(text):
-    """The notes as an indented folded block, lines of at most 110 characters."""
-    return textwrap.fill(text.strip(), width=110, initial_indent="  ", subsequent_indent="  ",
-                         break_long_words=False, break_on_hyphens=False) + "\n"
-
-
-def fmt(x):
-    return f"{x:.6e}"
 
 
 def transformer_flops(model):

@@ -20,7 +20,8 @@ Regenerates the file byte-identically; Debian's python3 only.
 import json
 import os
 import sys
-import textwrap
+
+from layer_case_text import fmt, wrap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REF = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "reference/metis")
@@ -52,15 +53,6 @@ NOTES = (
     "from 0.29 ms at tp 1 to about 1.0-1.2 ms at tp 2 and 4). Unit types here: embedding, transformer; the last "
     "unit is left out (too fast to contain the LM head). "
 )
-
-
-def fmt(x):
-    return f"{x:.6e}"
-
-
-def wrap(text):
-    return textwrap.fill(text.strip(), width=110, initial_indent="  ", subsequent_indent="  ",
-                         break_long_words=False, break_on_hyphens=False) + "\n"
 
 
 def main():

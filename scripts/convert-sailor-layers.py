@@ -23,7 +23,8 @@ Regenerates the files byte-identically; Debian's python3 only.
 import json
 import os
 import sys
-import textwrap
+
+from layer_case_text import fmt, wrap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REF = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "reference/sailor")
@@ -129,15 +130,6 @@ ROUND4_NOTE = (
     "written by the profiler code in the repository (which rounds to 1 us); how they were produced is not "
     "recorded, so treat them with care (small units have +-0.05 ms). "
 )
-
-
-def fmt(x):
-    return f"{x:.6e}"
-
-
-def wrap(text):
-    return textwrap.fill(text.strip(), width=110, initial_indent="  ", subsequent_indent="  ",
-                         break_long_words=False, break_on_hyphens=False) + "\n"
 
 
 def load(model, gpu):
