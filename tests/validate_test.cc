@@ -287,6 +287,9 @@ TEST_CASE("The fit's parameters read and write a GPU's data", "[validate][fit]")
   CHECK(gpu.efficiency("bf16").gemm_peak_share == h100->efficiency("bf16").gemm_peak_share);
   set_parameter(gpu, "fp8", "bf16.attention_peak_share", 0.33);  // another precision's, by prefix
   CHECK(gpu.efficiency("bf16").attention_peak_share == 0.33);
+  set_parameter(gpu, "fp8", "mxfp8.gemm_peak_share", 0.37);  // a precision the GPU has no peak of its own for
+  CHECK(gpu.efficiency("mxfp8").gemm_peak_share == 0.37);
+  CHECK(gpu.efficiency("fp8").gemm_peak_share == 0.42);
   set_parameter(gpu, "fp8", "dispatch_s.eager", 2e-5);
   CHECK(gpu.launch.dispatch_s_of("eager") == 2e-5);
   CHECK(get_parameter(gpu, "fp8", "gemm_peak_share") == 0.42);

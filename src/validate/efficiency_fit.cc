@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
+#include "specs/precision.h"
 #include "specs/spec_error.h"
 #include "validate/layer_validation.h"
 #include "validate/validate.h"
@@ -11,14 +13,19 @@
 namespace fasop {
 namespace {
 
-double* parameter_slot(GpuSpec& gpu, const std::string& default_precision, const std::string& full_name) {
-  // "bf16.attention_peak_share": a precision's parameter other than the fitted precision's
-  // (fp8 training runs attention and element-wise kernels in bf16).
-  std::string precision = default_precision, name = full_name;
-  if (size_t dot = full_name.find('.'); dot != std::string::npos && gpu.peak_tflops.count(full_name.substr(0, dot))) {
-    precision = full_name.substr(0, dot);
-    name = full_name.substr(dot + 1);
+/// A parameter's precision and name: "bf16.attention_peak_share" is bf16's, whatever the fitted
+/// precision (fp8 training runs attention and element-wise kernels in bf16); a name without a
+/// precision's prefix is `default_precision`'s. fp4 counts as a prefix: GPU data may list it.
+std::pair<std::string, std::string> split_precision(const std::string& full_name, const std::string& default_precision) {
+  if (size_t dot = full_name.find('.'); dot != std::string::npos) {
+    const std::string prefix = full_name.substr(0, dot);
+    if (known_precision(prefix) || prefix == "fp4") return {prefix, full_name.substr(dot + 1)};
   }
+  return {default_precision, full_name};
+}
+
+double* parameter_slot(GpuSpec& gpu, const std::string& default_precision, const std::string& full_name) {
+  const auto [precision, name] = split_precision(full_name, default_precision);
   if (name.rfind("dispatch_s.", 0) == 0) return &gpu.launch.dispatch_s[name.substr(11)];
   if (name == "kernel_gap_s") return &gpu.launch.kernel_gap_s;
   if (name == "nvlink.bus_share") return &gpu.nvlink.bus_share;
@@ -50,9 +57,7 @@ std::vector<FitParameter> fit_parameters() {
 }
 
 FitParameter fit_parameter(const std::string& full_name) {
-  std::string name = full_name;
-  for (const char* precision : {"fp32", "tf32", "fp16", "bf16", "fp8", "mxfp8", "fp4"})
-    if (full_name.rfind(std::string(precision) + ".", 0) == 0) name = full_name.substr(std::string(precision).size() + 1);
+  const std::string name = split_precision(full_name, "").second;
   for (FitParameter p : fit_parameters())
     if (p.name == name) {
       p.name = full_name;
