@@ -294,82 +294,6 @@ TEST_CASE("a GPT model's FLOPs a step are Megatron-LM's closed form", "[analytic
   CHECK(w.backward.attention_flops == 2.5 * w.forward.attention_flops);
 }
 
-TEST_CASE("GPU data: GEMM shape, memory, attention, launches, collectives, overlapped tp", "[analytic][profile]") {
-  // A made-up GPU: 100 TFLOP/s, 1e12 B/s memory, 8 GPUs on a 1e12 bit/s NVLink, 1 us latency.
-  NodeType node;
-  node.name = "x";
-  node.gpu = "X";
-  node.gpus_per_node = 8;
-  node.intra_node_bandwidth_bits_per_s = 1e12;
-  node.intra_node_latency_s = 1e-6;
-  GpuSpec& gpu = node.gpu_data;
-  gpu.peak_tflops = {{"fp16", 100}};
-  gpu.memory_bandwidth_bytes_per_s = 1e12;
-  PrecisionEfficiency e;
-  e.gemm_peak_share = 0.5;
-  e.gemm_half_dim = 0;
-  e.attention_peak_share = 0.25;
-  e.memory_share = 0.5;
-  gpu.precisions["fp16"] = e;
-  gpu.launch.kernel_gap_s = 1e-6;
-  gpu.launch.dispatch_s = {{"megatron", 0}, {"eager", 1e-4}};
-  gpu.nvlink = {1.0, 0};
-  gpu.overlap_slowdown = 0.1;
-  // GEMM shape: each dimension d costs d / (d + 64).
-  Gemm g{1024, 448, 64};
-  PrecisionEfficiency shaped = e;
-  shaped.gemm_half_dim = 64;
-  CHECK(gemm_efficiency(g, shaped) == Approx(0.5 * 1024.0 / 1088 * 448.0 / 512 * 64.0 / 128).epsilon(1e-12));
-  PassWork w;
-  w.gemms = {{1e4, 1e4, 5e3}};  // 1e12 FLOPs / (100e12 x 0.5) = 20 ms
-  w.attention_flops = 1e11;     // 1e11 / (100e12 x 0.25) = 4 ms
-  w.memory_bytes = 1e9;         // 1e9 / (1e12 x 0.5) = 2 ms
-  w.kernels = 10;               // 10 x 1 us
-  w.tp_collectives = 2;
-  w.tp_collective_bytes = 1e8;  // each: 2 x 3 x 1 us + 2 x 3/4 x 8e8 / 1e12 s = 6 us + 1.2 ms
-  const double gpu_s = 20e-3 + 4e-3 + 2e-3 + 10e-6, ring_s = 2 * (6e-6 + 1.2e-3);
-  PassTime t = pass_time(w, 4, node, "fp16");
-  CHECK(t.gpu_s == Approx(gpu_s).epsilon(1e-12));
-  CHECK(t.seconds == Approx(gpu_s + ring_s).epsilon(1e-12));
-  // Backward passes run fused attention at the backward share.
-  PassWork back = w;
-  back.backward = true;
-  gpu.precisions["fp16"].attention_backward_peak_share = 0.125;
-  CHECK(pass_time(back, 4, node, "fp16").gpu_s == Approx(gpu_s + 4e-3).epsilon(1e-12));
-  // Collectives at 80% of the link for large messages, half of that at 1e8 bytes: 2.5 x the bandwidth term.
-  gpu.nvlink = {0.8, 1e8};
-  CHECK(pass_time(w, 4, node, "fp16").tp_comm_s == Approx(2 * (6e-6 + 1.2e-3 / 0.4)).epsilon(1e-12));
-  gpu.nvlink = {1.0, 0};
-  // Overlapped with the GEMMs (20 ms), the rings are hidden and cost the GEMMs 10% of their time.
-  LayerOptions overlap;
-  overlap.overlap_tp_comm = true;
-  CHECK(pass_time(w, 4, node, "fp16", overlap).tp_comm_s == Approx(0.1 * ring_s).epsilon(1e-12));
-  // An eager stack launching 10 kernels and 4 collective kernels at 100 us each: the host bounds the pass.
-  LayerOptions eager;
-  eager.stack = Stack::kEager;
-  PassWork small;
-  small.kernels = 10;
-  small.memory_bytes = 1e6;  // 2 us of traffic, 10 us of gaps: far below the host's 1 ms
-  PassTime host = pass_time(small, 1, node, "fp16", eager);
-  CHECK(host.host_s == Approx(10 * 1e-4).epsilon(1e-12));
-  CHECK(host.seconds == Approx(1e-3).epsilon(1e-12));
-  // tp spanning two nodes (16 > 8 GPUs) rings on the network, shared by the node's 8 GPUs.
-  node.inter_node_bandwidth_bits_per_s = 8e11;
-  node.inter_node_latency_s = 1e-5;
-  gpu.network = {1.0, 0};
-  const double network_s = 2 * (2 * 15 * 1e-5 + 2 * 15.0 / 16 * 8e8 / (8e11 / 8));
-  CHECK(pass_time(w, 16, node, "fp16").tp_comm_s == Approx(network_s).epsilon(1e-12));
-}
-
-TEST_CASE("a profile made at one GEMM share is calibrated back to it", "[analytic][profile]") {
-  PresetSpecs h100("gpt2xl", "aws-h100");
-  NodeType node = h100.cluster.node_types[0];
-  for (auto& [name, e] : node.gpu_data.precisions) e.gemm_peak_share = 0.37;
-  ProfileSpec measured = analytic_profile(h100.model, node, {1, 2, 4}, {1, 2, 4, 8});
-  for (auto& [name, e] : node.gpu_data.precisions) e.gemm_peak_share = 0.5;
-  CHECK(calibrated_efficiency(h100.model, node, measured) == Approx(0.37).epsilon(1e-3));
-}
-
 namespace {
 
 /// A made-up GPU on a made-up node: 100 TFLOP/s fp16 at half of it for GEMMs, 1e12 B/s memory at
@@ -425,6 +349,69 @@ double params_of(const ModelSpec& m, int first, int count) {
 }
 
 }  // namespace
+
+TEST_CASE("GPU data: GEMM shape, memory, attention, launches, collectives, overlapped tp", "[analytic][profile]") {
+  // The made-up GPU: 100 TFLOP/s, 1e12 B/s memory, 8 GPUs on a 1e12 bit/s NVLink, 1 us latency;
+  // here attention at a quarter of the peak, Megatron's launches free and eager ones 100 us.
+  NodeType node = made_up_node();
+  GpuSpec& gpu = node.gpu_data;
+  gpu.precisions["fp16"].attention_peak_share = 0.25;
+  gpu.launch.dispatch_s = {{"megatron", 0}, {"eager", 1e-4}};
+  const PrecisionEfficiency e = gpu.precisions["fp16"];
+  // GEMM shape: each dimension d costs d / (d + 64).
+  Gemm g{1024, 448, 64};
+  PrecisionEfficiency shaped = e;
+  shaped.gemm_half_dim = 64;
+  CHECK(gemm_efficiency(g, shaped) == Approx(0.5 * 1024.0 / 1088 * 448.0 / 512 * 64.0 / 128).epsilon(1e-12));
+  PassWork w;
+  w.gemms = {{1e4, 1e4, 5e3}};  // 1e12 FLOPs / (100e12 x 0.5) = 20 ms
+  w.attention_flops = 1e11;     // 1e11 / (100e12 x 0.25) = 4 ms
+  w.memory_bytes = 1e9;         // 1e9 / (1e12 x 0.5) = 2 ms
+  w.kernels = 10;               // 10 x 1 us
+  w.tp_collectives = 2;
+  w.tp_collective_bytes = 1e8;  // each: 2 x 3 x 1 us + 2 x 3/4 x 8e8 / 1e12 s = 6 us + 1.2 ms
+  const double gpu_s = 20e-3 + 4e-3 + 2e-3 + 10e-6, ring_s = 2 * (6e-6 + 1.2e-3);
+  PassTime t = pass_time(w, 4, node, "fp16");
+  CHECK(t.gpu_s == Approx(gpu_s).epsilon(1e-12));
+  CHECK(t.seconds == Approx(gpu_s + ring_s).epsilon(1e-12));
+  // Backward passes run fused attention at the backward share.
+  PassWork back = w;
+  back.backward = true;
+  gpu.precisions["fp16"].attention_backward_peak_share = 0.125;
+  CHECK(pass_time(back, 4, node, "fp16").gpu_s == Approx(gpu_s + 4e-3).epsilon(1e-12));
+  // Collectives at 80% of the link for large messages, half of that at 1e8 bytes: 2.5 x the bandwidth term.
+  gpu.nvlink = {0.8, 1e8};
+  CHECK(pass_time(w, 4, node, "fp16").tp_comm_s == Approx(2 * (6e-6 + 1.2e-3 / 0.4)).epsilon(1e-12));
+  gpu.nvlink = {1.0, 0};
+  // Overlapped with the GEMMs (20 ms), the rings are hidden and cost the GEMMs 10% of their time.
+  LayerOptions overlap;
+  overlap.overlap_tp_comm = true;
+  CHECK(pass_time(w, 4, node, "fp16", overlap).tp_comm_s == Approx(0.1 * ring_s).epsilon(1e-12));
+  // An eager stack launching 10 kernels and 4 collective kernels at 100 us each: the host bounds the pass.
+  LayerOptions eager;
+  eager.stack = Stack::kEager;
+  PassWork small;
+  small.kernels = 10;
+  small.memory_bytes = 1e6;  // 2 us of traffic, 10 us of gaps: far below the host's 1 ms
+  PassTime host = pass_time(small, 1, node, "fp16", eager);
+  CHECK(host.host_s == Approx(10 * 1e-4).epsilon(1e-12));
+  CHECK(host.seconds == Approx(1e-3).epsilon(1e-12));
+  // tp spanning two nodes (16 > 8 GPUs) rings on the network, shared by the node's 8 GPUs.
+  node.inter_node_bandwidth_bits_per_s = 8e11;
+  node.inter_node_latency_s = 1e-5;
+  gpu.network = {1.0, 0};
+  const double network_s = 2 * (2 * 15 * 1e-5 + 2 * 15.0 / 16 * 8e8 / (8e11 / 8));
+  CHECK(pass_time(w, 16, node, "fp16").tp_comm_s == Approx(network_s).epsilon(1e-12));
+}
+
+TEST_CASE("a profile made at one GEMM share is calibrated back to it", "[analytic][profile]") {
+  PresetSpecs h100("gpt2xl", "aws-h100");
+  NodeType node = h100.cluster.node_types[0];
+  for (auto& [name, e] : node.gpu_data.precisions) e.gemm_peak_share = 0.37;
+  ProfileSpec measured = analytic_profile(h100.model, node, {1, 2, 4}, {1, 2, 4, 8});
+  for (auto& [name, e] : node.gpu_data.precisions) e.gemm_peak_share = 0.5;
+  CHECK(calibrated_efficiency(h100.model, node, measured) == Approx(0.37).epsilon(1e-3));
+}
 
 TEST_CASE("overlapped tp communication: the exposed remainder plus the slowdown on the hidden part", "[analytic][profile]") {
   NodeType node = made_up_node();
