@@ -21,6 +21,7 @@
 #include <tuple>
 
 #include "profiler/gemm_fit.h"
+#include "profiler/reporting_errors.h"
 #include "report/atomic_file.h"
 #include "specs/gpu_spec.h"
 #include "specs/spec_error.h"
@@ -451,24 +452,10 @@ int profile_gemm(const GemmProfileOptions& options) {
   return 0;
 }
 
-/// The first line of an exception's message (LibTorch appends a stack trace).
-std::string first_line(const char* what) {
-  std::string text = what;
-  return text.substr(0, text.find('\n'));
-}
-
 }  // namespace
 
 int run_gemm_profile(const GemmProfileOptions& options) {
-  try {
-    return profile_gemm(options);
-  } catch (const SpecError& e) {
-    std::cerr << "fasop-cpp: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "fasop-cpp: profile gemm: " << first_line(e.what()) << "\n";
-    return 1;
-  }
+  return reporting_errors("profile gemm: ", [&] { return profile_gemm(options); });
 }
 
 }  // namespace fasop

@@ -15,7 +15,6 @@
 #include <cstdio>
 #include <ctime>
 #include <functional>
-#include <iostream>
 #include <map>
 #include <sstream>
 
@@ -23,6 +22,7 @@
 #include "costmodel/estimate.h"
 #include "costmodel/make_context.h"
 #include "profiler/provenance.h"
+#include "profiler/reporting_errors.h"
 #include "report/atomic_file.h"
 #include "specs/spec_error.h"
 #include "specs/spec_loader.h"
@@ -503,35 +503,14 @@ int check_step(const StepCheckOptions& options) {
   return 0;
 }
 
-/// The first line of an exception's message (LibTorch appends a stack trace).
-std::string first_line(const char* what) {
-  std::string text = what;
-  return text.substr(0, text.find('\n'));
-}
-
-/// Runs `work`, turning its errors into one line on stderr and an exit code: 2 for bad input,
-/// 1 for a failure while measuring.
-template <typename Work>
-int reporting_errors(Work work) {
-  try {
-    return work();
-  } catch (const SpecError& e) {
-    std::cerr << "fasop-cpp: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "fasop-cpp: " << first_line(e.what()) << "\n";
-    return 1;
-  }
-}
-
 }  // namespace
 
 int run_layer_profile(const LayerProfileOptions& options) {
-  return reporting_errors([&] { return profile_layers(options); });
+  return reporting_errors("", [&] { return profile_layers(options); });
 }
 
 int run_step_check(const StepCheckOptions& options) {
-  return reporting_errors([&] { return check_step(options); });
+  return reporting_errors("", [&] { return check_step(options); });
 }
 
 }  // namespace fasop

@@ -9,6 +9,7 @@
 
 #include "profiler/net_backends.h"
 #include "profiler/net_report.h"
+#include "profiler/reporting_errors.h"
 #include "report/atomic_file.h"
 #include "specs/spec_error.h"
 
@@ -74,15 +75,7 @@ int profile_net(const NetProfileOptions& options) {
 }  // namespace
 
 int run_net_profile(const NetProfileOptions& options) {
-  try {
-    return profile_net(options);
-  } catch (const SpecError& e) {
-    std::cerr << "fasop-cpp: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "fasop-cpp: profile net: " << e.what() << "\n";
-    return 1;
-  }
+  return reporting_errors("profile net: ", [&] { return profile_net(options); });
 }
 
 }  // namespace fasop
