@@ -362,7 +362,7 @@ TEST_CASE("GPU data: GEMM shape, memory, attention, launches, collectives, overl
   Gemm g{1024, 448, 64};
   PrecisionEfficiency shaped = e;
   shaped.gemm_half_dim = 64;
-  CHECK(gemm_efficiency(g, shaped) == Approx(0.5 * 1024.0 / 1088 * 448.0 / 512 * 64.0 / 128).epsilon(1e-12));
+  CHECK(gemm_efficiency(g, shaped, 2) == Approx(0.5 * 1024.0 / 1088 * 448.0 / 512 * 64.0 / 128).epsilon(1e-12));
   PassWork w;
   w.gemms = {{1e4, 1e4, 5e3}};  // 1e12 FLOPs / (100e12 x 0.5) = 20 ms
   w.attention_flops = 1e11;     // 1e11 / (100e12 x 0.25) = 4 ms
@@ -988,6 +988,52 @@ TEST_CASE("an embedding's traffic follows its architecture and stack", "[analyti
   // Eager PyTorch keeps [b, s, h]: no copy; fasop-cpp's LibTorch profiler times the lookup alone.
   CHECK(passes(ModelFamily::kGpt2, 1, Stack::kEager) == Approx(9.5));
   CHECK(passes(ModelFamily::kGpt2, 4, Stack::kLibtorch) == Approx(2));
+}
+
+TEST_CASE("the head's vocabulary, loss traffic and GEMM alignment follow the stack", "[analytic][profile]") {
+  // GPT-2's vocabulary, 1024 tokens of hidden 1600 in fp16.
+  ModelSpec m;
+  m.hidden = 1600, m.heads = 25, m.sequence = 1024, m.vocab = 50257, m.dtype = "fp16", m.family = ModelFamily::kGpt2;
+  const LayerUnit head{"post_process", LayerRole::kPostProcess}, embedding{"embedding", LayerRole::kEmbedding};
+  const double T = 1024, h = 1600;
+  auto work = [&](const LayerUnit& unit, int tp, Stack stack) {
+    LayerOptions options;
+    options.stack = stack;
+    return layer_work(m, unit, tp, 1, options);
+  };
+  // Megatron pads the vocabulary to a multiple of 128 x tp: 50,304 rows at tp 1, 50,432 / 2 at
+  // tp 2; LibTorch's shard is ceil(50,257 / tp) rows.
+  CHECK(work(head, 1, Stack::kMegatron).forward.gemms[0].n == 50304);
+  CHECK(work(head, 2, Stack::kMegatron).forward.gemms[0].n == 25216);
+  CHECK(work(head, 2, Stack::kLibtorch).forward.gemms[0].n == 25129);
+  // Loss traffic per logit, fp16: Megatron's upcast (6) and fp32 passes (32) forward, the
+  // in-place scale (8) and the cast back (6) backward; the final norm is 4 (8 backward) passes
+  // over T x h. LibTorch: 6 + 16 forward, 6 + 20 backward.
+  const LayerWork megatron = work(head, 1, Stack::kMegatron), libtorch = work(head, 1, Stack::kLibtorch);
+  CHECK(megatron.forward.memory_bytes == Approx(4 * T * h * 2 + 38 * T * 50304));
+  CHECK(megatron.backward.memory_bytes == Approx(8 * T * h * 2 + 14 * T * 50304));
+  CHECK(libtorch.forward.memory_bytes == Approx(4 * T * h * 2 + 22 * T * 50257));
+  CHECK(libtorch.backward.memory_bytes == Approx(8 * T * h * 2 + 26 * T * 50257));
+  // In fp32 nothing is cast: Megatron 32 forward, 8 backward.
+  m.dtype = "fp32";
+  CHECK(work(head, 1, Stack::kMegatron).forward.memory_bytes == Approx(4 * T * h * 4 + 32 * T * 50304));
+  CHECK(work(head, 1, Stack::kMegatron).backward.memory_bytes == Approx(8 * T * h * 4 + 8 * T * 50304));
+  m.dtype = "fp16";
+  // The embedding's backward, LibTorch: the lookup doubled (2 x 2 passes of 2 bytes) plus the
+  // sorted segment sum's fp32 partials (8 - 2 x 2 bytes more an element), and the table's
+  // gradient zeroed and accumulated (8 bytes an entry of 50,257 x 1600).
+  CHECK(work(embedding, 1, Stack::kLibtorch).backward.memory_bytes == Approx(8 * T * h + 4 * T * h + 8 * 50257 * h));
+  // Alignment: leading dimensions (n, k) in multiples of 16 bytes (8 fp16, 4 fp32, 16 fp8).
+  CHECK_FALSE(Gemm{T, 50257, h}.aligned(2));
+  CHECK(Gemm{T, 50304, h}.aligned(2));
+  CHECK_FALSE(Gemm{T, h, 50257}.aligned(4));
+  CHECK(Gemm{50257, h, h}.aligned(1));  // m is not a leading dimension
+  CHECK_FALSE(Gemm{T, 1000, h}.aligned(1));  // 1000 is a multiple of 8, not of 16
+  PrecisionEfficiency e;
+  e.gemm_peak_share = 0.8, e.gemm_half_dim = 0, e.gemm_unaligned_share = 0.3;
+  CHECK(gemm_efficiency(Gemm{T, 50257, h}, e, 2) == Approx(0.24));
+  CHECK(gemm_efficiency(Gemm{T, 50304, h}, e, 2) == Approx(0.8));
+  CHECK(gemm_efficiency(Gemm{T, 50257, h}, e, 0) == Approx(0.8));  // alignment not judged
 }
 
 TEST_CASE("MXFP8 runs on the fp8 peak at efficiencies of its own, or fp8's where it has none", "[analytic][profile]") {

@@ -46,7 +46,7 @@ ShareFit fit_share(const std::vector<GemmPoint>& points, double peak_flops, doub
 double GemmFit::predict_s(double m, double n, double k, double peak_flops) const {
   Gemm gemm;
   gemm.m = m, gemm.n = n, gemm.k = k;
-  return gemm.flops() / (peak_flops * gemm_efficiency(gemm, efficiency_of(gemm_peak_share, gemm_half_dim)));
+  return gemm.flops() / (peak_flops * gemm_efficiency(gemm, efficiency_of(gemm_peak_share, gemm_half_dim), 0));
 }
 
 GemmFit fit_gemm(const std::vector<GemmPoint>& points, double peak_flops) {

@@ -23,18 +23,30 @@ struct StackTraits {
   double activation_elements;     ///< x T f / tp: the MLP activation's traffic
   double score_passes;            ///< unfused attention: passes over the b heads/tp s^2 scores
   int small_unit_kernels;         ///< an embedding's or a head's forward kernels
-  double loss_bytes_per_logit;    ///< the loss's traffic per logit: cast to fp32, max, exp, sum, log, pick
+  /// The loss's traffic per logit in fp32 (max, exponentials, sums, the gradient), forward and
+  /// backward; logits narrower than fp32 are also upcast and their gradient cast back.
+  double loss_fp32_bytes_per_logit, loss_backward_fp32_bytes_per_logit;
+  double loss_logit_copies;       ///< copies of the logits before the loss (and of their gradient)
   /// The embedding unit adds positions (and token types), applies dropout and masks its
   /// vocabulary shard, as the model's code does; false where it is a bare lookup of its shard
   /// (fasop-cpp's LibTorch profiler).
   bool embedding_adds_positions;
   double embedding_layout_passes;  ///< Megatron's [b, s, h] -> [s, b, h] copy (read + write)
+  /// The vocabulary is padded to a multiple of this x tp (Megatron-LM's
+  /// --make-vocab-size-divisible-by, default 128); 1: each rank holds ceil(vocab / tp) rows.
+  int vocab_multiple;
 };
 
 StackTraits traits(Stack stack) {
   switch (stack) {
-    case Stack::kEager: return {22, 6, 15, 2, 6, 10, 6, 34, true, 0};
-    case Stack::kLibtorch: return {14, 5, 13, 2, 2, 8.5, 5, 34, false, 0};
+    // Hugging Face's loss copies the shifted logits (contiguous) before PyTorch's cross entropy
+    // (as below); the copy's backward zero-fills and copies the slice's gradient.
+    case Stack::kEager: return {22, 6, 15, 2, 6, 10, 6, 16, 20, 1, true, 0, 1};
+    // fasop-cpp's profiler (LibTorch): cross_entropy's log_softmax on a row wider than shared
+    // memory reads it three times (max, sum of exponentials, output) and writes it once (16).
+    // Backward: nll_loss's dense zero-filled gradient (4), log_softmax's backward (a sum pass,
+    // then gradient and output read and the input's gradient written: 16).
+    case Stack::kLibtorch: return {14, 5, 13, 2, 2, 8.5, 5, 16, 20, 0, false, 0, 1};
     case Stack::kMegatron: break;
   }
   // Megatron: 2 norms, 4 GEMMs, activation, 2 bias-dropout-adds, rotary or bias kernels (~2);
@@ -43,11 +55,12 @@ StackTraits traits(Stack stack) {
   // residual and writes the sum and a one-byte mask (2 x 3.5); bias-GeLU reads and writes the
   // MLP's width (2 f / t); the scores are written, read and written by softmax, dropout reads
   // and writes them and a one-byte mask, x V reads them: 6.5 passes.
-  // The vocabulary-parallel cross entropy upcasts the logits to fp32 (read 2, write 4), takes
-  // the max (read 4), subtracts and exponentiates in place (read 4, write 4) and sums (read 4).
+  // The vocabulary-parallel cross entropy takes the max of the fp32 logits (read 4), subtracts
+  // it in place (read 4, write 4), exponentiates in place (8), sums (read 4) and divides in
+  // place (8); its backward scales the saved softmax by the loss's gradient in place (8).
   // Its embedding (Megatron-LM's and Megatron-DeepSpeed's Embedding.forward) transposes the
   // looked-up rows to [s, b, h] with a contiguous copy.
-  return {11, 4, 11, 0, 2, 6.5, 3, 22, true, 2};
+  return {11, 4, 11, 0, 2, 6.5, 3, 32, 8, 0, true, 2, 128};
 }
 
 double peak_flops(const GpuSpec& gpu, const std::string& dtype, const std::string& node_name) {
@@ -93,6 +106,21 @@ double embedding_passes(const ModelSpec& m, const StackTraits& st, int tp) {
   return passes + st.embedding_layout_passes;
 }
 
+/// The loss's traffic per logit of `bytes`-wide activations: the upcast to fp32 (read, write 4)
+/// and its gradient's cast back (read 4, write), the stack's copies, its fp32 passes.
+double loss_bytes_per_logit(const StackTraits& st, double bytes, bool backward) {
+  const double cast = bytes < 4 ? bytes + 4 : 0;
+  const double copies = st.loss_logit_copies * (backward ? 3 : 2) * bytes;  // a slice's backward zero-fills too
+  return cast + copies + (backward ? st.loss_backward_fp32_bytes_per_logit : st.loss_fp32_bytes_per_logit);
+}
+
+/// Rows of the vocabulary one of tp ranks holds: Megatron-LM pads the vocabulary to a multiple
+/// of 128 x tp (GPT-2's 50,257 to 50,304), which also keeps the head's GEMMs aligned.
+double vocab_shard(int vocab, int tp, const StackTraits& st) {
+  const long multiple = long(st.vocab_multiple) * tp;
+  return double((vocab + multiple - 1) / multiple * multiple / tp);
+}
+
 }  // namespace
 
 double PassWork::gemm_flops() const {
@@ -102,12 +130,13 @@ double PassWork::gemm_flops() const {
 }
 
 LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs, const LayerOptions& options) {
-  const double b = mbs, s = m.sequence, h = m.hidden, f = m.ffn_hidden, v = m.vocab, t = tp;
+  const double b = mbs, s = m.sequence, h = m.hidden, f = m.ffn_hidden, t = tp;
   const double kv = double(m.kv_heads) / m.heads;  // key/value width relative to hidden
   const double head_dim = h / m.heads, local_heads = double(m.heads) / t;
   const double tokens = b * s;
   const double bytes = activation_bytes(m.dtype), gemm_bytes = gemm_input_bytes(m.dtype);
   const StackTraits st = traits(options.stack);
+  const double vocab_rows = vocab_shard(m.vocab, tp, st);  // the embedding's and head's rows on one GPU
   const double sp = options.sequence_parallel ? t : 1;  // what tp replicates splits over the sequence
   LayerWork w;
   w.tp = tp;
@@ -119,20 +148,22 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
       fw.tp_collectives = tp > 1 ? 1 : 0;  // vocabulary-parallel lookup
       fw.tp_collective_bytes = tokens * h * bytes;
       w.backward = backward_of(fw, m.dtype);
-      // The table's gradient is a dense fp32 buffer, zeroed and accumulated into (read and
-      // written: 8 bytes an entry).
-      w.backward.memory_bytes += 8 * v / t * h;
+      // The lookup's backward is PyTorch's sorted segment sum (embedding_dense_backward): it
+      // reads the output's gradient, writes and reads fp32 partial sums per run of equal
+      // tokens and writes the rows (2 x bytes + 8 an element, where doubling the lookup's
+      // forward traffic counts 4 x bytes). The table's gradient is a dense buffer, zeroed and
+      // accumulated into (8 bytes an entry).
+      w.backward.memory_bytes += (8 - 2 * bytes) * tokens * h + 8 * vocab_rows * h;
       w.backward.tp_collectives = 0;
       return w;
     case LayerRole::kPostProcess:
       // Final norm, the output head's GEMM over the vocabulary shard, softmax and loss.
-      fw.gemms.push_back({tokens, v / t, h});
-      fw.weight_bytes = h * v / t * gemm_bytes;
-      fw.memory_bytes = 4 * tokens * h * bytes + st.loss_bytes_per_logit * tokens * v / t;
+      fw.gemms.push_back({tokens, vocab_rows, h});
+      fw.weight_bytes = h * vocab_rows * gemm_bytes;
+      fw.memory_bytes = 4 * tokens * h * bytes + loss_bytes_per_logit(st, bytes, false) * tokens * vocab_rows;
       fw.kernels = st.small_unit_kernels;
       w.backward = backward_of(fw, m.dtype);
-      // The loss's gradient: the softmax read (4 bytes) and the logits' gradient written (2).
-      w.backward.memory_bytes = 2 * 4 * tokens * h * bytes + 6 * tokens * v / t;
+      w.backward.memory_bytes = 2 * 4 * tokens * h * bytes + loss_bytes_per_logit(st, bytes, true) * tokens * vocab_rows;
       w.backward.tp_collectives = tp > 1 ? 1 : 0;  // the head's input gradient
       w.backward.tp_collective_bytes = tokens * h * bytes;
       return w;
@@ -188,8 +219,14 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
   return w;
 }
 
-double gemm_efficiency(const Gemm& g, const PrecisionEfficiency& e) {
+bool Gemm::aligned(double element_bytes) const {
+  const double elements = 16 / element_bytes;
+  return std::fmod(n, elements) == 0 && std::fmod(k, elements) == 0;
+}
+
+double gemm_efficiency(const Gemm& g, const PrecisionEfficiency& e, double element_bytes) {
   double share = e.gemm_peak_share;
+  if (element_bytes > 0 && !g.aligned(element_bytes)) share *= e.gemm_unaligned_share;
   if (e.gemm_half_dim > 0)
     for (double d : {g.m, g.n, g.k}) share *= d / (d + e.gemm_half_dim);
   return share;
@@ -197,7 +234,7 @@ double gemm_efficiency(const Gemm& g, const PrecisionEfficiency& e) {
 
 double gemm_time_s(const Gemm& g, const GpuSpec& gpu, const std::string& precision, double weight_bytes) {
   const PrecisionEfficiency& e = gpu.efficiency(precision);
-  double compute = g.flops() / (peak_flops(gpu, precision, gpu.name) * gemm_efficiency(g, e));
+  double compute = g.flops() / (peak_flops(gpu, precision, gpu.name) * gemm_efficiency(g, e, gemm_input_bytes(precision)));
   return std::max(compute, weight_bytes / (gpu.memory_bandwidth_bytes_per_s * e.memory_share));
 }
 
@@ -208,7 +245,7 @@ PassTime pass_time(const PassWork& work, int tp, const NodeType& node, const std
   const PrecisionEfficiency &ge = gpu.efficiency(dtype), &oe = gpu.efficiency(other);
   const double gemm_peak = peak_flops(gpu, dtype, node.name), other_peak = peak_flops(gpu, other, node.name);
   double gemm_compute_s = 0;
-  for (const Gemm& g : work.gemms) gemm_compute_s += g.flops() / (gemm_peak * gemm_efficiency(g, ge));
+  for (const Gemm& g : work.gemms) gemm_compute_s += g.flops() / (gemm_peak * gemm_efficiency(g, ge, gemm_input_bytes(dtype)));
   const double gemm_s = std::max(gemm_compute_s, work.weight_bytes / (gpu.memory_bandwidth_bytes_per_s * ge.memory_share));
   PassTime t;
   t.gpu_s = gemm_s + work.memory_bytes / (gpu.memory_bandwidth_bytes_per_s * oe.memory_share) +

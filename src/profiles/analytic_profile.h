@@ -17,6 +17,8 @@ struct Gemm {
   double m = 0, n = 0, k = 0;
   double count = 1;
   double flops() const { return 2 * m * n * k * count; }
+  /// Its leading dimensions (n, k) are whole multiples of 16 bytes of `element_bytes` elements.
+  bool aligned(double element_bytes) const;
 };
 
 /// One pass (forward or backward) of one pipeline unit on one GPU (its 1/tp share).
@@ -60,8 +62,9 @@ struct PassTime {
   double tp_comm_s = 0;    ///< tensor-parallel communication exposed (with overlap: its cost)
 };
 
-/// Share of `precision`'s dense peak a GEMM of this shape reaches on `gpu`.
-double gemm_efficiency(const Gemm& gemm, const PrecisionEfficiency& efficiency);
+/// Share of a precision's dense peak a GEMM of this shape reaches, its elements `element_bytes`
+/// wide (0: alignment not judged, as for a sweep of aligned shapes).
+double gemm_efficiency(const Gemm& gemm, const PrecisionEfficiency& efficiency, double element_bytes);
 /// Seconds of a GEMM: the slower of its FLOPs at peak x gemm_efficiency and `weight_bytes` read.
 double gemm_time_s(const Gemm& gemm, const GpuSpec& gpu, const std::string& precision, double weight_bytes = 0);
 

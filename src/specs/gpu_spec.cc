@@ -29,6 +29,7 @@ PrecisionEfficiency parse_precision(const Field& f, const PrecisionEfficiency& b
   PrecisionEfficiency e = base;
   if (f.child("gemm_peak_share").present()) e.gemm_peak_share = share(f.child("gemm_peak_share"));
   if (f.child("gemm_half_dim").present()) e.gemm_half_dim = f.child("gemm_half_dim").non_negative_double();
+  if (f.child("gemm_unaligned_share").present()) e.gemm_unaligned_share = share(f.child("gemm_unaligned_share"));
   if (f.child("attention_peak_share").present()) e.attention_peak_share = share(f.child("attention_peak_share"));
   if (f.child("attention_backward_peak_share").present())
     e.attention_backward_peak_share = share(f.child("attention_backward_peak_share"));

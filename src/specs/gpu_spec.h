@@ -16,6 +16,10 @@ struct PrecisionEfficiency {
   /// GEMM shape: each of a GEMM's dimensions d (m, n, k) costs a factor d / (d + gemm_half_dim)
   /// of gemm_peak_share (narrow GEMMs fill fewer tiles and waves). 0: every shape alike.
   double gemm_half_dim = 0;
+  /// The share of the above a GEMM keeps when a leading dimension (its n or k) is not a
+  /// multiple of 16 bytes of its elements: cuBLAS then cannot run its vectorised (on Hopper,
+  /// TMA-fed) kernels. GPT-2's unpadded 50,257-entry head is the common case. 1: no penalty.
+  double gemm_unaligned_share = 1;
   /// Fused (flash) attention's forward share of the dense peak, on its counted FLOPs.
   double attention_peak_share = 0.5;
   /// Its backward pass's share (the backward kernel recomputes the scores: 2.5 x the forward's FLOPs).

@@ -37,6 +37,7 @@ double* parameter_slot(GpuSpec& gpu, const std::string& default_precision, const
   PrecisionEfficiency& e = gpu.precisions[precision];
   if (name == "gemm_peak_share") return &e.gemm_peak_share;
   if (name == "gemm_half_dim") return &e.gemm_half_dim;
+  if (name == "gemm_unaligned_share") return &e.gemm_unaligned_share;
   if (name == "attention_peak_share") return &e.attention_peak_share;
   if (name == "attention_backward_peak_share") return &e.attention_backward_peak_share;
   if (name == "memory_share") return &e.memory_share;
@@ -49,6 +50,7 @@ std::vector<FitParameter> fit_parameters() {
   // Bounds are physical: shares of a datasheet peak stay below it (element-wise kernels reach
   // about 90% of memory bandwidth at best), launch costs stay within what hosts show.
   return {{"gemm_peak_share", 0.2, 0.95},       {"gemm_half_dim", 0, 512},
+          {"gemm_unaligned_share", 0.05, 1},
           {"attention_peak_share", 0.1, 0.9},   {"attention_backward_peak_share", 0.1, 0.9},
           {"memory_share", 0.3, 0.9},           {"kernel_gap_s", 0, 2e-5},
           {"dispatch_s.megatron", 0, 6e-5},     {"dispatch_s.eager", 0, 6e-5},
