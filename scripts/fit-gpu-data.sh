@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Fits each GPU's data (configs/gpus/*.yaml) to a documented part of the validation sets and
 # reports the error on the rest (the held-out cases), per GPU and precision. The fitted values
-# are copied by hand into configs/gpus/, each beside a comment naming this script; the
-# held-out errors go to the README. Usage: scripts/fit-gpu-data.sh [build/fasop-cpp]
-# Writes validation/fits/<gpu>-<precision>.txt (the fit's output and the held-out summary).
+# stand in configs/gpus/, each beside a comment naming this script (tests/gpu_data_test.sh
+# checks that they are what the fit finds); the held-out errors go to the README. Usage: scripts/fit-gpu-data.sh [build/fasop-cpp [OUT_DIR]]
+# Writes OUT_DIR/<gpu>-<precision>.txt (default validation/fits/: the fit's output and the
+# held-out summary); scripts/sync-gpu-data.py --apply then copies the values into configs/gpus/.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${1:-$root/build/fasop-cpp}
-out=$root/validation/fits
-mkdir -p "$out"
+out=$(mkdir -p "${2:-$root/validation/fits}" && cd "${2:-$root/validation/fits}" && pwd)
 cd "$root"
 
 # fit NAME PRECISION PARAMS FIT_CASES SETS...: fits PARAMS of the fitted cases' GPU, then prints
@@ -60,6 +60,8 @@ fit v100 fp32 $layer_params \
 fit a100-40gb tf32 $layer_params,dispatch_s.megatron \
   opt-350m-a100-40gb-tp1,opt-350m-a100-40gb-tp4,gpt-neo-2.7b-a100-40gb-tp1,gpt-neo-2.7b-a100-40gb-tp4 \
   validation/layers/sailor-profiles
+# GH200, TF32 (Sailor, fp32 with TF32 GEMMs): OPT-350M and Llama 3 8B; OPT-30B held out.
+fit gh200 tf32 $layer_params,dispatch_s.megatron opt-350m-gh200,llama-3-8b-gh200 validation/layers/sailor-profiles
 # A100-80GB, fp16: the even rows of Megatron-LM's 2021 table (5 of 10 cases).
 fit a100-80gb fp16 gemm_peak_share,gemm_half_dim,memory_share \
   gpt-1.7b,gpt-7.5b,gpt-39b,gpt-145b,gpt-530b validation/megatron-a100-2021
@@ -68,9 +70,11 @@ fit a100-80gb tf32 gemm_peak_share,gemm_half_dim,dispatch_s.megatron \
   opt-350m-a100-80gb-tp1,gpt-neo-2.7b-a100-80gb-tp2 validation/layers/sailor-profiles
 # A10G, fp16 (FASOP's Megatron-LM fork, timed per unit with synchronize): GPT-2 XL; BERT and T5 held out.
 fit a10g fp16 gemm_peak_share,memory_share,dispatch_s.megatron gpt2xl-a10g validation/layers/fasop-profiles
-# H100, bf16/fp16 (fasop-cpp's LibTorch profiles): llama3-8b; gpt2xl held out.
+# H100, bf16/fp16 (fasop-cpp's LibTorch profiles): llama3-8b at every tp; gpt2xl held out but for
+# the share its unaligned head GEMMs keep (vocabulary 50,257, fp16), fitted at tp 1 only.
 fit h100 bf16 gemm_peak_share,gemm_half_dim,memory_share,dispatch_s.libtorch \
-  llama3-8b-h100 validation/layers/fasop-cpp-h100
+  llama3-8b-h100-tp1,llama3-8b-h100-tp2,llama3-8b-h100-tp4,llama3-8b-h100-tp8 validation/layers/fasop-cpp-h100
+fit h100 fp16 gemm_unaligned_share gpt2xl-h100-tp1 validation/layers/fasop-cpp-h100
 # H100, fp8 (NeMo's published throughput): every other H100 case by size; the rest held out.
 fit h100 fp8 gemm_peak_share,network.bus_share \
   llama2-7b-h100-8gpu-fp8-24.07,gpt3-5b-h100-64gpu-fp8-24.07,nemotron-22b-h100-64gpu-fp8-24.07,llama3-70b-h100-64gpu-fp8-cs-25.11,gpt3-175b-h100-128gpu-fp8-24.07,llama3-8b-h100-8gpu-main \

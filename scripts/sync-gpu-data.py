@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Keeps configs/gpus/*.yaml equal to what scripts/fit-gpu-data.sh found.
+
+Three kinds of number are kept in step, each by a rule written here, not by hand:
+- FITTED: every value a report validation/fits/<gpu>-<precision>.txt gives (the fit's output);
+- "as <precision>" lines: a precision that shares another's GEMM model on the same GPU (bf16 and
+  fp16 on the same tensor cores) takes its GEMM and memory shares;
+- TRANSFERS below: a GPU without its own measurement takes another GPU's values (same die or
+  generation), as the line's comment says.
+
+Usage: scripts/sync-gpu-data.py [--apply] [--fits DIR] [--gpus DIR]. Without --apply it lists what
+differs and exits 1 if anything does (tests/gpu_data_test.sh runs it so, on fits it has just
+made); with --apply it rewrites the files. --fits and --gpus name other folders than the
+repository's validation/fits and configs/gpus.
+Debian's python3 only: the files are edited as text so that their comments stay.
+"""
+import glob
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def option(name, default):
+    args = sys.argv[1:]
+    return args[args.index(name) + 1] if name in args[:-1] else default
+
+
+GPUS = option("--gpus", os.path.join(ROOT, "configs/gpus"))
+FITS = option("--fits", os.path.join(ROOT, "validation/fits"))
+
+# The per-precision numbers an "as" line copies from its precision on the same GPU, and the
+# GEMM model a transfer copies from another GPU (memory shares stay each GPU's own; attention
+# shares are literature values per generation, written where they stand).
+SHARED = ["gemm_peak_share", "gemm_half_dim", "memory_share"]
+GEMM_MODEL = ["gemm_peak_share", "gemm_half_dim"]
+# (gpu, precision) <- (gpu, precision): GPUs with no measurement of their own in that precision.
+TRANSFERS = {
+    ("a10", "fp16"): ("a10g", "fp16"),             # the same GA102 die
+    ("a100-40gb", "fp16"): ("a100-80gb", "fp16"),  # the same chip
+    ("a100-80gb", "fp32"): ("a100-40gb", "tf32"),
+    ("b200", "bf16"): ("h100", "bf16"),            # no BF16 dense row without cp/ep on Blackwell
+    ("b300", "bf16"): ("h100", "bf16"),
+    ("gb200", "bf16"): ("h100", "bf16"),
+    ("gb300", "bf16"): ("h100", "bf16"),
+    ("b300", "fp8"): ("b200", "fp8"),
+    ("b300", "mxfp8"): ("b200", "mxfp8"),
+    ("h200", "bf16"): ("h100", "bf16"),            # the same GH100 die
+    ("h200", "fp8"): ("h100", "fp8"),
+    ("gh200", "bf16"): ("h100", "bf16"),           # the same GH100 die
+    ("gh200", "fp8"): ("h100", "fp8"),
+}
+LAUNCH_TRANSFERS = {("a10", "megatron"): ("a10g", "megatron")}
+
+
+def number(value):
+    """The style of the files: 3 significant digits, short exponents (6e-5, 1.83e-5)."""
+    x = float(value)
+    if x == 0:
+        return "0"
+    if abs(x) < 1e-3:
+        mantissa, exponent = f"{x:.3g}".split("e")
+        return f"{mantissa}e{int(exponent)}"
+    if abs(x) >= 10:
+        return f"{x:.4g}"
+    return f"{x:.3f}".rstrip("0").rstrip(".")
+
+
+def fitted():
+    """{(gpu, precision): {parameter: value}} from the fit reports."""
+    out = {}
+    for path in sorted(glob.glob(os.path.join(FITS, "*.txt"))):
+        gpu, precision = os.path.basename(path)[:-4].rsplit("-", 1)
+        head = open(path).read().split("\n\n")[0].split("\n")[1:]
+        out[(gpu, precision)] = dict(line.strip().split(": ") for line in head if ": " in line)
+    return out
+
+
+def field_span(text, gpu, precision, name):
+    """The (start, end) of a value in a GPU file's text, or None."""
+    if name.startswith("dispatch_s."):
+        pattern = rf"^  dispatch_s: \{{[^}}]*\b{name[11:]}: ([^,}}]+)"
+    elif name == "kernel_gap_s":
+        pattern = r"^  kernel_gap_s: (\S+)"
+    elif name in ("network.bus_share", "nvlink.bus_share"):
+        section = "inter_node" if name.startswith("network") else "intra_node"
+        pattern = rf"^  {section}: \{{bus_share: ([^,}}]+)"
+    elif name == "overlap_slowdown":
+        pattern = r"^overlap_slowdown: (\S+)"
+    else:
+        pattern = rf"^  {precision}: \{{[^}}]*\b{name}: ([^,}}]+)"
+    match = re.search(pattern, text, re.M)
+    return match.span(1) if match else None
+
+
+class Files:
+    def __init__(self):
+        self.text = {os.path.basename(p)[:-5]: open(p).read() for p in sorted(glob.glob(os.path.join(GPUS, "*.yaml")))}
+        self.changes = []
+
+    def get(self, gpu, precision, name):
+        span = field_span(self.text[gpu], gpu, precision, name)
+        return None if span is None else self.text[gpu][span[0]:span[1]]
+
+    def set(self, gpu, precision, name, value, why):
+        span = field_span(self.text[gpu], gpu, precision, name)
+        if span is None:
+            sys.exit(f"{GPUS}/{gpu}.yaml: no field '{precision}.{name}' to set ({why})")
+        old, new = self.text[gpu][span[0]:span[1]], number(value)
+        if old != new and abs(float(old) - float(value)) > 1e-12 and number(old) != new:
+            self.changes.append(f"{gpu}.yaml {precision}.{name}: {old} -> {new} ({why})")
+            self.text[gpu] = self.text[gpu][:span[0]] + new + self.text[gpu][span[1]:]
+
+    def as_lines(self, gpu):
+        """(precision, source precision) for each '# as <precision>' line."""
+        return re.findall(r"^  (\w+): \{[^}]*\}\s*# as (\w+)", self.text[gpu], re.M)
+
+
+def main():
+    apply = "--apply" in sys.argv[1:]
+    files = Files()
+    for (gpu, precision), values in fitted().items():
+        for name, value in values.items():
+            files.set(gpu, precision, name, value, f"fit {gpu}-{precision}.txt")
+    # Transfers, then "as" lines (which may copy a transferred precision).
+    for (gpu, precision), (source, source_precision) in TRANSFERS.items():
+        for name in GEMM_MODEL:
+            value = files.get(source, source_precision, name)
+            if value is not None:
+                files.set(gpu, precision, name, value, f"as {source} {source_precision}")
+    for (gpu, stack), (source, source_stack) in LAUNCH_TRANSFERS.items():
+        files.set(gpu, "", f"dispatch_s.{stack}", files.get(source, "", f"dispatch_s.{source_stack}"), f"as {source}")
+    for gpu in files.text:
+        for precision, source_precision in files.as_lines(gpu):
+            for name in SHARED + ["gemm_unaligned_share"]:
+                value = files.get(gpu, source_precision, name)
+                if value is not None and files.get(gpu, precision, name) is not None:
+                    files.set(gpu, precision, name, value, f"as {source_precision}")
+    for change in files.changes:
+        print(change)
+    if apply:
+        for gpu, text in files.text.items():
+            path = os.path.join(GPUS, gpu + ".yaml")
+            if open(path).read() != text:
+                with open(path + ".tmp", "w") as out:
+                    out.write(text)
+                os.replace(path + ".tmp", path)
+    elif files.changes:
+        print(f"{len(files.changes)} numbers differ from the fits; run scripts/sync-gpu-data.py --apply and rebuild",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
