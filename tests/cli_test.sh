@@ -115,4 +115,26 @@ sed 's/^gpu: A100$/gpu: A100-80G/' "$(dirname "$0")/../configs/profiles/gpt2xl_a
 expect_error "calibrate on a GPU the cluster lacks" "--node-type" calibrate --model gpt2xl --cluster aws-h100 \
   --profile "$work/gpt2xl_a100-80g.yaml"
 
+# calibrate names the preset's file and how to get a copy to edit (a preset is compiled in).
+grep -q "in clusters/aws-a100-80g.yaml (compiled in: save a copy with \`fasop-cpp presets show clusters/aws-a100-80g.yaml > my.yaml\`" "$work/cal.out" && ok ||
+  fail "calibrate does not say how to edit the preset: $(tail -1 "$work/cal.out")"
+
+# presets: every shipped file listed by kind; `show` prints one byte for byte, and the saved copy
+# is a cluster that plans like the preset.
+root=$(cd "$(dirname "$0")/.." && pwd)
+"$bin" presets list > "$work/presets.out" && ok || fail "presets list failed"
+[ "$(grep -c '^model ' "$work/presets.out")" -eq "$(ls "$root"/configs/models/*.yaml | wc -l)" ] && ok ||
+  fail "presets list: $(grep -c '^model ' "$work/presets.out") models, configs/models has $(ls "$root"/configs/models/*.yaml | wc -l)"
+grep -q '^cluster *aws-h100 *clusters/aws-h100.yaml$' "$work/presets.out" && ok || fail "presets list lacks aws-h100: $(head -3 "$work/presets.out")"
+[ "$("$bin" presets list gpu | wc -l)" -eq "$(ls "$root"/configs/gpus/*.yaml | wc -l)" ] && ok || fail "presets list gpu"
+"$bin" presets show aws-h100 > "$work/my-h100.yaml" && cmp -s "$work/my-h100.yaml" "$root/clusters/aws-h100.yaml" && ok ||
+  fail "presets show aws-h100 differs from clusters/aws-h100.yaml"
+"$bin" presets show gpt2xl --kind model | cmp -s - "$root/configs/models/gpt2xl.yaml" && ok || fail "presets show gpt2xl --kind model"
+"$bin" estimate --model llama3-8b --cluster aws-h100 --mbs 1 --tp 8 --dp 4 --pp 4 --json > "$work/preset.json" &&
+  "$bin" estimate --model llama3-8b --cluster "$work/my-h100.yaml" --mbs 1 --tp 8 --dp 4 --pp 4 --json > "$work/copy.json" &&
+  grep -o '"step_time": [0-9.e+-]*' "$work/preset.json" | cmp -s - <(grep -o '"step_time": [0-9.e+-]*' "$work/copy.json") && ok ||
+  fail "the saved copy of aws-h100 plans differently: $(head -c 300 "$work/copy.json")"
+expect_error "presets show of an unknown name" "presets list" presets show aws-h200
+expect_error "presets list of an unknown kind" "model, cluster, gpu" presets list clusters
+
 finish

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "specs/spec_error.h"
+#include "specs/preset_catalog.h"
 #include "specs/spec_loader.h"
 #include "test_support.h"
 
@@ -69,4 +70,22 @@ TEST_CASE("FASOP's micro-batch multipliers are data in the shipped profiles", "[
   CHECK(a100.forward_time_s("transformer", 1, 4) == 0.001443982);
   CHECK(a100.forward_time_s("transformer", 1, 8) == Approx(1.236 * 0.001443982));
   CHECK(a100.forward_time_s("transformer", 1, 32) == Approx(1.235 * 1.658 * 2 * 0.001443982));
+}
+
+TEST_CASE("presets are listed by kind and found by name, kind or path", "[specs][presets]") {
+  const std::vector<EmbeddedFile> files = {{"clusters/x.yaml", "cluster"},
+                                           {"configs/models/x.yaml", "model"},
+                                           {"validation/layers/set/case.yaml", "case"}};
+  const std::vector<PresetEntry> entries = preset_catalog(files);
+  REQUIRE(entries.size() == 3);
+  CHECK(entries[0].kind == "model");  // models first, then clusters, ..., validation cases
+  CHECK(entries[1].kind == "cluster");
+  CHECK(entries[2].name == "layers/set/case");
+  CHECK(std::string(find_preset(files, "x", "cluster").text) == "cluster");
+  CHECK(std::string(find_preset(files, "configs/models/x.yaml", "").text) == "model");
+  CHECK_THROWS_WITH(find_preset(files, "x", ""), Catch::Contains("several kinds (cluster, model)") && Catch::Contains("--kind"));
+  CHECK_THROWS_WITH(find_preset(files, "y", "model"), Catch::Contains("no model preset named 'y'"));
+  CHECK_THROWS_WITH(find_preset(files, "x", "clusters"), Catch::Contains("--kind: unknown kind 'clusters'"));
+  CHECK(file_to_edit(files, "clusters/x.yaml").find("presets show clusters/x.yaml > my.yaml") != std::string::npos);
+  CHECK(file_to_edit(files, "/home/me/x.yaml") == "/home/me/x.yaml");
 }

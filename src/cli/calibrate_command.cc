@@ -1,5 +1,7 @@
 #include "cli/calibrate_command.h"
 
+#include "specs/preset_catalog.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -65,7 +67,7 @@ void run(const CalibrateOptions& options) {
               after.size(), given, before[before.size() / 2], before.front(), before.back(), efficiency,
               after[after.size() / 2], after.front(), after.back());
   std::printf("to use it: set `compute_efficiency: %.3f` on node type %s in %s\n", efficiency, node->name.c_str(),
-              cluster.source.c_str());
+              file_to_edit(embedded_presets(), cluster.source).c_str());
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "cli/estimate_command.h"
 #include "cli/launch_command.h"
 #include "cli/plan_command.h"
+#include "cli/presets_command.h"
 #include "cli/profile_command.h"
 #include "cli/schedule_command.h"
 #include "cli/search_command.h"
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
   fasop::add_calibrate_command(app);
   fasop::add_profile_command(app);
   fasop::add_validate_command(app);
+  fasop::add_presets_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

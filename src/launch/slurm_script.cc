@@ -1,5 +1,7 @@
 #include "launch/slurm_script.h"
 
+#include "specs/preset_catalog.h"
+
 #include <sstream>
 
 #include "emit/shell_quote.h"
@@ -23,7 +25,8 @@ void require_slurm_mappings(const PlanFile& plan, const ClusterSpec& cluster, co
   for (const LaunchComponent& c : layout.components)
     if (cluster.node_types[c.node_type_index].slurm.partition.empty())
       throw SpecError(cluster.source + ": node type '" + c.node_type + "' (used by " + plan.source +
-                      ") has no Slurm mapping; add `slurm: {partition: NAME}` (and gres, constraint) to it");
+                      ") has no Slurm mapping; add `slurm: {partition: NAME}` (and gres, constraint) to it in " +
+                      file_to_edit(embedded_presets(), cluster.source));
 }
 
 }  // namespace
