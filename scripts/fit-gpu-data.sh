@@ -8,7 +8,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${1:-$root/build/fasop-cpp}
-out=$(mkdir -p "${2:-$root/validation/fits}" && cd "${2:-$root/validation/fits}" && pwd)
+out=${2:-$root/validation/fits}
+mkdir -p "$out" && out=$(cd "$out" && pwd)
 cd "$root"
 
 # fit NAME PRECISION PARAMS FIT_CASES SETS...: fits PARAMS of the fitted cases' GPU, then prints

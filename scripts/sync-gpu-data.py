@@ -33,7 +33,7 @@ FITS = option("--fits", os.path.join(ROOT, "validation/fits"))
 # The per-precision numbers an "as" line copies from its precision on the same GPU, and the
 # GEMM model a transfer copies from another GPU (memory shares stay each GPU's own; attention
 # shares are literature values per generation, written where they stand).
-SHARED = ["gemm_peak_share", "gemm_half_dim", "memory_share"]
+SHARED = ["gemm_peak_share", "gemm_half_dim", "gemm_unaligned_share", "memory_share"]
 GEMM_MODEL = ["gemm_peak_share", "gemm_half_dim"]
 # (gpu, precision) <- (gpu, precision): GPUs with no measurement of their own in that precision.
 TRANSFERS = {
@@ -77,7 +77,7 @@ def fitted():
     return out
 
 
-def field_span(text, gpu, precision, name):
+def field_span(text, precision, name):
     """The (start, end) of a value in a GPU file's text, or None."""
     if name.startswith("dispatch_s."):
         pattern = rf"^  dispatch_s: \{{[^}}]*\b{name[11:]}: ([^,}}]+)"
@@ -100,15 +100,15 @@ class Files:
         self.changes = []
 
     def get(self, gpu, precision, name):
-        span = field_span(self.text[gpu], gpu, precision, name)
+        span = field_span(self.text[gpu], precision, name)
         return None if span is None else self.text[gpu][span[0]:span[1]]
 
     def set(self, gpu, precision, name, value, why):
-        span = field_span(self.text[gpu], gpu, precision, name)
+        span = field_span(self.text[gpu], precision, name)
         if span is None:
             sys.exit(f"{GPUS}/{gpu}.yaml: no field '{precision}.{name}' to set ({why})")
         old, new = self.text[gpu][span[0]:span[1]], number(value)
-        if old != new and abs(float(old) - float(value)) > 1e-12 and number(old) != new:
+        if number(old) != new:
             self.changes.append(f"{gpu}.yaml {precision}.{name}: {old} -> {new} ({why})")
             self.text[gpu] = self.text[gpu][:span[0]] + new + self.text[gpu][span[1]:]
 
@@ -133,7 +133,7 @@ def main():
         files.set(gpu, "", f"dispatch_s.{stack}", files.get(source, "", f"dispatch_s.{source_stack}"), f"as {source}")
     for gpu in files.text:
         for precision, source_precision in files.as_lines(gpu):
-            for name in SHARED + ["gemm_unaligned_share"]:
+            for name in SHARED:
                 value = files.get(gpu, source_precision, name)
                 if value is not None and files.get(gpu, precision, name) is not None:
                     files.set(gpu, precision, name, value, f"as {source_precision}")

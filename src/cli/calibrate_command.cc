@@ -1,7 +1,5 @@
 #include "cli/calibrate_command.h"
 
-#include "specs/preset_catalog.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -9,6 +7,7 @@
 #include <memory>
 
 #include "profiles/analytic_profile.h"
+#include "specs/preset_catalog.h"
 #include "specs/spec_error.h"
 #include "specs/spec_loader.h"
 #include "specs/spec_store.h"

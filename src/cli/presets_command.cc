@@ -5,7 +5,6 @@
 #include <memory>
 
 #include "specs/preset_catalog.h"
-#include "specs/spec_error.h"
 
 namespace fasop {
 namespace {
@@ -26,11 +25,7 @@ void add_presets_command(CLI::App& app) {
   CLI::App* list_command = presets->add_subcommand("list", "kind, name and source path of every preset (or of one kind)");
   list_command->add_option("kind", options->kind, "model, cluster, gpu, profile or validation");
   list_command->callback([options] {
-    if (!options->kind.empty()) {
-      bool known = false;
-      for (const std::string& k : preset_kinds()) known |= k == options->kind;
-      if (!known) throw SpecError("presets list: unknown kind '" + options->kind + "'; use model, cluster, gpu, profile or validation");
-    }
+    if (!options->kind.empty()) require_preset_kind(options->kind, "presets list");
     std::vector<PresetEntry> entries;
     for (const PresetEntry& e : preset_catalog(embedded_presets()))
       if (options->kind.empty() || e.kind == options->kind) entries.push_back(e);

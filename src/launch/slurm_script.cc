@@ -1,10 +1,9 @@
 #include "launch/slurm_script.h"
 
-#include "specs/preset_catalog.h"
-
 #include <sstream>
 
 #include "emit/shell_quote.h"
+#include "specs/preset_catalog.h"
 #include "specs/spec_error.h"
 
 namespace fasop {

@@ -117,7 +117,8 @@ std::function<torch::Tensor(const torch::Tensor&)> make_attention(const ModelSpe
 
 LayerModule build_layer(const ModelSpec& m, const LayerUnit& unit, int tp, const torch::TensorOptions& o) {
   LayerModule layer;
-  // A vocabulary that tp does not divide is padded, as Megatron-LM pads it.
+  // A vocabulary that tp does not divide is padded to a multiple of tp (Megatron-LM pads further,
+  // to 128 x tp; the analytic model's libtorch stack counts this layout, unaligned rows included).
   const int64_t h = m.hidden, s = m.sequence, v = (m.vocab + tp - 1) / tp, f = m.ffn_hidden / tp;
   auto activations = [o, h, s](int mbs) { return torch::randn({mbs, s, h}, o).set_requires_grad(true); };
   switch (unit.role) {

@@ -32,6 +32,12 @@ PresetEntry entry_of(const std::string& path) {
   return {"other", path, path};
 }
 
+std::string kinds_text() {
+  std::string text;
+  for (const std::string& kind : preset_kinds()) text += (text.empty() ? "" : ", ") + kind;
+  return text;
+}
+
 std::size_t kind_rank(const std::string& kind) {
   const std::vector<std::string>& kinds = preset_kinds();
   return std::find(kinds.begin(), kinds.end(), kind) - kinds.begin();
@@ -40,8 +46,17 @@ std::size_t kind_rank(const std::string& kind) {
 }  // namespace
 
 const std::vector<std::string>& preset_kinds() {
-  static const std::vector<std::string> kinds = {"model", "cluster", "gpu", "profile", "validation"};
+  static const std::vector<std::string> kinds = [] {
+    std::vector<std::string> out;
+    for (const KindDir& d : kind_dirs()) out.push_back(d.kind);
+    return out;
+  }();
   return kinds;
+}
+
+void require_preset_kind(const std::string& kind, const std::string& flag) {
+  if (kind_rank(kind) == preset_kinds().size())
+    throw SpecError(flag + ": unknown kind '" + kind + "'; use " + kinds_text());
 }
 
 std::vector<PresetEntry> preset_catalog(const std::vector<EmbeddedFile>& files) {
@@ -55,8 +70,7 @@ std::vector<PresetEntry> preset_catalog(const std::vector<EmbeddedFile>& files) 
 
 const EmbeddedFile& find_preset(const std::vector<EmbeddedFile>& files, const std::string& name,
                                 const std::string& kind) {
-  if (!kind.empty() && kind_rank(kind) == preset_kinds().size())
-    throw SpecError("--kind: unknown kind '" + kind + "'; use model, cluster, gpu, profile or validation");
+  if (!kind.empty()) require_preset_kind(kind, "--kind");
   std::vector<const EmbeddedFile*> matches;
   for (const EmbeddedFile& file : files) {
     const PresetEntry e = entry_of(file.path);

@@ -23,6 +23,8 @@ std::vector<PresetEntry> preset_catalog(const std::vector<EmbeddedFile>& files);
 
 /// The kinds, in the catalog's order.
 const std::vector<std::string>& preset_kinds();
+/// Throws SpecError naming `flag` and the kinds unless `kind` is one of them.
+void require_preset_kind(const std::string& kind, const std::string& flag);
 
 /// The preset called `name` (or given by its path, e.g. clusters/aws-h100.yaml), of `kind` if
 /// not empty. Throws SpecError naming the flag and the fix when none or several match.
