@@ -4,11 +4,12 @@
 # The planner needs the first line; the profiler (fasop-profile) the second: LibTorch, an
 # optimised BLAS for it (Debian's reference BLAS makes LibTorch on CPU ~7x slower) and Gloo.
 # python3 runs the tests of the generated Python schedules (py_compile, a stand-in slapo);
-# Slurm and munge run the launch tests' local cluster (scripts/slurm-local.sh).
+# python3-torch (torchrun, Gloo) trains the launch tests' small GPT on CPU; Slurm and munge run
+# the launch tests' local cluster (scripts/slurm-local.sh).
 set -euo pipefail
 packages=(cmake g++ make libyaml-cpp-dev libcli11-dev catch2
           libtorch-dev libopenblas0-pthread libgloo-dev
-          python3 slurmctld slurmd slurm-client munge)
+          python3 python3-torch slurmctld slurmd slurm-client munge)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -147,7 +147,7 @@ TEST_CASE("memory per GPU follows the hand calculation", "[analytic][memory]") {
   // Activations of one layer, one sequence of 4096 tokens, tp 1 (Korthikanti et al. with a
   // SwiGLU MLP and fused attention, which keeps no score matrix): sbh(10 + 8) + 6sbf; with
   // recomputation only the input, 2sbh.
-  const double s = 4096, h = 4096, a = 32, f = 11008;
+  const double s = 4096, h = 4096, f = 11008;  // 32 heads: fused attention keeps no s x s scores
   CHECK(unit_activation_bytes(l.model, l.model.units[1], 1, 1, {}) == s * h * 18 + 6 * s * f);
   CHECK(unit_activation_bytes(l.model, l.model.units[1], 1, 1, {true, false, false}) == 2 * s * h);
   // One stage on 8 GPUs (dp 8), ZeRO-3, recomputation: the estimate's GiB is the sum.

@@ -89,3 +89,24 @@ TEST_CASE("presets are listed by kind and found by name, kind or path", "[specs]
   CHECK(file_to_edit(files, "clusters/x.yaml").find("presets show clusters/x.yaml > my.yaml") != std::string::npos);
   CHECK(file_to_edit(files, "/home/me/x.yaml") == "/home/me/x.yaml");
 }
+
+TEST_CASE("a node type's gpu_data sets GPU-data parameters by name over the shipped data", "[specs]") {
+  const std::string head =
+      "name: c\nnode_types:\n  - {name: p5, gpu: H100, gpus_per_node: 8, gpu_memory_gib: 80,\n"
+      "     intra_node_bandwidth_bits_per_s: 1e12, inter_node_bandwidth_bits_per_s: 1e11, price_usd_per_hour: 1,\n"
+      "     gpu_data: ";
+  const std::string tail = "}\nnodes: [{type: p5, count: 1}]\n";
+  ClusterSpec shipped = parse_cluster(head + "{}" + tail, "c.yaml");
+  ClusterSpec c = parse_cluster(head + "{bf16.gemm_peak_share: 0.5, network.bus_share: 0.6, kernel_gap_s: 4.0e-6}" + tail,
+                                "c.yaml");
+  const GpuSpec& gpu = c.node_types[0].gpu_data;
+  CHECK(gpu.efficiency("bf16").gemm_peak_share == 0.5);
+  CHECK(gpu.efficiency("fp8").gemm_peak_share == shipped.node_types[0].gpu_data.efficiency("fp8").gemm_peak_share);
+  CHECK(gpu.network.bus_share == 0.6);
+  CHECK(gpu.launch.kernel_gap_s == 4.0e-6);
+  CHECK_THROWS_WITH(parse_cluster(head + "{gemm_peak_share: 0.5}" + tail, "c.yaml"),
+                    Contains("c.yaml") && Contains("gpu_data.gemm_peak_share") && Contains("bf16.gemm_peak_share"));
+  CHECK_THROWS_WITH(parse_cluster(head + "{bf16.speed: 2}" + tail, "c.yaml"),
+                    Contains("gpu_data.bf16.speed") && Contains("not a GPU-data parameter"));
+  CHECK_THROWS_WITH(parse_cluster(head + "{bf16.memory_share: 1.5}" + tail, "c.yaml"), Contains("at most 1"));
+}

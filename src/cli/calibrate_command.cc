@@ -3,10 +3,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
+#include "cli/run_calibration.h"
+#include "cli/run_report.h"
 #include "profiles/analytic_profile.h"
+#include "report/atomic_file.h"
+#include "report/number_format.h"
+#include "specs/gpu_parameters.h"
 #include "specs/preset_catalog.h"
 #include "specs/spec_error.h"
 #include "specs/spec_loader.h"
@@ -17,7 +23,75 @@ namespace {
 
 struct CalibrateOptions {
   std::string model, cluster, node_type, profile;
+  // --from-run
+  std::vector<std::string> runs;
+  std::string runs_dir = "main_logs/runs";
+  int warmup = 5;
+  std::vector<std::string> fit_params = {"gemm_peak_share"};
+  std::string out;
 };
+
+/// The run directory of `run`: a run directory's path, or a job id under `runs_dir`.
+std::string run_directory(const std::string& run, const std::string& runs_dir) {
+  if (std::filesystem::exists(std::filesystem::path(run) / "launch.txt")) return run;
+  const std::string dir = runs_dir + "/" + run;
+  if (!std::filesystem::is_directory(dir))
+    throw SpecError("--from-run: no run directory " + dir + " for '" + run + "'; give --runs-dir where it was launched");
+  return dir;
+}
+
+CalibrationRun calibration_run(const std::string& run, const CalibrateOptions& options) {
+  const std::string dir = run_directory(run, options.runs_dir);
+  RunStatus status = read_run_status(dir);
+  IterationLog log = read_run_logs(status, dir);
+  std::optional<MeasuredSteps> measured = measure_steps(log, options.warmup);
+  if (!measured)
+    throw SpecError(dir + ": no iteration past the warm-up of " + std::to_string(options.warmup) +
+                    " in the node logs; `fasop-cpp launch report " + run + "` says what the logs hold");
+  return {status.job, load_run_plan(status), measured->step_s};
+}
+
+/// The text of cluster `ref` as given to the planner: a file, or a preset's.
+std::string cluster_text(const std::string& ref) {
+  DiskSource disk;
+  if (std::optional<std::string> text = disk.read(ref)) return *text;
+  return find_preset(embedded_presets(), ref, "cluster").text;
+}
+
+void run_from_runs(const CalibrateOptions& options) {
+  std::vector<CalibrationRun> runs;
+  for (const std::string& run : options.runs) runs.push_back(calibration_run(run, options));
+  for (const std::string& name : options.fit_params) fit_parameter(name);  // an unknown name throws here
+  RunCalibration calibration = calibrate_from_runs(runs, options.fit_params);
+  std::printf("%-14s %-34s %10s %10s %9s\n", "GPU", "parameter", "before", "after", "change");
+  for (const CalibratedParameter& p : calibration.parameters)
+    std::printf("%-14s %-34s %10.4g %10.4g %+8.1f%%%s\n", p.gpu.c_str(), p.parameter.c_str(), p.before, p.after,
+                p.before != 0 ? 100 * (p.after / p.before - 1) : 0.0,
+                p.at_bound() ? "  (at its bound: the error left is not this parameter's)" : "");
+  std::printf("\n%-14s %12s %22s %22s\n", "run", "measured s", "predicted before", "predicted after");
+  for (const CalibratedRun& r : calibration.runs)
+    std::printf("%-14s %12.5g %12.5g (%+6.1f%%) %12.5g (%+6.1f%%)\n", r.job.c_str(), r.measured_s, r.before_s,
+                100 * (r.before_s / r.measured_s - 1), r.after_s, 100 * (r.after_s / r.measured_s - 1));
+  const std::string cluster = runs.front().plan.options.cluster;
+  std::string gpu_data;
+  for (const CalibratedParameter& p : calibration.parameters)
+    gpu_data += (gpu_data.empty() ? "" : ", ") + p.parameter + ": " + format_double(p.after);
+  if (options.out.empty()) {
+    std::printf("\nto use it: add `gpu_data: {%s}` to the node types of those GPUs in %s, or give --out FILE\n",
+                gpu_data.c_str(), file_to_edit(embedded_presets(), cluster).c_str());
+    return;
+  }
+  for (const CalibrationRun& run : runs)
+    if (run.plan.options.cluster != cluster)
+      throw SpecError("--out: the runs' plans name different clusters (" + cluster + ", " + run.plan.options.cluster +
+                      "); calibrate the runs of one cluster at a time");
+  std::string jobs;
+  for (const CalibrationRun& run : runs) jobs += " " + run.job;
+  write_file_atomically(options.out, calibrated_cluster_yaml(cluster_text(cluster), cluster, calibration,
+                                                             "Cluster " + cluster + " calibrated by `fasop-cpp calibrate --from-run" +
+                                                                 jobs + "`:\ngpu_data " + gpu_data));
+  std::printf("\nwrote %s: fasop-cpp estimate --plan PLAN --cluster %s\n", options.out.c_str(), options.out.c_str());
+}
 
 void run(const CalibrateOptions& options) {
   DiskSource disk;
@@ -74,12 +148,32 @@ void run(const CalibrateOptions& options) {
 void add_calibrate_command(CLI::App& app) {
   auto options = std::make_shared<CalibrateOptions>();
   CLI::App* command = app.add_subcommand(
-      "calibrate", "fit a node type's compute efficiency to a measured profile (for analytic profiles)");
-  command->add_option("--model", options->model, "model preset or YAML file")->required();
-  command->add_option("--cluster", options->cluster, "cluster preset or YAML file holding the node type")->required();
-  command->add_option("--profile", options->profile, "measured profile YAML (configs/profiles format)")->required();
+      "calibrate", "fit GPU data to launched runs (--from-run: measured step times) or a node type's compute "
+                   "efficiency to a measured profile (--profile)");
+  command->add_option("--model", options->model, "model preset or YAML file (with --profile)");
+  command->add_option("--cluster", options->cluster, "cluster preset or YAML file holding the node type (with --profile)");
+  command->add_option("--profile", options->profile, "measured profile YAML (configs/profiles format)");
   command->add_option("--node-type", options->node_type, "node type or GPU name (default: the profile's GPU)");
-  command->callback([options] { run(*options); });
+  command->add_option("--from-run", options->runs,
+                      "launched runs (job ids or run directories) whose measured step times the GPU data of their "
+                      "plans' GPUs is fitted to; repeatable");
+  command->add_option("--runs-dir", options->runs_dir, "--from-run: where the run directories are (default main_logs/runs)");
+  command->add_option("--warmup", options->warmup, "--from-run: iterations not measured at the start (default 5)")
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--fit-params", options->fit_params,
+                      "--from-run: GPU-data parameters to fit, comma-separated (default gemm_peak_share; e.g. "
+                      "network.bus_share, dispatch_s.megatron)")
+      ->delimiter(',');
+  command->add_option("--out", options->out, "--from-run: write the plans' cluster file with the fitted gpu_data here");
+  command->callback([options] {
+    if (!options->runs.empty()) {
+      if (!options->profile.empty()) throw SpecError("calibrate takes --from-run or --profile, not both");
+      return run_from_runs(*options);
+    }
+    if (options->model.empty() || options->cluster.empty() || options->profile.empty())
+      throw SpecError("calibrate needs --from-run RUN..., or --model, --cluster and --profile");
+    run(*options);
+  });
 }
 
 }  // namespace fasop

@@ -5,10 +5,14 @@
 #include <iostream>
 #include <memory>
 
+#include "cli/run_report.h"
 #include "cli/saved_plan.h"
+#include "emit/megatron_args.h"
 #include "launch/launch.h"
 #include "report/atomic_file.h"
+#include "specs/preset_catalog.h"
 #include "specs/spec_error.h"
+#include "specs/spec_store.h"
 
 namespace fasop {
 namespace {
@@ -21,10 +25,14 @@ struct LaunchOptions {
   bool dry_run = false;
   bool force = false;
   std::string trainer_cmd;
-  std::string megatron_script = "pretrain_gpt.py";
+  std::string trainer_config;
+  std::string megatron_script;
   std::string runs_dir = "main_logs/runs";
   std::string cluster;
   int master_port = 29500;
+  // slurm
+  std::vector<std::string> partitions;
+  SlurmOptions slurm;
   // docker
   std::string image;
   std::string master_addr;
@@ -32,10 +40,11 @@ struct LaunchOptions {
   std::string runtime = "docker";
   bool no_gpus = false;
   std::string container_args;
-  // status / logs
+  // status / logs / report
   std::string job;
   int node = -1;
   int tail = 10;
+  int warmup = 5;
 };
 
 std::string absolute(const std::string& path) {
@@ -52,21 +61,66 @@ void check_launchable(const LaunchOptions& options, const LoadedPlan& loaded) {
                     " GiB a GPU); plan again, or --force to launch it anyway");
 }
 
+/// Refuses options the backend does not take.
+void check_backend_options(const LaunchOptions& options) {
+  if (options.backend == "slurm") return;
+  if (!options.partitions.empty() || !options.slurm.sbatch_args.empty())
+    throw SpecError("--partition and --sbatch-arg are for --backend slurm");
+  if (!options.slurm.container_image.empty() || !options.slurm.container_mounts.empty())
+    throw SpecError("--container-image and --container-mounts are pyxis's, for --backend slurm; docker takes --image and --mount");
+}
+
+/// The trainer config: the file given, else the shipped megatron-mock for the default trainer.
+TrainerConfig trainer_config(const LaunchOptions& options) {
+  DiskSource disk;
+  SpecStore store(disk, embedded_presets());
+  const bool megatron = options.trainer_cmd.empty();
+  if (options.trainer_config.empty()) return megatron ? store.load_trainer_config("megatron-mock") : TrainerConfig{};
+  TrainerConfig config = store.load_trainer_config(options.trainer_config);
+  if (!megatron && !config.args.empty())
+    throw SpecError(config.source + ": field 'args': Megatron-LM's arguments, but --trainer-cmd runs another trainer; "
+                    "give its arguments in the command and keep only env: here");
+  return config;
+}
+
+/// What every node runs and exports: the trainer command (Megatron-LM's with the plan's
+/// arguments merged with the trainer config's, unless --trainer-cmd) and the environment.
+LaunchSettings launch_settings(const LaunchOptions& options, const LoadedPlan& loaded, const ClusterSpec& cluster) {
+  const PlanFile& plan = loaded.file;
+  TrainerConfig config = trainer_config(options);
+  LaunchSettings settings;
+  settings.plan_path = absolute(options.plan);
+  settings.workdir = absolute(".");
+  settings.master_port = options.master_port;
+  if (options.trainer_cmd.empty()) {
+    MergedTrainerArgs merged = merge_trainer_args(megatron_args(plan, loaded.setup->model, MegatronFlavor::kUpstream),
+                                                  config, plan, loaded.setup->model);
+    const std::string script = !options.megatron_script.empty() ? options.megatron_script
+                               : !config.megatron_script.empty() ? config.megatron_script
+                                                                 : "pretrain_gpt.py";
+    settings.trainer_command = megatron_trainer_command(merged.tokens, script);
+    settings.notes = merged.notes;
+  } else {
+    settings.trainer_command = options.trainer_cmd;
+  }
+  LaunchEnvironment environment = launch_environment(plan, cluster, config);
+  settings.env_by_node_type = environment.by_node_type;
+  settings.notes.insert(settings.notes.end(), environment.notes.begin(), environment.notes.end());
+  return settings;
+}
+
 void launch(const LaunchOptions& options) {
+  check_backend_options(options);
   PlanOverrides overrides;
   overrides.cluster = options.cluster;
   LoadedPlan loaded = load_plan(options.plan, overrides);
   check_launchable(options, loaded);
   const PlanFile& plan = loaded.file;
-  const ClusterSpec& cluster = loaded.setup->cluster;
+  ClusterSpec cluster = loaded.setup->cluster;
+  apply_partition_options(cluster, options.partitions);
+  check_sbatch_args(options.slurm.sbatch_args);
   LaunchLayout layout = make_launch_layout(plan, cluster);
-  LaunchSettings settings;
-  settings.plan_path = absolute(options.plan);
-  settings.workdir = absolute(".");
-  settings.master_port = options.master_port;
-  settings.trainer_command = options.trainer_cmd.empty()
-                                 ? megatron_trainer_command(plan, loaded.setup->model, options.megatron_script)
-                                 : options.trainer_cmd;
+  const LaunchSettings settings = launch_settings(options, loaded, cluster);
   const std::string runs_dir = absolute(options.runs_dir);
   if (options.backend == "docker") {
     if (options.image.empty()) throw SpecError("--backend docker needs --image IMAGE");
@@ -79,7 +133,7 @@ void launch(const LaunchOptions& options) {
   }
   if (options.backend == "slurm") {
     const std::string job_name = "fasop-" + loaded.setup->model.name;
-    std::string script = slurm_batch_script(plan, cluster, layout, settings, runs_dir, job_name);
+    std::string script = slurm_batch_script(plan, cluster, layout, settings, runs_dir, job_name, options.slurm);
     if (options.dry_run) {
       std::cout << script;
       return;
@@ -109,12 +163,45 @@ void launch(const LaunchOptions& options) {
                     " node(s) failed; fasop-cpp launch status " + run.job);
 }
 
-/// The run directory of `job`, which must exist.
+/// The run directory of `job`: a job id under --runs-dir, or a run directory's path.
 std::string run_directory(const LaunchOptions& options) {
+  if (fs::exists(fs::path(options.job) / "launch.txt")) return options.job;
   std::string dir = options.runs_dir + "/" + options.job;
   if (!fs::is_directory(dir))
     throw SpecError("no run directory " + dir + " for job " + options.job + "; give --runs-dir where it was launched");
   return dir;
+}
+
+/// The run's one-line summary for `launch status`, or why there is none yet ("" before the
+/// first iteration past the warm-up).
+std::string status_summary(const RunStatus& run, const std::string& dir, int warmup) {
+  try {
+    IterationLog log = read_run_logs(run, dir);
+    if (std::optional<RunReport> report = report_of_run(run, log, warmup)) return run_summary_line(*report);
+    if (!log.iterations.empty())
+      return "iteration " + std::to_string(log.iterations.back().iteration) + "/" +
+             std::to_string(log.iterations.back().train_iters) + ": still in the warm-up (" + std::to_string(warmup) +
+             " iterations)";
+  } catch (const SpecError& e) {
+    return std::string("no report: ") + e.what();
+  }
+  return "";
+}
+
+void report(const LaunchOptions& options) {
+  const std::string dir = run_directory(options);
+  RunStatus run = read_run_status(dir);
+  IterationLog log = read_run_logs(run, dir);
+  if (log.iterations.empty())
+    throw SpecError(dir + ": no iteration lines in the node logs; the trainer must print Megatron-LM's "
+                    "\"iteration I/N | ... | elapsed time per iteration (ms): T |\" (README, \"Run reports\")");
+  std::optional<RunReport> result = report_of_run(run, log, options.warmup);
+  if (!result)
+    throw SpecError(dir + ": the logs reach iteration " + std::to_string(log.iterations.back().iteration) +
+                    ", all within the warm-up of " + std::to_string(options.warmup) + "; lower --warmup");
+  std::cout << "job " << run.job << " (" << run.backend << "), plan " << run.plan << "\n" << run_report_text(*result);
+  write_file_atomically(dir + "/report.csv", run_report_csv(*result, run.job));
+  std::cout << "wrote " << dir << "/report.csv\n";
 }
 
 int status(const LaunchOptions& options) {
@@ -138,6 +225,8 @@ int status(const LaunchOptions& options) {
                 << ") failed with exit code " << *n.exit_code << "; the last lines of " << n.log_path << ":\n"
                 << file_tail(n.log_path, options.tail);
   std::cout << (run.failed() ? "\nthe job failed\n" : run.finished() ? "\nevery node exited with 0\n" : "");
+  if (std::string summary = status_summary(run, run_directory(options), options.warmup); !summary.empty())
+    std::cout << summary << "\n";
   return run.failed() ? 1 : 0;
 }
 
@@ -168,11 +257,27 @@ void add_launch_command(CLI::App& app) {
                       "shell command each node runs (default: torchrun of Megatron-LM's --megatron-script with the "
                       "plan's arguments); it sees NNODES, NODE_RANK, GPUS_PER_NODE, WORLD_SIZE, MASTER_ADDR, "
                       "MASTER_PORT and FASOP_* (plan, degrees, first rank, run directory)");
-  command->add_option("--megatron-script", options->megatron_script, "Megatron-LM's training script (default pretrain_gpt.py)");
+  command->add_option("--trainer-config", options->trainer_config,
+                      "Megatron-LM's own arguments and the nodes' environment (YAML: args, env, megatron_script), "
+                      "merged with the plan's, the plan's kept where both give a flag; a preset or a file (default "
+                      "megatron-mock: mock data, 50 iterations; `presets show megatron-mock` to start one)");
+  command->add_option("--megatron-script", options->megatron_script,
+                      "Megatron-LM's training script (default: the trainer config's, else pretrain_gpt.py)");
   command->add_option("--runs-dir", options->runs_dir,
                       "where run directories go (default main_logs/runs; on a filesystem all nodes share)");
   command->add_option("--cluster", options->cluster, "launch on this cluster file instead of the plan's");
   command->add_option("--master-port", options->master_port, "rendezvous port (default 29500)")->check(CLI::Range(1, 65535));
+  command->add_option("--partition", options->partitions,
+                      "slurm: TYPE=PARTITION[,gres=G][,constraint=C][,account=A], repeatable: where node type TYPE's "
+                      "nodes come from (replaces its slurm: in the cluster file)");
+  command->add_option("--sbatch-arg", options->slurm.sbatch_args,
+                      "slurm: an sbatch option for every component, repeatable, e.g. --sbatch-arg=--time=02:00:00 "
+                      "--sbatch-arg=--exclusive");
+  command->add_option("--container-image", options->slurm.container_image,
+                      "slurm: run the nodes in this image through pyxis (srun --container-image), e.g. "
+                      "nvcr.io#nvidia/pytorch:25.01-py3; the run, work and plan directories are mounted");
+  command->add_option("--container-mounts", options->slurm.container_mounts,
+                      "slurm: more pyxis mounts SRC:DST[:FLAGS], repeatable");
   command->add_option("--image", options->image, "docker: the container image");
   command->add_option("--master-addr", options->master_addr, "docker: node rank 0's address");
   command->add_option("--mount", options->mounts, "docker: -v SRC:DST, repeatable");
@@ -185,18 +290,27 @@ void add_launch_command(CLI::App& app) {
   CLI::App* status_command = command->add_subcommand("status", "a launched job's state, each node's exit code, failures' logs");
   status_command->add_option("job", options->job, "job id (Slurm's, or local-N)")->required();
   status_command->add_option("--tail", options->tail, "log lines shown for a failed node (default 10)");
+  CLI::App* report_command = command->add_subcommand(
+      "report", "a run's measured step time against the plan's prediction, tokens/s/GPU, MFU and memory, from "
+                "the trainer's logs; writes report.csv into the run directory");
+  report_command->add_option("job", options->job, "job id (Slurm's, or local-N) or run directory")->required();
+  report_command->add_option("--warmup", options->warmup, "iterations not measured at the start (default 5)")
+      ->check(CLI::NonNegativeNumber);
+  status_command->add_option("--warmup", options->warmup, "iterations the summary skips (default 5)")
+      ->check(CLI::NonNegativeNumber);
   CLI::App* logs_command = command->add_subcommand("logs", "each node's output of a launched job");
   logs_command->add_option("job", options->job, "job id (Slurm's, or local-N)")->required();
   logs_command->add_option("--node", options->node, "only this node rank");
-  for (CLI::App* sub : {status_command, logs_command})
+  for (CLI::App* sub : {status_command, logs_command, report_command})
     sub->add_option("--runs-dir", options->runs_dir, "where the run directories are (default main_logs/runs)");
 
   status_command->callback([options] {
     if (int code = status(*options); code != 0) throw CLI::RuntimeError(code);
   });
   logs_command->callback([options] { logs(*options); });
-  command->callback([options, command, status_command, logs_command] {
-    if (status_command->parsed() || logs_command->parsed()) return;
+  report_command->callback([options] { report(*options); });
+  command->callback([options, command, status_command, logs_command, report_command] {
+    if (status_command->parsed() || logs_command->parsed() || report_command->parsed()) return;
     if (options->plan.empty()) throw SpecError("launch needs --plan PLAN (or: launch status JOB, launch logs JOB)");
     launch(*options);
   });

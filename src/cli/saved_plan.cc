@@ -17,12 +17,13 @@ namespace {
 namespace fs = std::filesystem;
 
 /// A spec reference that names a file, relative to the working directory, is also looked for
-/// beside the plan file: a plan saved next to its specs travels with them.
-std::string resolve_beside(const std::string& ref, const std::string& plan_path) {
-  const bool is_file = ref.find('/') != std::string::npos || ref.size() > 5 && ref.rfind(".yaml") == ref.size() - 5;
+/// beside the plan file (a plan saved next to its specs travels with them), then in `spec_dir`.
+std::string resolve_beside(const std::string& ref, const std::string& plan_path, const std::string& spec_dir) {
+  const bool is_file = ref.find('/') != std::string::npos || (ref.size() > 5 && ref.rfind(".yaml") == ref.size() - 5);
   if (!is_file || fs::path(ref).is_absolute() || fs::exists(ref)) return ref;
-  fs::path beside = fs::path(plan_path).parent_path() / ref;
-  return fs::exists(beside) ? beside.string() : ref;
+  for (const fs::path& dir : {fs::path(plan_path).parent_path(), fs::path(spec_dir)})
+    if (!dir.empty() && fs::exists(dir / ref)) return (dir / ref).string();
+  return ref;
 }
 
 /// The node counts the plan runs on, by the cluster's node types; throws where the cluster
@@ -129,8 +130,8 @@ LoadedPlan load_plan(const std::string& path, const PlanOverrides& overrides) {
   loaded.file = parse_plan_file(*text, path);
   PlanFile& plan = loaded.file;
   PlannerOptions& options = loaded.options;
-  options.model = resolve_beside(plan.model, path);
-  options.cluster = overrides.cluster.empty() ? resolve_beside(plan.cluster, path) : overrides.cluster;
+  options.model = resolve_beside(plan.model, path, overrides.spec_dir);
+  options.cluster = overrides.cluster.empty() ? resolve_beside(plan.cluster, path, overrides.spec_dir) : overrides.cluster;
   options.profile_dir = overrides.profile_dir.empty() ? plan.profile_dir : overrides.profile_dir;
   options.policy = plan.policy;
   options.no_overlap = !plan.overlap_dp_allreduce;
@@ -148,18 +149,26 @@ LoadedPlan load_plan(const std::string& path, const PlanOverrides& overrides) {
   std::vector<int> counts = plan_node_counts(plan, setup.cluster);
   std::vector<int> order = node_order_indices(plan, setup.cluster, counts);
   setup.cluster = shape_cluster(setup.cluster, counts);
-  setup.load_profiles(options, counts);
   plan.key.node_order = order;
   try {
     validate_plan_key(setup.model, setup.cluster, plan.key);
   } catch (const SpecError& e) {
     throw SpecError(path + ": the plan no longer fits its specs: " + e.what());
   }
+  loaded.result = estimate_again(loaded);
+  return loaded;
+}
+
+CandidateResult estimate_again(LoadedPlan& loaded) {
+  PlannerSetup& setup = *loaded.setup;
+  std::vector<int> counts(setup.cluster.node_types.size());
+  for (size_t type = 0; type < counts.size(); ++type) counts[type] = setup.cluster.node_count(static_cast<int>(type));
+  setup.load_profiles(loaded.options, counts);
   // FASOP's policy reports some partitions with the stage times FASOP's greedy had before its
   // last move (estimate's default); the saved figures were made that way, and so are these.
-  PartitionTiming timing = plan.policy == "fasop" ? PartitionTiming::kAsFasopReports : PartitionTiming::kExact;
-  loaded.result = evaluate_candidate(setup.input, plan.key, plan.partition, timing);
-  return loaded;
+  const PartitionTiming timing =
+      loaded.file.policy == "fasop" ? PartitionTiming::kAsFasopReports : PartitionTiming::kExact;
+  return evaluate_candidate(setup.input, loaded.file.key, loaded.file.partition, timing);
 }
 
 void save_plan(const std::string& path, const PlanFile& plan) { write_file_atomically(path, plan_file_yaml(plan)); }

@@ -25,12 +25,19 @@ struct LoadedPlan {
 struct PlanOverrides {
   std::string cluster;      ///< estimate the plan on another cluster file
   std::string profile_dir;
+  /// A folder where the plan's relative spec paths are looked for too (the directory a run
+  /// was launched from, for the run directory's copy of its plan).
+  std::string spec_dir;
 };
 
 /// Reads, checks and estimates the plan at `path`. Throws SpecError when the file is missing or
 /// malformed, or when its model or cluster cannot hold the plan any more (a node type gone, fewer
 /// nodes than the plan uses, a model with other units or batch), naming the file and the fix.
 LoadedPlan load_plan(const std::string& path, const PlanOverrides& overrides = {});
+
+/// The plan estimated again from its setup as it is now (profiles made again from the
+/// cluster's node types: after their GPU data changed, as in calibrate --from-run).
+CandidateResult estimate_again(LoadedPlan& loaded);
 
 /// Writes `plan` to `path` atomically.
 void save_plan(const std::string& path, const PlanFile& plan);

@@ -9,7 +9,11 @@
 //   sbatch_submit        sbatch and scontrol (slurm_client.h)
 //   submit_slurm_job     a batch script submitted, or run_local_job: the nodes run here (launch_run.h)
 //   megatron_trainer_command  the default trainer: Megatron-LM under torchrun (trainer_command.h)
+//   merge_trainer_args   the plan's Megatron-LM arguments with a trainer config's (trainer_args.h)
+//   launch_environment   what the nodes export: node type's, trainer config's, plan's (launch_environment.h)
+//   apply_partition_options, check_sbatch_args  --partition and --sbatch-arg (slurm_options.h)
 #include "launch/docker_commands.h"
+#include "launch/launch_environment.h"
 #include "launch/launch_layout.h"
 #include "launch/launch_run.h"
 #include "launch/local_launcher.h"
@@ -17,5 +21,7 @@
 #include "launch/run_directory.h"
 #include "launch/run_status.h"
 #include "launch/slurm_client.h"
+#include "launch/slurm_options.h"
 #include "launch/slurm_script.h"
+#include "launch/trainer_args.h"
 #include "launch/trainer_command.h"

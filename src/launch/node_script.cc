@@ -10,27 +10,31 @@ std::vector<std::pair<std::string, std::string>> node_environment(const PlanFile
                                                                   const LaunchNode& node,
                                                                   const LaunchSettings& settings) {
   auto text = [](int value) { return std::to_string(value); };
-  return {{"NNODES", text(static_cast<int>(layout.nodes.size()))},
-          {"NODE_RANK", text(node.node_rank)},
-          {"GPUS_PER_NODE", text(node.gpus)},
-          {"WORLD_SIZE", text(layout.world_size)},
-          {"MASTER_PORT", text(settings.master_port)},
-          {"FASOP_NODE_TYPE", node.node_type},
-          {"FASOP_FIRST_RANK", text(node.first_rank)},
-          {"FASOP_TP", text(plan.key.tp)},
-          {"FASOP_DP", text(plan.key.dp)},
-          {"FASOP_PP", text(plan.key.pp)},
-          {"FASOP_MBS", text(plan.key.mbs)},
-          {"FASOP_GLOBAL_BATCH", text(plan.global_batch)},
-          {"FASOP_PLAN", settings.plan_path}};
+  EnvironmentVariables variables = {{"NNODES", text(static_cast<int>(layout.nodes.size()))},
+                                   {"NODE_RANK", text(node.node_rank)},
+                                   {"GPUS_PER_NODE", text(node.gpus)},
+                                   {"WORLD_SIZE", text(layout.world_size)},
+                                   {"MASTER_PORT", text(settings.master_port)},
+                                   {"FASOP_NODE_TYPE", node.node_type},
+                                   {"FASOP_FIRST_RANK", text(node.first_rank)},
+                                   {"FASOP_TP", text(plan.key.tp)},
+                                   {"FASOP_DP", text(plan.key.dp)},
+                                   {"FASOP_PP", text(plan.key.pp)},
+                                   {"FASOP_MBS", text(plan.key.mbs)},
+                                   {"FASOP_GLOBAL_BATCH", text(plan.global_batch)},
+                                   {"FASOP_PLAN", settings.plan_path}};
+  if (auto it = settings.env_by_node_type.find(node.node_type); it != settings.env_by_node_type.end())
+    variables.insert(variables.end(), it->second.begin(), it->second.end());
+  return variables;
 }
 
 std::string node_script(const PlanFile& plan, const LaunchLayout& layout, const LaunchSettings& settings) {
   std::ostringstream out;
   out << "#!/bin/bash\n"
       << "# One node of a fasop-cpp launch of " << settings.plan_path << ".\n"
-      << "# Usage: bash node.sh [NODE_RANK] (none under Slurm: looked up by $SLURMD_NODENAME).\n"
-      << "set -u\n"
+      << "# Usage: bash node.sh [NODE_RANK] (none under Slurm: looked up by $SLURMD_NODENAME).\n";
+  for (const std::string& note : settings.notes) out << "# " << note << "\n";
+  out << "set -u\n"
       << ": \"${FASOP_RUN_DIR:?}\" \"${MASTER_ADDR:?}\"\n"
       << "node_rank=${1:-}\n"
       << "if [ -z \"$node_rank\" ]; then\n"

@@ -2,10 +2,12 @@
 // The script every node of a launch runs (node.sh), whatever the backend: it finds its node
 // rank, exports the plan's environment, runs the trainer with its output in the run directory,
 // and records its exit code there.
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "launch/launch_environment.h"
 #include "launch/launch_layout.h"
 #include "specs/plan_file.h"
 
@@ -17,11 +19,16 @@ struct LaunchSettings {
   std::string workdir;          ///< absolute directory the trainer starts in
   std::string trainer_command;  ///< a shell command; the environment below tells it its place
   int master_port = 29500;
+  /// Per node type: what its nodes export besides their place (launch_environment.h).
+  std::map<std::string, EnvironmentVariables> env_by_node_type;
+  /// Lines node.sh's head states: how the trainer's arguments and environment were merged.
+  std::vector<std::string> notes;
 };
 
 /// The environment of node `node`, besides MASTER_ADDR (the backend's) and FASOP_RUN_DIR:
 /// NNODES, NODE_RANK, GPUS_PER_NODE, WORLD_SIZE, MASTER_PORT, and FASOP_* for the plan's
-/// degrees, batch, this node's first rank and type, and the plan file.
+/// degrees, batch, this node's first rank and type, and the plan file; then its node type's
+/// variables of `settings`.
 std::vector<std::pair<std::string, std::string>> node_environment(const PlanFile& plan, const LaunchLayout& layout,
                                                                   const LaunchNode& node,
                                                                   const LaunchSettings& settings);

@@ -1,6 +1,8 @@
 #include "launch/run_directory.h"
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "report/atomic_file.h"
 
@@ -12,8 +14,13 @@ void prepare_run_directory(const std::string& run_dir, const std::string& job, c
   std::string nodes;
   for (const LaunchNode& node : layout.nodes) nodes += std::to_string(node.node_rank) + " " + node.node_type + "\n";
   write_file_atomically(run_dir + "/nodes.txt", nodes);
+  std::ifstream plan(plan_path);
+  std::ostringstream plan_text;
+  plan_text << plan.rdbuf();
+  if (plan.is_open()) write_file_atomically(run_dir + "/plan.yaml", plan_text.str());
   if (!node_sh.empty()) write_file_atomically(run_dir + "/node.sh", node_sh);
-  write_file_atomically(run_dir + "/launch.txt", "job: " + job + "\nbackend: " + backend + "\nplan: " + plan_path + "\n");
+  write_file_atomically(run_dir + "/launch.txt", "job: " + job + "\nbackend: " + backend + "\nplan: " + plan_path +
+                                                     "\nworkdir: " + std::filesystem::current_path().string() + "\n");
 }
 
 std::string next_local_job(const std::string& runs_dir) {

@@ -8,8 +8,9 @@
 
 namespace fasop {
 
-/// Creates `run_dir` and writes launch.txt (job, backend, plan) and nodes.txt (a line "RANK TYPE"
-/// per node); `node_sh`, if not empty, as node.sh.
+/// Creates `run_dir` and writes launch.txt (job, backend, plan, the directory launched from), a copy of the plan as plan.yaml
+/// (what `launch report` compares against, whatever becomes of the original) and nodes.txt (a
+/// line "RANK TYPE" per node); `node_sh`, if not empty, as node.sh.
 void prepare_run_directory(const std::string& run_dir, const std::string& job, const std::string& backend,
                            const std::string& plan_path, const LaunchLayout& layout, const std::string& node_sh);
 

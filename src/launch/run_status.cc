@@ -54,7 +54,10 @@ RunStatus read_run_status(const std::string& run_dir) {
   for (std::string line; std::getline(launch, line);) {
     if (line.rfind("job: ", 0) == 0) status.job = line.substr(5);
     if (line.rfind("backend: ", 0) == 0) status.backend = line.substr(9);
+    if (line.rfind("plan: ", 0) == 0) status.plan = line.substr(6);
+    if (line.rfind("workdir: ", 0) == 0) status.workdir = line.substr(9);
   }
+  if (std::ifstream(run_dir + "/plan.yaml")) status.plan = run_dir + "/plan.yaml";
   for (NodeStatus node; nodes >> node.node_rank >> node.node_type;) {
     node.log_path = run_dir + "/node-" + std::to_string(node.node_rank) + ".log";
     std::ifstream exit_file(run_dir + "/node-" + std::to_string(node.node_rank) + ".exit");

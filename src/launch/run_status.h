@@ -30,6 +30,10 @@ struct NodeStatus {
 struct RunStatus {
   std::string job;
   std::string backend;  ///< slurm or local
+  /// The plan launched: the run directory's copy (plan.yaml), or the path launch.txt names
+  /// where the directory has no copy.
+  std::string plan;
+  std::string workdir;  ///< where the launch ran: the plan's relative spec paths start there
   std::vector<NodeStatus> nodes;
   bool failed() const;    ///< a node exited non-zero
   bool finished() const;  ///< every node has exited

@@ -1,5 +1,6 @@
 #include "launch/slurm_script.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "emit/shell_quote.h"
@@ -9,14 +10,31 @@
 namespace fasop {
 namespace {
 
-/// The #SBATCH line of one component.
-std::string component_options(const NodeType& type, int nodes) {
+/// The #SBATCH lines of one component.
+std::string component_options(const NodeType& type, int nodes, const SlurmOptions& options) {
   std::string line = "#SBATCH --partition=" + type.slurm.partition + " --nodes=" + std::to_string(nodes) +
                      " --ntasks-per-node=1";
   if (!type.slurm.gres.empty()) line += " --gres=" + type.slurm.gres;
   if (!type.slurm.constraint.empty()) line += " --constraint=" + type.slurm.constraint;
   if (!type.slurm.account.empty()) line += " --account=" + type.slurm.account;
-  return line + "\n";
+  line += "\n";
+  for (const std::string& arg : options.sbatch_args) line += "#SBATCH " + arg + "\n";
+  return line;
+}
+
+/// pyxis's srun options: the image, and the directories node.sh and the trainer need.
+std::string container_options(const LaunchSettings& settings, const std::string& runs_dir,
+                              const SlurmOptions& options) {
+  if (options.container_image.empty()) return "";
+  std::vector<std::string> mounts;
+  const std::string plan_dir = settings.plan_path.substr(0, settings.plan_path.find_last_of('/'));
+  for (const std::string& dir : {runs_dir, settings.workdir, plan_dir})
+    if (std::find(mounts.begin(), mounts.end(), dir + ":" + dir) == mounts.end()) mounts.push_back(dir + ":" + dir);
+  mounts.insert(mounts.end(), options.container_mounts.begin(), options.container_mounts.end());
+  std::string list;
+  for (const std::string& m : mounts) list += (list.empty() ? "" : ",") + m;
+  return " --container-image=" + shell_quote(options.container_image) + " --container-mounts=" + shell_quote(list) +
+         " --container-workdir=" + shell_quote(settings.workdir);
 }
 
 /// Throws unless every component's node type says where its nodes come from.
@@ -31,7 +49,8 @@ void require_slurm_mappings(const PlanFile& plan, const ClusterSpec& cluster, co
 }  // namespace
 
 std::string slurm_batch_script(const PlanFile& plan, const ClusterSpec& cluster, const LaunchLayout& layout,
-                               const LaunchSettings& settings, const std::string& runs_dir, const std::string& job_name) {
+                               const LaunchSettings& settings, const std::string& runs_dir, const std::string& job_name,
+                               const SlurmOptions& options) {
   require_slurm_mappings(plan, cluster, layout);
   const bool het = layout.components.size() > 1;
   std::ostringstream out;
@@ -45,7 +64,7 @@ std::string slurm_batch_script(const PlanFile& plan, const ClusterSpec& cluster,
   for (size_t c = 0; c < layout.components.size(); ++c) {
     if (c > 0) out << "#SBATCH hetjob\n";
     const LaunchComponent& component = layout.components[c];
-    out << component_options(cluster.node_types[component.node_type_index], component.nodes);
+    out << component_options(cluster.node_types[component.node_type_index], component.nodes, options);
   }
   out << "set -u\n"
       << "export FASOP_RUN_DIR=" << shell_quote(runs_dir) << "/$SLURM_JOB_ID\n"
@@ -71,7 +90,7 @@ std::string slurm_batch_script(const PlanFile& plan, const ClusterSpec& cluster,
     out << " --het-group=";
     for (size_t c = 0; c < layout.components.size(); ++c) out << (c ? "," : "") << c;
   }
-  out << " --ntasks-per-node=1 bash \"$FASOP_RUN_DIR/node.sh\"\n"
+  out << " --ntasks-per-node=1" << container_options(settings, runs_dir, options) << " bash \"$FASOP_RUN_DIR/node.sh\"\n"
       << "code=$?\n"
       << "echo \"$code\" > \"$FASOP_RUN_DIR/job.exit\"\n"
       << "exit \"$code\"\n";

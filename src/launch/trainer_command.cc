@@ -1,15 +1,15 @@
 #include "launch/trainer_command.h"
 
-#include "emit/megatron_args.h"
 #include "emit/shell_quote.h"
 
 namespace fasop {
 
-std::string megatron_trainer_command(const PlanFile& plan, const ModelSpec& model, const std::string& script) {
+std::string megatron_trainer_command(const std::vector<std::string>& args, const std::string& script) {
   std::string command =
-      "torchrun --nnodes \"$NNODES\" --nproc-per-node \"$GPUS_PER_NODE\" --node-rank \"$NODE_RANK\" "
-      "--master-addr \"$MASTER_ADDR\" --master-port \"$MASTER_PORT\" " + shell_quote(script);
-  for (const std::string& token : megatron_args(plan, model, MegatronFlavor::kUpstream)) command += " " + shell_quote(token);
+      // torchrun's underscore spellings: every version takes them (1.13, Debian 12's, knows no others).
+      "torchrun --nnodes \"$NNODES\" --nproc_per_node \"$GPUS_PER_NODE\" --node_rank \"$NODE_RANK\" "
+      "--master_addr \"$MASTER_ADDR\" --master_port \"$MASTER_PORT\" " + shell_quote(script);
+  for (const std::string& token : args) command += " " + shell_quote(token);
   return command;
 }
 

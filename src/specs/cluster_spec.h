@@ -1,6 +1,7 @@
 #pragma once
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "specs/gpu_spec.h"
@@ -38,6 +39,9 @@ struct NodeType {
   double intra_node_latency_s = 5e-6;  ///< per message, alpha of the alpha-beta model
   double inter_node_latency_s = 20e-6;
   SlurmMapping slurm;  ///< field `slurm: {partition, gres, constraint, account}`
+  /// Field `env:`: variables a launch exports on this type's nodes, e.g. the fabric's NCCL
+  /// settings (NCCL_SOCKET_IFNAME, NCCL_IB_HCA) or EFA's FI_PROVIDER.
+  std::vector<std::pair<std::string, std::string>> env;
 
   /// True when the cluster file gives the GPU's peaks itself.
   bool has_gpu_spec() const { return !peak_tflops.empty() && memory_bandwidth_bytes_per_s > 0; }

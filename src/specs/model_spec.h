@@ -12,7 +12,7 @@ enum class LayerRole { kEmbedding, kTransformer, kPostProcess };
 struct LayerUnit {
   std::string type;      ///< profile key, e.g. "transformer" or "encoder_last"
   LayerRole role = LayerRole::kTransformer;
-  std::string segment;   ///< "" or e.g. "encoder"/"decoder": a stage never spans two segments
+  std::string segment = {};  ///< "" or e.g. "encoder"/"decoder": a stage never spans two segments
   bool cross_attention = false;  ///< a decoder layer that also attends to the encoder (T5)
 };
 

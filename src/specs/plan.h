@@ -41,7 +41,7 @@ struct PlanKey {
   /// Metis-style data parallelism per stage (empty: dp on every stage). Stage s then has
   /// stage_dp[s] replicas of tp GPUs; dp is the largest, and a pipeline micro-batch of
   /// mbs x dp samples is split over each stage's replicas (mbs x dp / stage_dp[s] each).
-  std::vector<int> stage_dp;
+  std::vector<int> stage_dp = {};
 
   RecomputeMode recompute_mode() const {
     return recompute ? RecomputeMode::kFull : selective_recompute ? RecomputeMode::kSelective : RecomputeMode::kNone;

@@ -15,7 +15,7 @@ struct KindDir {
 const std::vector<KindDir>& kind_dirs() {
   static const std::vector<KindDir> dirs = {{"model", "configs/models/"},   {"cluster", "clusters/"},
                                             {"gpu", "configs/gpus/"},       {"profile", "configs/profiles/"},
-                                            {"validation", "validation/"}};
+                                            {"trainer", "configs/trainers/"}, {"validation", "validation/"}};
   return dirs;
 }
 

@@ -9,7 +9,7 @@
 
 namespace fasop {
 
-/// One shipped preset: its kind (model, cluster, gpu, profile, validation), the name it is
+/// One shipped preset: its kind (model, cluster, gpu, profile, trainer, validation), the name it is
 /// given by and the path it was compiled from.
 struct PresetEntry {
   std::string kind;
@@ -17,7 +17,7 @@ struct PresetEntry {
   std::string path;
 };
 
-/// Every preset of `files`, sorted by kind order (model, cluster, gpu, profile, validation),
+/// Every preset of `files`, sorted by kind order (model, cluster, gpu, profile, trainer, validation),
 /// then by name.
 std::vector<PresetEntry> preset_catalog(const std::vector<EmbeddedFile>& files);
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <optional>
 
+#include "specs/gpu_parameters.h"
 #include "specs/precision.h"
 #include "specs/spec_error.h"
 #include "specs/yaml_field.h"
@@ -30,6 +31,23 @@ std::optional<double> optional_share(const Field& field) {
 }
 
 /// The node type's GPU data: the shipped data of its GPU, with the file's own fields over it.
+/// Field gpu_data: GPU-data parameters by name set over the GPU's shipped data, as
+/// `calibrate --from-run` writes them, e.g. {bf16.gemm_peak_share: 0.61, network.bus_share: 0.8}.
+void apply_gpu_data_overrides(const Field& data, GpuSpec& gpu) {
+  if (!data.node.IsMap()) data.fail("expected a mapping of GPU-data parameters to values, e.g. {bf16.gemm_peak_share: 0.6}");
+  for (const auto& item : data.node) {
+    const std::string name = item.first.as<std::string>();
+    Field value = data.child(name);
+    if (!is_gpu_parameter(name)) value.fail("not a GPU-data parameter; use " + gpu_parameter_names());
+    if (is_per_precision_parameter(name) && name.find('.') == std::string::npos)
+      value.fail("name the precision it is for, e.g. bf16." + name);
+    if (gpu.peak_tflops.empty()) value.fail("GPU '" + gpu.name + "' has no data to override; give peak_tflops");
+    const double v = value.non_negative_double();
+    if (name.find("share") != std::string::npos && v > 1) value.fail("a share of a peak is at most 1");
+    set_parameter(gpu, "", name, v);
+  }
+}
+
 void resolve_gpu_data(const Field& entry, NodeType& type) {
   if (const GpuSpec* shipped = shipped_gpu_spec(type.gpu)) type.gpu_data = *shipped;
   else type.gpu_data.name = type.gpu;
@@ -53,6 +71,7 @@ void resolve_gpu_data(const Field& entry, NodeType& type) {
                                         "(each dimension d costs d / (d + gemm_half_dim)) or leave it to the GPU's data");
   if (auto v = optional_share(entry.child("intra_node_collective_efficiency"))) gpu.nvlink.bus_share = *v;
   if (auto v = optional_share(entry.child("inter_node_collective_efficiency"))) gpu.network.bus_share = *v;
+  if (Field data = entry.child("gpu_data"); data.present()) apply_gpu_data_overrides(data, gpu);
 }
 
 }  // namespace
@@ -184,6 +203,7 @@ NodeType parse_node_type(const Field& entry) {
     if (slurm.child("constraint").present()) type.slurm.constraint = slurm.child("constraint").text();
     if (slurm.child("account").present()) type.slurm.account = slurm.child("account").text();
   }
+  if (Field env = entry.child("env"); env.present()) type.env = environment_variables(env);
   return type;
 }
 

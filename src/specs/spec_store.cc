@@ -95,6 +95,12 @@ ClusterSpec SpecStore::load_cluster(const std::string& name_or_path, const std::
   return parse_cluster(text, source);
 }
 
+TrainerConfig SpecStore::load_trainer_config(const std::string& name_or_path, const std::string& flag) const {
+  std::string source;
+  std::string text = load_text(name_or_path, "configs/trainers", flag, &source);
+  return parse_trainer_config(text, source);
+}
+
 bool SpecStore::has_profile(const ModelSpec& model, const std::string& gpu, const std::string& profile_dir) const {
   const std::string file = model.name + "_" + lower(gpu) + ".yaml";
   return (!profile_dir.empty() && disk_.read(profile_dir + "/" + file)) || preset("configs/profiles/" + file);

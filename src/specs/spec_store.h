@@ -6,6 +6,7 @@
 #include "specs/cluster_spec.h"
 #include "specs/model_spec.h"
 #include "specs/profile_spec.h"
+#include "specs/trainer_config.h"
 
 namespace fasop {
 
@@ -40,6 +41,9 @@ class SpecStore {
   ModelSpec load_model(const std::string& name_or_path, const std::string& flag = "--model") const;
   ClusterSpec load_cluster(const std::string& name_or_path,
                            const std::string& flag = "--cluster") const;
+  /// A trainer config: a preset of configs/trainers (megatron-mock) or a YAML file.
+  TrainerConfig load_trainer_config(const std::string& name_or_path,
+                                    const std::string& flag = "--trainer-config") const;
   /// The profile of `model` on `gpu`: <profile_dir>/<model>_<gpu>.yaml if profile_dir is set
   /// and has it, else the shipped preset configs/profiles/<model>_<gpu>.yaml.
   ProfileSpec load_profile(const ModelSpec& model, const std::string& gpu,

@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "specs/spec_error.h"
 
@@ -53,6 +55,10 @@ struct Field {
     return value;
   }
 };
+
+/// A mapping of environment variable names to values (a cluster's node type's or a trainer
+/// config's `env:`), in the file's order.
+std::vector<std::pair<std::string, std::string>> environment_variables(const Field& env);
 
 /// Parses `yaml_text` (from `source`) and requires a mapping at the top level.
 Field load_root(const std::string& yaml_text, const std::string& source);

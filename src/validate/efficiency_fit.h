@@ -1,28 +1,21 @@
 #pragma once
 // A GPU's data (configs/gpus/) fitted to some validation cases, so that the others measure the
 // fitted model on runs it has not seen (`validate --fit`).
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "specs/gpu_parameters.h"
 #include "specs/validation_case.h"
 
 namespace fasop {
 
-/// One parameter of a GPU's data the fit may move, with its bounds.
-struct FitParameter {
-  std::string name;  ///< e.g. gemm_peak_share, attention_peak_share, dispatch_s.eager, nvlink.bus_share
-  double low = 0, high = 1;
-};
-
-/// The parameters `fit_gpu_data` knows, with their physical bounds.
-std::vector<FitParameter> fit_parameters();
-/// The parameter called `name`; throws SpecError naming --fit-params otherwise.
-FitParameter fit_parameter(const std::string& name);
-
-/// Reads or writes parameter `name` of `gpu`'s data for `precision` (per-precision
-/// parameters) or the GPU as a whole (collectives, launches, overlap).
-double get_parameter(const GpuSpec& gpu, const std::string& precision, const std::string& name);
-void set_parameter(GpuSpec& gpu, const std::string& precision, const std::string& name, double value);
+/// Minimises `objective` over `values` (one per parameter, within its bounds, in and out):
+/// coordinate descent, each parameter by 24 steps of golden-section search, until a sweep
+/// improves by less than 1e-6 (at most 4 sweeps); a parameter moves only where it improves.
+/// Returns the objective at `values`. Deterministic.
+double minimize_by_coordinates(const std::function<double(const std::vector<double>&)>& objective,
+                               const std::vector<FitParameter>& parameters, std::vector<double>& values);
 
 /// What the fit found.
 struct GpuFit {

@@ -1,0 +1,130 @@
+#include "cli/run_calibration.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "specs/gpu_parameters.h"
+#include "specs/spec_error.h"
+#include "validate/efficiency_fit.h"
+
+namespace fasop {
+namespace {
+
+/// The GPUs a run's plan runs on, by the GPU data's name, in stage order.
+std::vector<std::string> plan_gpus(const LoadedPlan& loaded) {
+  std::vector<std::string> gpus;
+  for (const PlanStage& stage : loaded.file.stages) {
+    const int type = loaded.setup->cluster.find_node_type(stage.node_type);
+    const std::string& gpu = loaded.setup->cluster.node_types.at(type).gpu_data.name;
+    if (std::find(gpus.begin(), gpus.end(), gpu) == gpus.end()) gpus.push_back(gpu);
+  }
+  return gpus;
+}
+
+/// `name` with the precision of `dtype` where the parameter has one per precision.
+std::string qualified(const std::string& name, const std::string& dtype) {
+  return is_per_precision_parameter(name) && name.find('.') == std::string::npos ? dtype + "." + name : name;
+}
+
+/// Refuses runs whose step time does not follow GPU data.
+void require_gpu_data_timing(const CalibrationRun& run) {
+  const PlannerSetup& setup = *run.plan.setup;
+  if (setup.policy_name != "analytic")
+    throw SpecError("run " + run.job + ": its plan " + run.plan.file.source +
+                    " uses the fasop policy, which times layers from measured profiles, not GPU data; calibrate "
+                    "those with `fasop-profile` and `calibrate --profile`, or plan with --policy analytic");
+  for (const std::string& gpu : plan_gpus(run.plan))
+    for (const NodeType& type : setup.cluster.node_types)
+      if (type.gpu_data.name == gpu && !type.has_gpu_data())
+        throw SpecError("run " + run.job + ": GPU '" + gpu + "' has no GPU data (configs/gpus/) to calibrate");
+}
+
+void set_everywhere(std::vector<CalibrationRun>& runs, const CalibratedParameter& p, double value) {
+  for (CalibrationRun& run : runs)
+    for (NodeType& type : run.plan.setup->cluster.node_types)
+      if (type.gpu_data.name == p.gpu) set_parameter(type.gpu_data, "", p.parameter, value);
+}
+
+}  // namespace
+
+bool CalibratedParameter::at_bound() const {
+  const double tolerance = 1e-3 * (high - low);
+  return after - low < tolerance || high - after < tolerance;
+}
+
+RunCalibration calibrate_from_runs(std::vector<CalibrationRun>& runs, const std::vector<std::string>& parameter_names) {
+  RunCalibration calibration;
+  for (const CalibrationRun& run : runs) {
+    require_gpu_data_timing(run);
+    const std::string& dtype = run.plan.setup->model.dtype;
+    for (const std::string& gpu : plan_gpus(run.plan))
+      for (const std::string& name : parameter_names) {
+        const std::string parameter = qualified(name, dtype);
+        auto same = [&](const CalibratedParameter& p) { return p.gpu == gpu && p.parameter == parameter; };
+        if (std::any_of(calibration.parameters.begin(), calibration.parameters.end(), same)) continue;
+        const FitParameter bounds = fit_parameter(parameter);
+        CalibratedParameter p{gpu, parameter, {}, bounds.low, bounds.high, 0, 0};
+        for (const NodeType& t : run.plan.setup->cluster.node_types)
+          if (t.gpu_data.name == gpu) {
+            p.before = p.after = get_parameter(t.gpu_data, "", parameter);
+            p.node_types.push_back(t.name);
+          }
+        calibration.parameters.push_back(p);
+      }
+    calibration.runs.push_back({run.job, run.measured_step_s, run.plan.result.estimate.step_time_s, 0});
+  }
+  std::vector<FitParameter> bounds;
+  std::vector<double> values;
+  for (const CalibratedParameter& p : calibration.parameters) {
+    bounds.push_back({p.parameter, p.low, p.high});
+    values.push_back(p.before);
+  }
+  auto objective = [&](const std::vector<double>& trial) {
+    for (size_t i = 0; i < trial.size(); ++i) set_everywhere(runs, calibration.parameters[i], trial[i]);
+    double sum = 0;
+    for (CalibrationRun& run : runs) {
+      const double ratio = std::log(estimate_again(run.plan).estimate.step_time_s / run.measured_step_s);
+      sum += ratio * ratio;
+    }
+    return sum;
+  };
+  minimize_by_coordinates(objective, bounds, values);
+  for (size_t i = 0; i < values.size(); ++i) {
+    calibration.parameters[i].after = values[i];
+    set_everywhere(runs, calibration.parameters[i], values[i]);
+  }
+  for (size_t r = 0; r < runs.size(); ++r) {
+    runs[r].plan.result = estimate_again(runs[r].plan);
+    calibration.runs[r].after_s = runs[r].plan.result.estimate.step_time_s;
+  }
+  return calibration;
+}
+
+std::string calibrated_cluster_yaml(const std::string& cluster_text, const std::string& source,
+                                    const RunCalibration& calibration, const std::string& comment) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(cluster_text);
+  } catch (const YAML::Exception& e) {
+    throw SpecError(source + ": malformed YAML at line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  for (YAML::Node type : root["node_types"]) {
+    const std::string name = type["name"].as<std::string>();
+    for (const CalibratedParameter& p : calibration.parameters)
+      if (std::find(p.node_types.begin(), p.node_types.end(), name) != p.node_types.end())
+        type["gpu_data"][p.parameter] = p.after;
+  }
+  YAML::Emitter out;
+  out << YAML::Precision(6) << root;
+  std::string text;
+  for (size_t at = 0, next; at < comment.size(); at = next + 1) {
+    next = comment.find('\n', at);
+    if (next == std::string::npos) next = comment.size();
+    text += "# " + comment.substr(at, next - at) + "\n";
+  }
+  return text + out.c_str() + "\n";
+}
+
+}  // namespace fasop

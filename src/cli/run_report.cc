@@ -1,0 +1,66 @@
+#include "cli/run_report.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "profiles/model_flops.h"
+#include "specs/precision.h"
+#include "specs/spec_error.h"
+
+namespace fasop {
+
+RunPrediction predict_run(const LoadedPlan& loaded) {
+  const PlanFile& plan = loaded.file;
+  const ModelSpec& model = loaded.setup->model;
+  const ClusterSpec& cluster = loaded.setup->cluster;
+  RunPrediction p;
+  p.step_s = plan.estimate.step_time_s;
+  p.peak_memory_gib = plan.estimate.peak_memory_gib;
+  p.global_batch = plan.global_batch;
+  p.tokens_per_step = static_cast<double>(plan.global_batch) * model.sequence;
+  p.model_flops_per_step = model_flops_per_step(model, plan.global_batch);
+  const std::string precision = peak_precision(model.dtype);
+  bool every_peak = true;
+  for (const PlanStage& stage : plan.stages) {
+    const int gpus = plan.key.tp * stage.dp;
+    p.gpus += gpus;
+    const int type = cluster.find_node_type(stage.node_type);
+    const auto& peaks = cluster.node_types.at(type).gpu_data.peak_tflops;
+    auto peak = peaks.find(precision);
+    if (peak == peaks.end()) every_peak = false;
+    else p.peak_flops += gpus * peak->second * 1e12;
+  }
+  if (!every_peak) p.peak_flops = 0;  // an MFU over part of the GPUs would mislead
+  return p;
+}
+
+LoadedPlan load_run_plan(const RunStatus& run) {
+  if (run.plan.empty()) throw SpecError("run " + run.job + ": launch.txt names no plan; was it written by `fasop-cpp launch`?");
+  PlanOverrides overrides;
+  overrides.spec_dir = run.workdir;
+  return load_plan(run.plan, overrides);
+}
+
+IterationLog read_run_logs(const RunStatus& run, const std::string& run_dir) {
+  std::vector<IterationLog> logs;
+  for (const NodeStatus& node : run.nodes) {
+    std::ifstream in(node.log_path);
+    if (!in) continue;
+    std::ostringstream text;
+    text << in.rdbuf();
+    logs.push_back(parse_iteration_log(text.str()));
+  }
+  if (logs.empty())
+    throw SpecError(run_dir + ": no node has a log (node-R.log) yet; fasop-cpp launch status " + run.job +
+                    " tells whether the job has started");
+  return merge_iteration_logs(logs);
+}
+
+std::optional<RunReport> report_of_run(const RunStatus& run, const IterationLog& log, int warmup) {
+  std::optional<MeasuredSteps> measured = measure_steps(log, warmup);
+  if (!measured) return std::nullopt;
+  return make_run_report(*measured, predict_run(load_run_plan(run)), log);
+}
+
+}  // namespace fasop

@@ -1,0 +1,85 @@
+#include "launch/iteration_log.h"
+
+#include <algorithm>
+#include <map>
+#include <regex>
+#include <sstream>
+
+namespace fasop {
+namespace {
+
+/// The number after `label` up to the next '|', if the line has it.
+std::optional<double> field_value(const std::string& line, const std::string& label) {
+  const size_t at = line.find(label);
+  if (at == std::string::npos) return std::nullopt;
+  const std::string rest = line.substr(at + label.size());
+  try {
+    size_t used = 0;
+    double value = std::stod(rest, &used);
+    return value;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::optional<IterationRecord> iteration_line(const std::string& line) {
+  static const std::regex iteration(R"(\biteration\s+(\d+)\s*/\s*(\d+)\s*\|)");
+  std::smatch match;
+  if (!std::regex_search(line, match, iteration)) return std::nullopt;
+  std::optional<double> ms = field_value(line, "elapsed time per iteration (ms):");
+  if (!ms) return std::nullopt;
+  IterationRecord record;
+  record.iteration = std::stoi(match[1]);
+  record.train_iters = std::stoi(match[2]);
+  record.ms_per_iteration = *ms;
+  if (auto batch = field_value(line, "global batch size:")) record.global_batch = static_cast<int>(*batch);
+  record.loss = field_value(line, "lm loss:");
+  return record;
+}
+
+std::optional<MemoryRecord> memory_line(const std::string& line) {
+  static const std::regex rank(R"(\[Rank (\d+)\].*memory \(MB\))");
+  std::smatch match;
+  if (!std::regex_search(line, match, rank)) return std::nullopt;
+  MemoryRecord record;
+  record.rank = std::stoi(match[1]);
+  auto allocated = field_value(line, "| allocated:"), max_allocated = field_value(line, "| max allocated:");
+  auto reserved = field_value(line, "| reserved:"), max_reserved = field_value(line, "| max reserved:");
+  if (!allocated || !max_allocated || !reserved || !max_reserved) return std::nullopt;
+  record.allocated_mib = *allocated;
+  record.max_allocated_mib = *max_allocated;
+  record.reserved_mib = *reserved;
+  record.max_reserved_mib = *max_reserved;
+  return record;
+}
+
+}  // namespace
+
+IterationLog parse_iteration_log(const std::string& text) {
+  IterationLog log;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("elapsed time per iteration") != std::string::npos) {
+      if (auto record = iteration_line(line)) log.iterations.push_back(*record);
+    } else if (line.find("memory (MB)") != std::string::npos) {
+      if (auto record = memory_line(line)) log.memory.push_back(*record);
+    }
+  }
+  return log;
+}
+
+IterationLog merge_iteration_logs(const std::vector<IterationLog>& logs) {
+  std::map<int, IterationRecord> by_iteration;
+  IterationLog merged;
+  for (const IterationLog& log : logs) {
+    for (const IterationRecord& record : log.iterations) {
+      auto [it, fresh] = by_iteration.emplace(record.iteration, record);
+      if (!fresh && record.ms_per_iteration > it->second.ms_per_iteration) it->second = record;
+    }
+    merged.memory.insert(merged.memory.end(), log.memory.begin(), log.memory.end());
+  }
+  for (const auto& [iteration, record] : by_iteration) merged.iterations.push_back(record);
+  return merged;
+}
+
+}  // namespace fasop

@@ -1,0 +1,42 @@
+#pragma once
+// A trainer's log read for its step times: Megatron-LM's per-interval line and memory report,
+// the format `launch report` documents so that any trainer can print it (README, "Run reports"):
+//    [2026-11-23 18:00:00.123456] iteration       10/      50 | consumed samples: 80 |
+//     elapsed time per iteration (ms): 1234.5 | ... | global batch size:     8 | lm loss: ... |
+//   [Rank 3] (after 1 iterations) memory (MB) | allocated: 1.0 | max allocated: 2.0 | reserved: 3.0 | max reserved: 4.0
+// (each a single line). Fields other than the iteration and its time are optional.
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fasop {
+
+/// One logged interval: the iterations since the previous line, each taking `ms_per_iteration`.
+struct IterationRecord {
+  int iteration = 0;         ///< the last iteration of the interval
+  int train_iters = 0;       ///< the run's planned iterations (the N of "iteration I/N")
+  double ms_per_iteration = 0;
+  int global_batch = 0;      ///< "global batch size" (0: not logged)
+  std::optional<double> loss;  ///< "lm loss"
+};
+
+/// One memory report of one rank, in MiB.
+struct MemoryRecord {
+  int rank = 0;
+  double allocated_mib = 0, max_allocated_mib = 0, reserved_mib = 0, max_reserved_mib = 0;
+};
+
+/// What a log holds, in its order.
+struct IterationLog {
+  std::vector<IterationRecord> iterations;
+  std::vector<MemoryRecord> memory;
+};
+
+/// Reads every iteration line and memory report of `text`; other lines are skipped.
+IterationLog parse_iteration_log(const std::string& text);
+
+/// The logs of several nodes as one: iteration lines by iteration (where two nodes log the same
+/// iteration, the slower time: a step ends when its last rank does), memory reports appended.
+IterationLog merge_iteration_logs(const std::vector<IterationLog>& logs);
+
+}  // namespace fasop
