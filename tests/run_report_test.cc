@@ -108,7 +108,8 @@ TEST_CASE("a run report: error, tokens/s/GPU, MFU and memory against the predict
   CHECK(r.predicted_mfu == Approx(2.6e9 / 0.080 / 4e12));
   REQUIRE(r.memory);
   CHECK(r.memory->rank == 3);  // the largest max reserved
-  CHECK_THAT(run_summary_line(r), Contains("iteration 12/12: 0.100 s/step measured (iterations 5-12) against 0.080 s "
+  CHECK(r.memory->max_allocated_mib == 350);
+  CHECK_THAT(run_summary_line(r), Contains("iteration 12/12: 0.1 s/step measured (iterations 5-12) against 0.08 s "
                                            "predicted (+25.0%), 640 tokens/s/GPU, MFU 0.7%"));
   CHECK_THAT(run_report_text(r), Contains("0.50") && Contains("rank 3"));
   const std::string csv = run_report_csv(r, "local-7");

@@ -58,6 +58,23 @@ std::string cluster_text(const std::string& ref) {
   return find_preset(embedded_presets(), ref, "cluster").text;
 }
 
+/// Per node type the calibration moved, its new gpu_data as a line to paste.
+std::string node_type_gpu_data(const RunCalibration& calibration) {
+  std::vector<std::string> types;
+  for (const CalibratedParameter& p : calibration.parameters)
+    for (const std::string& t : p.node_types)
+      if (std::find(types.begin(), types.end(), t) == types.end()) types.push_back(t);
+  std::string text;
+  for (const std::string& t : types) {
+    std::string values;
+    for (const CalibratedParameter& p : calibration.parameters)
+      if (std::find(p.node_types.begin(), p.node_types.end(), t) != p.node_types.end())
+        values += (values.empty() ? "" : ", ") + p.parameter + ": " + format_double(p.after);
+    text += "  node type " + t + ": gpu_data: {" + values + "}\n";
+  }
+  return text;
+}
+
 void run_from_runs(const CalibrateOptions& options) {
   std::vector<CalibrationRun> runs;
   for (const std::string& run : options.runs) runs.push_back(calibration_run(run, options));
@@ -65,20 +82,21 @@ void run_from_runs(const CalibrateOptions& options) {
   RunCalibration calibration = calibrate_from_runs(runs, options.fit_params);
   std::printf("%-14s %-34s %10s %10s %9s\n", "GPU", "parameter", "before", "after", "change");
   for (const CalibratedParameter& p : calibration.parameters)
-    std::printf("%-14s %-34s %10.4g %10.4g %+8.1f%%%s\n", p.gpu.c_str(), p.parameter.c_str(), p.before, p.after,
-                p.before != 0 ? 100 * (p.after / p.before - 1) : 0.0,
-                p.at_bound() ? "  (at its bound: the error left is not this parameter's)" : "");
+    std::printf("%-14s %-34s %10.4g %10.4g %9s%s\n", p.gpu.c_str(), p.parameter.c_str(), p.before, p.after,
+                p.before != 0 ? (std::string(p.after >= p.before ? "+" : "") + fixed(100 * (p.after / p.before - 1), 1) + "%").c_str()
+                              : "(from 0)",
+                p.after == p.before ? "  (unmoved: no run's step time improves with it)"
+                : p.at_bound()      ? "  (at its bound: the error left is not this parameter's)"
+                                    : "");
   std::printf("\n%-14s %12s %22s %22s\n", "run", "measured s", "predicted before", "predicted after");
   for (const CalibratedRun& r : calibration.runs)
     std::printf("%-14s %12.5g %12.5g (%+6.1f%%) %12.5g (%+6.1f%%)\n", r.job.c_str(), r.measured_s, r.before_s,
                 100 * (r.before_s / r.measured_s - 1), r.after_s, 100 * (r.after_s / r.measured_s - 1));
   const std::string cluster = runs.front().plan.options.cluster;
-  std::string gpu_data;
-  for (const CalibratedParameter& p : calibration.parameters)
-    gpu_data += (gpu_data.empty() ? "" : ", ") + p.parameter + ": " + format_double(p.after);
+  const std::string gpu_data = node_type_gpu_data(calibration);
   if (options.out.empty()) {
-    std::printf("\nto use it: add `gpu_data: {%s}` to the node types of those GPUs in %s, or give --out FILE\n",
-                gpu_data.c_str(), file_to_edit(embedded_presets(), cluster).c_str());
+    std::printf("\nto use it, give --out FILE, or set in %s:\n%s", file_to_edit(embedded_presets(), cluster).c_str(),
+                gpu_data.c_str());
     return;
   }
   for (const CalibrationRun& run : runs)
@@ -89,7 +107,7 @@ void run_from_runs(const CalibrateOptions& options) {
   for (const CalibrationRun& run : runs) jobs += " " + run.job;
   write_file_atomically(options.out, calibrated_cluster_yaml(cluster_text(cluster), cluster, calibration,
                                                              "Cluster " + cluster + " calibrated by `fasop-cpp calibrate --from-run" +
-                                                                 jobs + "`:\ngpu_data " + gpu_data));
+                                                                 jobs + "`:\n" + gpu_data));
   std::printf("\nwrote %s: fasop-cpp estimate --plan PLAN --cluster %s\n", options.out.c_str(), options.out.c_str());
 }
 

@@ -198,7 +198,8 @@ void report(const LaunchOptions& options) {
   std::optional<RunReport> result = report_of_run(run, log, options.warmup);
   if (!result)
     throw SpecError(dir + ": the logs reach iteration " + std::to_string(log.iterations.back().iteration) +
-                    ", all within the warm-up of " + std::to_string(options.warmup) + "; lower --warmup");
+                    " and no logged interval lies past the warm-up of " + std::to_string(options.warmup) +
+                    " iterations; lower --warmup");
   std::cout << "job " << run.job << " (" << run.backend << "), plan " << run.plan << "\n" << run_report_text(*result);
   write_file_atomically(dir + "/report.csv", run_report_csv(*result, run.job));
   std::cout << "wrote " << dir << "/report.csv\n";

@@ -122,7 +122,7 @@ std::string calibrated_cluster_yaml(const std::string& cluster_text, const std::
   for (size_t at = 0, next; at < comment.size(); at = next + 1) {
     next = comment.find('\n', at);
     if (next == std::string::npos) next = comment.size();
-    text += "# " + comment.substr(at, next - at) + "\n";
+    if (next > at) text += "# " + comment.substr(at, next - at) + "\n";
   }
   return text + out.c_str() + "\n";
 }

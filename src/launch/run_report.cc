@@ -26,6 +26,13 @@ std::string grouped(double value) {
 
 double gib(double mib) { return mib / 1024; }
 
+/// Seconds to 4 significant digits: steps of milliseconds and of minutes alike.
+std::string seconds(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g", s);
+  return text;
+}
+
 }  // namespace
 
 std::optional<MeasuredSteps> measure_steps(const IterationLog& log, int warmup) {
@@ -65,17 +72,26 @@ RunReport make_run_report(const MeasuredSteps& measured, const RunPrediction& pr
     report.mfu = predicted.model_flops_per_step / measured.step_s / predicted.peak_flops;
     report.predicted_mfu = predicted.model_flops_per_step / predicted.step_s / predicted.peak_flops;
   }
-  for (const MemoryRecord& m : log.memory)
-    if (!report.memory || m.max_reserved_mib > report.memory->max_reserved_mib) report.memory = m;
+  for (const MemoryRecord& m : log.memory) {
+    if (!report.memory) {
+      report.memory = m;
+      continue;
+    }
+    if (m.max_reserved_mib > report.memory->max_reserved_mib) {
+      report.memory->rank = m.rank;
+      report.memory->max_reserved_mib = m.max_reserved_mib;
+    }
+    report.memory->max_allocated_mib = std::max(report.memory->max_allocated_mib, m.max_allocated_mib);
+  }
   return report;
 }
 
 std::string run_summary_line(const RunReport& r) {
   const MeasuredSteps& m = r.measured;
   std::ostringstream out;
-  out << "iteration " << m.last_logged << "/" << m.train_iters << ": " << fixed(m.step_s, 3)
+  out << "iteration " << m.last_logged << "/" << m.train_iters << ": " << seconds(m.step_s)
       << " s/step measured (iterations " << m.first_iteration << "-" << m.last_iteration << ") against "
-      << fixed(r.predicted.step_s, 3) << " s predicted (" << signed_percent(r.error) << "), "
+      << seconds(r.predicted.step_s) << " s predicted (" << signed_percent(r.error) << "), "
       << grouped(r.tokens_per_s_per_gpu) << " tokens/s/GPU";
   if (r.predicted.peak_flops > 0) out << ", MFU " << percent(r.mfu);
   return out.str();
@@ -104,7 +120,7 @@ std::string run_report_text(const RunReport& r) {
     out << line;
   }
   if (r.memory) {
-    std::snprintf(line, sizeof line, "%-16s %14s %14s   (rank %d; max allocated %s GiB)\n", "memory (GiB)",
+    std::snprintf(line, sizeof line, "%-16s %14s %14s   (max reserved, rank %d; max allocated %s GiB)\n", "memory (GiB)",
                   fixed(gib(r.memory->max_reserved_mib), 2).c_str(), fixed(r.predicted.peak_memory_gib, 2).c_str(),
                   r.memory->rank, fixed(gib(r.memory->max_allocated_mib), 2).c_str());
     out << line;

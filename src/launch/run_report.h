@@ -41,13 +41,15 @@ struct RunReport {
   double error = 0;  ///< measured / predicted - 1
   double tokens_per_s_per_gpu = 0, predicted_tokens_per_s_per_gpu = 0;
   double mfu = 0, predicted_mfu = 0;  ///< model FLOPs per second over peak_flops (0: no peak known)
-  std::optional<MemoryRecord> memory;  ///< the rank with the largest max reserved, if logged
+  /// The largest of the logged ranks' peaks, where logged: max_allocated_mib and
+  /// max_reserved_mib are each the largest over ranks (rank: the largest max reserved's).
+  std::optional<MemoryRecord> memory;
 };
 
 RunReport make_run_report(const MeasuredSteps& measured, const RunPrediction& predicted, const IterationLog& log);
 
 /// The one-line summary, e.g. "iteration 50/50: 1.234 s/step measured (iterations 6-50) against
-/// 1.100 s predicted (+12.2%), 3,456 tokens/s/GPU, MFU 41.2%".
+/// 1.100 s predicted (+12.2%), 3,456 tokens/s/GPU, MFU 41.2%" (times to 4 significant digits).
 std::string run_summary_line(const RunReport& report);
 /// The full report for a terminal: step time, throughput, MFU and memory, measured and predicted.
 std::string run_report_text(const RunReport& report);
