@@ -110,3 +110,65 @@ TEST_CASE("a node type's gpu_data sets GPU-data parameters by name over the ship
                     Contains("gpu_data.bf16.speed") && Contains("not a GPU-data parameter"));
   CHECK_THROWS_WITH(parse_cluster(head + "{bf16.memory_share: 1.5}" + tail, "c.yaml"), Contains("at most 1"));
 }
+
+TEST_CASE("malformed specs give SpecError naming the file and the field, never yaml-cpp's exceptions", "[specs]") {
+  const std::string dims = "name: m\nhidden: 64\nheads: 4\nsequence: 8\nvocab: 8\nglobal_batch: 8\n";
+  const std::string layers = "layers: [{type: t, role: transformer}]\n";
+  auto model_error = [](const std::string& text) {
+    try {
+      parse_model(text, "m.yaml");
+    } catch (const SpecError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK_THAT(model_error(dims + "layers: [x]\n"), Contains("m.yaml: field 'layers[0]'") && Contains("expected a mapping"));
+  CHECK_THAT(model_error(dims), Contains("field 'layers'") && Contains("non-empty list"));
+  CHECK_THAT(model_error(dims + "layers: {a: 1}\n"), Contains("field 'layers'") && Contains("got a mapping"));
+  CHECK_THAT(model_error(dims + layers + "default_clusters: [a]\n"), Contains("field 'default_clusters'"));
+  CHECK_THAT(model_error(dims + layers + "? [a]\n: 1\n"), Contains("m.yaml") && Contains("not a plain name"));
+  CHECK_THAT(model_error(dims + layers + "hidden: 32\n"), Contains("field 'hidden': given twice"));
+  CHECK_THAT(model_error(dims + layers + "ffn_hiden: 256\n"), Contains("field 'ffn_hiden': unknown field; did you mean 'ffn_hidden'?"));
+  CHECK_THAT(model_error(dims + "layers: [{type: t, role: transformer, repet: 2}]\n"), Contains("did you mean 'repeat'?"));
+  CHECK_THAT(model_error(dims + layers + "bananas: 1\n"), Contains("field 'bananas': unknown field") && !Contains("did you mean"));
+  // Bounds far past any model, named in the message; products of them cannot overflow.
+  CHECK_THAT(model_error("name: m\nhidden: 2147483520\nheads: 4\nsequence: 8\nvocab: 8\nglobal_batch: 8\n" + layers),
+             Contains("field 'hidden': must be at most 1048576, got 2147483520"));
+  CHECK_THAT(model_error(dims + "layers: [{type: t, role: transformer, repeat: 2000000000}]\n"),
+             Contains("'layers[0].repeat': must be at most 100000"));
+  CHECK_THAT(model_error(dims + "layers: [{type: t, role: transformer, repeat: 60000}, {type: t, role: transformer, "
+                                "repeat: 60000}]\n"),
+             Contains("'layers[1].repeat'") && Contains("more than 100000 pipeline units"));
+  CHECK_THAT(model_error("name: m\nhidden: 99999999999999999999\nheads: 4\n"), Contains("'hidden': expected a whole number"));
+  CHECK_THAT(model_error("a: &x [*x]\n"), Contains("m.yaml"));
+  std::string nested = "a: ";
+  for (int i = 0; i < 40; ++i) nested += "[";
+  CHECK_THAT(model_error(nested + std::string(40, ']') + "\n"), Contains("nested more than 32 levels"));
+
+  const std::string type =
+      "node_types: [{name: a, gpu: X, gpus_per_node: 8, gpu_memory_gib: 16, intra_node_bandwidth_bits_per_s: 1,\n"
+      "  inter_node_bandwidth_bits_per_s: 1, price_usd_per_hour: 1}]\n";
+  auto cluster_error = [](const std::string& text) {
+    try {
+      parse_cluster(text, "c.yaml");
+    } catch (const SpecError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK_THAT(cluster_error("name: c\n"), Contains("c.yaml: field 'node_types'"));
+  CHECK_THAT(cluster_error(type), Contains("field 'nodes'") && Contains("a list of {type, count}"));
+  CHECK_THAT(cluster_error(type + "nodes: [{type: a, count: 2000000000}]\n"),
+             Contains("'nodes[0].count'") && Contains("more than 100000 nodes"));
+  CHECK_THAT(cluster_error(std::string(type).replace(type.find("gpus_per_node: 8"), 16, "gpus_per_node: 2147483647") +
+                           "nodes: [{type: a, count: 1}]\n"),
+             Contains("'node_types[0].gpus_per_node': must be at most 4096"));
+  CHECK_THAT(cluster_error(type + "nodes: [{type: a, cuont: 1}]\n"), Contains("did you mean 'count'?"));
+  CHECK_THAT(cluster_error(type + "nodes: [{type: a, count: 1}]\nnodes: []\n"), Contains("'nodes': given twice"));
+  CHECK_THAT(cluster_error(type + "nodes: [{type: a, count: 1}]\nnode_type: x\n"), Contains("did you mean 'node_types'?"));
+
+  CHECK_THROWS_WITH(parse_profile("model: m\ngpu: g\n", "p.yaml"), Contains("p.yaml: field 'forward_s'"));
+  CHECK_THROWS_WITH(parse_profile("model: m\ngpu: g\nforward_s: {t: {x: {1: 0.1}}}\n", "p.yaml"),
+                    Contains("field 'forward_s.t.x'") && Contains("whole number"));
+  CHECK_THROWS_WITH(parse_profile("model: m\ngpu: g\nforward_s: {t: [1]}\n", "p.yaml"), Contains("field 'forward_s.t'"));
+}

@@ -25,7 +25,9 @@ double share(const Field& field) {
 }
 
 PrecisionEfficiency parse_precision(const Field& f, const PrecisionEfficiency& base) {
-  if (!f.node.IsMap()) f.fail("expected a map of gemm_peak_share, gemm_half_dim, attention_peak_share, ...");
+  f.keys("a map of gemm_peak_share, gemm_half_dim, attention_peak_share, ...");
+  f.only_keys({"gemm_peak_share", "gemm_half_dim", "gemm_unaligned_share", "attention_peak_share",
+               "attention_backward_peak_share", "memory_share"});
   PrecisionEfficiency e = base;
   if (f.child("gemm_peak_share").present()) e.gemm_peak_share = share(f.child("gemm_peak_share"));
   if (f.child("gemm_half_dim").present()) e.gemm_half_dim = f.child("gemm_half_dim").non_negative_double();
@@ -40,7 +42,8 @@ PrecisionEfficiency parse_precision(const Field& f, const PrecisionEfficiency& b
 CollectiveEfficiency parse_collective(const Field& f) {
   CollectiveEfficiency c;
   if (!f.present()) return c;
-  if (!f.node.IsMap()) f.fail("expected {bus_share: SHARE, half_bytes: BYTES}");
+  f.keys("{bus_share: SHARE, half_bytes: BYTES}");
+  f.only_keys({"bus_share", "half_bytes"});
   if (f.child("bus_share").present()) c.bus_share = share(f.child("bus_share"));
   if (f.child("half_bytes").present()) c.half_bytes = f.child("half_bytes").non_negative_double();
   return c;
@@ -86,43 +89,39 @@ GpuSpec parse_gpu_spec(const std::string& yaml_text, const std::string& source) 
   Field root = load_root(yaml_text, source);
   GpuSpec gpu;
   gpu.source = source;
+  root.only_keys({"name", "aliases", "memory_gib", "peak_tflops", "memory_bandwidth_bytes_per_s", "precisions",
+                  "collectives", "launch", "overlap_slowdown"});
   gpu.name = root.child("name").text();
-  if (Field aliases = root.child("aliases"); aliases.present()) {
-    if (!aliases.node.IsSequence()) aliases.fail("expected a list of names");
-    for (size_t i = 0; i < aliases.node.size(); ++i) gpu.aliases.push_back(aliases.item(i).text());
-  }
+  if (Field aliases = root.child("aliases"); aliases.present())
+    for (const Field& alias : aliases.items("a list of names")) gpu.aliases.push_back(alias.text());
   gpu.memory_gib = root.child("memory_gib").positive_double();
   Field peak = root.child("peak_tflops");
-  if (!peak.node.IsMap() || peak.node.size() == 0) peak.fail("expected a map: precision -> dense TFLOP/s");
-  for (const auto& item : peak.node) {
-    std::string precision = item.first.as<std::string>();
-    gpu.peak_tflops[precision] = Field{source, item.second, peak.path + "." + precision}.positive_double();
-  }
+  for (const std::string& precision : peak.keys("a map: precision -> dense TFLOP/s", true))
+    gpu.peak_tflops[precision] = peak.child(precision).positive_double();
   gpu.memory_bandwidth_bytes_per_s = root.child("memory_bandwidth_bytes_per_s").positive_double();
   Field precisions = root.child("precisions");
-  if (!precisions.node.IsMap() || precisions.node.size() == 0)
-    precisions.fail("expected a map: precision -> {gemm_peak_share, gemm_half_dim, attention_peak_share, ...}");
   // A precision inherits what it does not give from the first one listed (e.g. fp8's
   // attention and element-wise kernels run as bf16's).
   const PrecisionEfficiency* first = nullptr;
-  for (const auto& item : precisions.node) {
-    std::string name = item.first.as<std::string>();
+  for (const std::string& name :
+       precisions.keys("a map: precision -> {gemm_peak_share, gemm_half_dim, attention_peak_share, ...}", true)) {
     if (!gpu.peak_tflops.count(peak_precision(name)))
       precisions.child(name).fail("has no peak_tflops." + peak_precision(name) + "; add it");
     gpu.precisions[name] = parse_precision(precisions.child(name), first ? *first : PrecisionEfficiency{});
     if (!first) first = &gpu.precisions[name];
   }
   Field collectives = root.child("collectives");
+  collectives.only_keys({"intra_node", "inter_node"});
   gpu.nvlink = parse_collective(collectives.child("intra_node"));
   gpu.network = parse_collective(collectives.child("inter_node"));
   if (Field launch = root.child("launch"); launch.present()) {
+    launch.keys("{kernel_gap_s, dispatch_s}");
+    launch.only_keys({"kernel_gap_s", "dispatch_s"});
     if (launch.child("kernel_gap_s").present()) gpu.launch.kernel_gap_s = launch.child("kernel_gap_s").non_negative_double();
     if (Field dispatch = launch.child("dispatch_s"); dispatch.present()) {
-      if (!dispatch.node.IsMap()) dispatch.fail("expected a map: stack (megatron, eager, libtorch) -> seconds");
-      for (const auto& item : dispatch.node) {
-        std::string stack = item.first.as<std::string>();
+      dispatch.only_keys({"megatron", "eager", "libtorch"});
+      for (const std::string& stack : dispatch.keys("a map: stack (megatron, eager, libtorch) -> seconds"))
         gpu.launch.dispatch_s[stack] = dispatch.child(stack).non_negative_double();
-      }
     }
   }
   if (root.child("overlap_slowdown").present()) {

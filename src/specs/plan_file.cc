@@ -1,9 +1,11 @@
 #include "specs/plan_file.h"
 
+#include <cmath>
 #include <cstdio>
 #include <numeric>
 #include <sstream>
 
+#include "specs/spec_loader.h"
 #include "specs/yaml_field.h"
 
 namespace fasop {
@@ -35,14 +37,18 @@ std::string flow_list(const std::vector<T>& values) {
   return out.str();
 }
 
-std::vector<int> int_list(const Field& field) {
-  if (!field.node.IsSequence()) field.fail("expected a list of whole numbers, e.g. [4, 4, 3]");
+/// A list of positive whole numbers up to `max`, e.g. a partition.
+std::vector<int> positive_list(const Field& field, int max) {
   std::vector<int> values;
-  for (size_t i = 0; i < field.node.size(); ++i) values.push_back(field.item(i).as<int>("a whole number"));
+  for (const Field& item : field.items("a list of whole numbers, e.g. [4, 4, 3]")) values.push_back(item.positive_int(max));
   return values;
 }
 
-double number(const Field& field) { return field.as<double>("a number"); }
+double number(const Field& field) {
+  const double value = field.as<double>("a number");
+  if (!std::isfinite(value)) field.fail("must be a finite number");
+  return value;
+}
 
 }  // namespace
 
@@ -99,6 +105,10 @@ PlanFile parse_plan_file(const std::string& yaml_text, const std::string& source
   Field root = load_root(yaml_text, source);
   PlanFile plan;
   plan.source = source;
+  root.only_keys({"version", "model", "cluster", "profile_dir", "policy", "overlap_dp_allreduce", "overlap_tp_comm",
+                  "overlap_param_gather", "nodes", "global_batch", "micro_batch", "tp", "dp", "pp", "zero_stage",
+                  "recompute", "sequence_parallel", "virtual_stages", "stage_dp", "node_order", "partition", "stages",
+                  "estimate"});
   if (int version = root.child("version").as<int>("a whole number"); version != 1)
     root.child("version").fail("unknown version " + std::to_string(version) + "; this fasop-cpp reads version 1");
   plan.model = root.child("model").text();
@@ -114,18 +124,17 @@ PlanFile parse_plan_file(const std::string& yaml_text, const std::string& source
   if (root.child("overlap_param_gather").present())
     plan.overlap_param_gather = root.child("overlap_param_gather").as<bool>("true or false");
   Field nodes = root.child("nodes");
-  if (!nodes.node.IsMap()) nodes.fail("expected a mapping of node type to count, e.g. {A100: 1, A10: 7}");
-  for (const auto& entry : nodes.node) {
-    std::string type = entry.first.as<std::string>();
-    int count = nodes.child(type).as<int>("a whole number");
-    if (count < 0) nodes.child(type).fail("must be 0 or more");
-    plan.nodes.emplace_back(type, count);
+  for (const std::string& type : nodes.keys("a mapping of node type to count, e.g. {A100: 1, A10: 7}")) {
+    const long long count = nodes.child(type).as<long long>("a whole number");
+    if (count < 0 || count > kMaxNodes)
+      nodes.child(type).fail("must be from 0 to " + std::to_string(kMaxNodes));
+    plan.nodes.emplace_back(type, static_cast<int>(count));
   }
-  plan.global_batch = root.child("global_batch").positive_int();
-  plan.key.mbs = root.child("micro_batch").positive_int();
-  plan.key.tp = root.child("tp").positive_int();
-  plan.key.dp = root.child("dp").positive_int();
-  plan.key.pp = root.child("pp").positive_int();
+  plan.global_batch = root.child("global_batch").positive_int(kMaxGlobalBatch);
+  plan.key.mbs = root.child("micro_batch").positive_int(kMaxGlobalBatch);
+  plan.key.tp = root.child("tp").positive_int(kMaxGpusPerNode);
+  plan.key.dp = root.child("dp").positive_int(kMaxGlobalBatch);
+  plan.key.pp = root.child("pp").positive_int(kMaxUnits);
   plan.key.zero_stage = root.child("zero_stage").as<int>("0, 1, 2 or 3");
   if (plan.key.zero_stage < 0 || plan.key.zero_stage > 3) root.child("zero_stage").fail("must be 0, 1, 2 or 3");
   std::optional<RecomputeMode> recompute = recompute_mode_named(root.child("recompute").text());
@@ -133,35 +142,48 @@ PlanFile parse_plan_file(const std::string& yaml_text, const std::string& source
   plan.key.set_recompute(*recompute);
   if (root.child("sequence_parallel").present())
     plan.key.sequence_parallel = root.child("sequence_parallel").as<bool>("true or false");
-  if (root.child("virtual_stages").present()) plan.key.virtual_stages = root.child("virtual_stages").positive_int();
-  if (root.child("stage_dp").present()) plan.key.stage_dp = int_list(root.child("stage_dp"));
-  Field order = root.child("node_order");
-  if (!order.node.IsSequence() || order.node.size() == 0) order.fail("expected a non-empty list of node type names");
-  for (size_t i = 0; i < order.node.size(); ++i) plan.node_order.push_back(order.item(i).text());
-  plan.partition = int_list(root.child("partition"));
+  if (root.child("virtual_stages").present())
+    plan.key.virtual_stages = root.child("virtual_stages").positive_int(kMaxUnits);
+  if (root.child("stage_dp").present()) plan.key.stage_dp = positive_list(root.child("stage_dp"), kMaxGlobalBatch);
+  for (const Field& item : root.child("node_order").items("list of node type names", true))
+    plan.node_order.push_back(item.text());
+  plan.partition = positive_list(root.child("partition"), kMaxUnits);
   if (static_cast<int>(plan.partition.size()) != plan.key.pp)
     root.child("partition").fail("has " + std::to_string(plan.partition.size()) + " stages but pp is " +
                                  std::to_string(plan.key.pp));
-  for (int units : plan.partition)
-    if (units <= 0) root.child("partition").fail("every stage needs one unit or more");
+  if (!plan.key.stage_dp.empty() && static_cast<int>(plan.key.stage_dp.size()) != plan.key.pp)
+    root.child("stage_dp").fail("has " + std::to_string(plan.key.stage_dp.size()) + " entries but pp is " +
+                                std::to_string(plan.key.pp));
   Field stages = root.child("stages");
   if (stages.present()) {
-    if (!stages.node.IsSequence()) stages.fail("expected a list of stages");
-    for (size_t i = 0; i < stages.node.size(); ++i) {
-      Field s = stages.item(i);
+    int first_unit = 0;
+    for (const Field& s : stages.items("a list of stages")) {
+      s.only_keys({"first_unit", "num_units", "node_type", "gpu", "dp", "compute_s", "memory_gib"});
       PlanStage stage;
       stage.first_unit = s.child("first_unit").as<int>("a whole number");
-      stage.num_units = s.child("num_units").positive_int();
+      stage.num_units = s.child("num_units").positive_int(kMaxUnits);
+      // The stages restate the partition: where they disagree, the file was edited by hand.
+      const size_t index = plan.stages.size();
+      if (index < plan.partition.size() && (stage.first_unit != first_unit || stage.num_units != plan.partition[index]))
+        s.fail("units [" + std::to_string(stage.first_unit) + ", +" + std::to_string(stage.num_units) +
+               ") disagree with the partition's stage " + std::to_string(index) + " (units [" +
+               std::to_string(first_unit) + ", +" + std::to_string(plan.partition[index]) + ")); plan again or fix it");
+      first_unit += stage.num_units;
       stage.node_type = s.child("node_type").text();
       stage.gpu = s.child("gpu").text();
-      stage.dp = s.child("dp").positive_int();
+      stage.dp = s.child("dp").positive_int(kMaxGlobalBatch);
       stage.compute_s = number(s.child("compute_s"));
       stage.memory_gib = number(s.child("memory_gib"));
       plan.stages.push_back(stage);
     }
+    if (plan.stages.size() != plan.partition.size())
+      stages.fail("has " + std::to_string(plan.stages.size()) + " stages but the partition " +
+                  std::to_string(plan.partition.size()));
   }
   Field e = root.child("estimate");
   e.require();
+  e.only_keys({"step_time_s", "pipeline_time_s", "dp_allreduce_s", "embedding_allreduce_s", "price_per_step_usd",
+               "train_cost_usd", "iterations", "peak_memory_gib", "out_of_memory"});
   plan.estimate.step_time_s = number(e.child("step_time_s"));
   plan.estimate.pipeline_time_s = number(e.child("pipeline_time_s"));
   plan.estimate.dp_allreduce_s = number(e.child("dp_allreduce_s"));

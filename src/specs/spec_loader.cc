@@ -30,13 +30,10 @@ std::optional<double> optional_share(const Field& field) {
   return value;
 }
 
-/// The node type's GPU data: the shipped data of its GPU, with the file's own fields over it.
 /// Field gpu_data: GPU-data parameters by name set over the GPU's shipped data, as
 /// `calibrate --from-run` writes them, e.g. {bf16.gemm_peak_share: 0.61, network.bus_share: 0.8}.
 void apply_gpu_data_overrides(const Field& data, GpuSpec& gpu) {
-  if (!data.node.IsMap()) data.fail("expected a mapping of GPU-data parameters to values, e.g. {bf16.gemm_peak_share: 0.6}");
-  for (const auto& item : data.node) {
-    const std::string name = item.first.as<std::string>();
+  for (const std::string& name : data.keys("a mapping of GPU-data parameters to values, e.g. {bf16.gemm_peak_share: 0.6}")) {
     Field value = data.child(name);
     if (!is_gpu_parameter(name)) value.fail("not a GPU-data parameter; use " + gpu_parameter_names());
     if (is_per_precision_parameter(name) && name.find('.') == std::string::npos)
@@ -48,6 +45,7 @@ void apply_gpu_data_overrides(const Field& data, GpuSpec& gpu) {
   }
 }
 
+/// The node type's GPU data: the shipped data of its GPU, with the file's own fields over it.
 void resolve_gpu_data(const Field& entry, NodeType& type) {
   if (const GpuSpec* shipped = shipped_gpu_spec(type.gpu)) type.gpu_data = *shipped;
   else type.gpu_data.name = type.gpu;
@@ -76,13 +74,22 @@ void resolve_gpu_data(const Field& entry, NodeType& type) {
 
 }  // namespace
 
+const std::vector<std::string>& model_dim_fields() {
+  static const std::vector<std::string> fields = {"hidden", "heads", "sequence", "vocab", "precision_bits", "dtype",
+                                                  "ffn_hidden", "kv_heads", "activation", "norm", "tied_embeddings",
+                                                  "attention", "family", "causal"};
+  return fields;
+}
+
 void parse_model_dims(const Field& root, ModelSpec& model) {
-  model.hidden = root.child("hidden").positive_int();
-  model.heads = root.child("heads").positive_int();
-  model.sequence = root.child("sequence").positive_int();
-  model.vocab = root.child("vocab").positive_int();
+  // Bounds far past any model trained, so that products of them (4 x hidden, sequence x batch
+  // x hidden) stay within their types.
+  model.hidden = root.child("hidden").positive_int(kMaxHidden);
+  model.heads = root.child("heads").positive_int(kMaxHidden);
+  model.sequence = root.child("sequence").positive_int(kMaxSequence);
+  model.vocab = root.child("vocab").positive_int(kMaxVocab);
   if (root.child("precision_bits").present())
-    model.precision_bits = root.child("precision_bits").positive_int();
+    model.precision_bits = root.child("precision_bits").positive_int(64);
   if (model.hidden % model.heads != 0)
     root.child("heads").fail("must divide hidden (" + std::to_string(model.hidden) + ")");
   model.dtype = model.precision_bits == 32 ? "fp32" : "fp16";
@@ -91,8 +98,8 @@ void parse_model_dims(const Field& root, ModelSpec& model) {
     if (!known_precision(model.dtype))
       root.child("dtype").fail("unknown precision '" + model.dtype + "'; use " + known_precisions_text());
   }
-  model.ffn_hidden = root.child("ffn_hidden").present() ? root.child("ffn_hidden").positive_int() : 4 * model.hidden;
-  model.kv_heads = root.child("kv_heads").present() ? root.child("kv_heads").positive_int() : model.heads;
+  model.ffn_hidden = root.child("ffn_hidden").present() ? root.child("ffn_hidden").positive_int(4 * kMaxHidden) : 4 * model.hidden;
+  model.kv_heads = root.child("kv_heads").present() ? root.child("kv_heads").positive_int(kMaxHidden) : model.heads;
   if (model.heads % model.kv_heads != 0)
     root.child("kv_heads").fail("must divide heads (" + std::to_string(model.heads) +
                                 "): grouped-query attention shares each key/value head among heads / kv_heads heads");
@@ -132,37 +139,39 @@ ModelSpec parse_model(const std::string& yaml_text, const std::string& source) {
   Field root = load_root(yaml_text, source);
   ModelSpec model;
   model.source = source;
+  std::vector<std::string> fields = model_dim_fields();
+  fields.insert(fields.end(), {"name", "report_name", "aliases", "global_batch", "train_steps", "layers", "default_clusters"});
+  root.only_keys(fields);
   model.name = root.child("name").text();
   model.report_name =
       root.child("report_name").present() ? root.child("report_name").text() : model.name;
-  Field aliases = root.child("aliases");
-  if (aliases.present()) {
-    if (!aliases.node.IsSequence()) aliases.fail("expected a list of names");
-    for (size_t i = 0; i < aliases.node.size(); ++i) model.aliases.push_back(aliases.item(i).text());
-  }
+  if (Field aliases = root.child("aliases"); aliases.present())
+    for (const Field& alias : aliases.items("a list of names")) model.aliases.push_back(alias.text());
   parse_model_dims(root, model);
-  model.global_batch = root.child("global_batch").positive_int();
+  model.global_batch = root.child("global_batch").positive_int(kMaxGlobalBatch);
   if (root.child("train_steps").present()) model.train_steps = root.child("train_steps").positive_double();
 
   Field layers = root.child("layers");
-  if (!layers.node.IsSequence() || layers.node.size() == 0)
-    layers.fail("expected a non-empty list of {type, role, repeat}");
-  for (size_t i = 0; i < layers.node.size(); ++i) {
-    Field entry = layers.item(i);
+  for (const Field& entry : layers.items("list of {type, role, repeat}", true)) {
+    entry.only_keys({"type", "role", "repeat", "segment", "cross_attention"});
     LayerUnit unit;
     unit.type = entry.child("type").text();
     unit.role = parse_role(entry.child("role"));
     if (entry.child("segment").present()) unit.segment = entry.child("segment").text();
     if (entry.child("cross_attention").present())
       unit.cross_attention = entry.child("cross_attention").as<bool>("true or false");
-    int repeat = entry.child("repeat").present() ? entry.child("repeat").positive_int() : 1;
-    for (int r = 0; r < repeat; ++r) model.units.push_back(unit);
+    int repeat = entry.child("repeat").present() ? entry.child("repeat").positive_int(kMaxUnits) : 1;
+    if (model.units.size() + repeat > static_cast<size_t>(kMaxUnits))
+      entry.child("repeat").fail("the model would have more than " + std::to_string(kMaxUnits) + " pipeline units");
+    model.units.insert(model.units.end(), repeat, unit);
   }
   if (model.num_transformer_layers() == 0)
     layers.fail("has no unit with role transformer; add at least one");
 
   Field clusters = root.child("default_clusters");
   if (clusters.present()) {
+    clusters.keys("a mapping {homogeneous, heterogeneous, pareto} -> cluster");
+    clusters.only_keys({"homogeneous", "heterogeneous", "pareto"});
     for (const char* kind : {"homogeneous", "heterogeneous", "pareto"})
       if (clusters.child(kind).present()) model.default_clusters[kind] = clusters.child(kind).text();
   }
@@ -170,10 +179,15 @@ ModelSpec parse_model(const std::string& yaml_text, const std::string& source) {
 }
 
 NodeType parse_node_type(const Field& entry) {
+  entry.only_keys({"name", "gpu", "gpus_per_node", "gpu_memory_gib", "intra_node_bandwidth_bits_per_s",
+                   "inter_node_bandwidth_bits_per_s", "price_usd_per_hour", "peak_tflops",
+                   "memory_bandwidth_bytes_per_s", "compute_efficiency", "memory_efficiency", "gemm_half_dim",
+                   "gemm_half_flops", "intra_node_collective_efficiency", "inter_node_collective_efficiency",
+                   "gpu_data", "intra_node_latency_s", "inter_node_latency_s", "slurm", "env"});
   NodeType type;
   type.name = entry.child("name").text();
   type.gpu = entry.child("gpu").text();
-  type.gpus_per_node = entry.child("gpus_per_node").positive_int();
+  type.gpus_per_node = entry.child("gpus_per_node").positive_int(kMaxGpusPerNode);
   type.gpu_memory_gib = entry.child("gpu_memory_gib").positive_double();
   type.intra_node_bandwidth_bits_per_s =
       entry.child("intra_node_bandwidth_bits_per_s").positive_double();
@@ -182,11 +196,8 @@ NodeType parse_node_type(const Field& entry) {
   type.price_usd_per_hour = entry.child("price_usd_per_hour").non_negative_double();
   Field peak = entry.child("peak_tflops");
   if (peak.present()) {
-    if (!peak.node.IsMap() || peak.node.size() == 0) peak.fail("expected a map: precision -> dense TFLOP/s");
-    for (const auto& item : peak.node) {
-      std::string precision = item.first.as<std::string>();
-      type.peak_tflops[precision] = Field{entry.source, item.second, peak.path + "." + precision}.positive_double();
-    }
+    for (const std::string& precision : peak.keys("a map: precision -> dense TFLOP/s", true))
+      type.peak_tflops[precision] = peak.child(precision).positive_double();
     entry.child("memory_bandwidth_bytes_per_s").require();
   }
   if (entry.child("memory_bandwidth_bytes_per_s").present())
@@ -197,7 +208,8 @@ NodeType parse_node_type(const Field& entry) {
   if (entry.child("inter_node_latency_s").present())
     type.inter_node_latency_s = entry.child("inter_node_latency_s").non_negative_double();
   if (Field slurm = entry.child("slurm"); slurm.present()) {
-    if (!slurm.node.IsMap()) slurm.fail("expected {partition: NAME, gres: gpu:8, constraint: ..., account: ...}");
+    slurm.keys("{partition: NAME, gres: gpu:8, constraint: ..., account: ...}");
+    slurm.only_keys({"partition", "gres", "constraint", "account"});
     type.slurm.partition = slurm.child("partition").text();
     if (slurm.child("gres").present()) type.slurm.gres = slurm.child("gres").text();
     if (slurm.child("constraint").present()) type.slurm.constraint = slurm.child("constraint").text();
@@ -211,12 +223,10 @@ ClusterSpec parse_cluster(const std::string& yaml_text, const std::string& sourc
   Field root = load_root(yaml_text, source);
   ClusterSpec cluster;
   cluster.source = source;
+  root.only_keys({"name", "node_types", "nodes"});
   cluster.name = root.child("name").present() ? root.child("name").text() : source;
 
-  Field types = root.child("node_types");
-  if (!types.node.IsSequence() || types.node.size() == 0) types.fail("expected a non-empty list");
-  for (size_t i = 0; i < types.node.size(); ++i) {
-    Field entry = types.item(i);
+  for (const Field& entry : root.child("node_types").items("list of node types", true)) {
     NodeType type = parse_node_type(entry);
     if (cluster.find_node_type(type.name) >= 0)
       entry.child("name").fail("node type '" + type.name + "' is defined twice");
@@ -224,16 +234,17 @@ ClusterSpec parse_cluster(const std::string& yaml_text, const std::string& sourc
   }
 
   Field nodes = root.child("nodes");
-  if (!nodes.node.IsSequence()) nodes.fail("expected a list of {type, count}");
-  for (size_t i = 0; i < nodes.node.size(); ++i) {
-    Field entry = nodes.item(i);
+  for (const Field& entry : nodes.items("a list of {type, count}")) {
+    entry.only_keys({"type", "count"});
     std::string name = entry.child("type").text();
     int type = cluster.find_node_type(name);
     if (type < 0)
       entry.child("type").fail("unknown node type '" + name + "'; define it under node_types");
-    int count = entry.child("count").as<int>("a whole number");
+    const long long count = entry.child("count").as<long long>("a whole number");
     if (count < 0) entry.child("count").fail("must be zero or positive");
-    for (int n = 0; n < count; ++n) cluster.nodes.push_back(type);
+    if (static_cast<long long>(cluster.nodes.size()) + count > kMaxNodes)
+      entry.child("count").fail("the cluster would have more than " + std::to_string(kMaxNodes) + " nodes");
+    cluster.nodes.insert(cluster.nodes.end(), count, type);
   }
   if (cluster.nodes.empty()) nodes.fail("the cluster has no nodes; give at least one a count");
   return cluster;
@@ -241,27 +252,29 @@ ClusterSpec parse_cluster(const std::string& yaml_text, const std::string& sourc
 
 namespace {
 
+/// A key that must be a whole number in [1, kMaxGpusPerNode x 1024] (a tp degree or a micro-batch).
+int whole_key(const Field& field, const std::string& key) {
+  try {
+    size_t used = 0;
+    const long long value = std::stoll(key, &used);
+    if (used == key.size() && value > 0 && value <= 1 << 22) return static_cast<int>(value);
+  } catch (const std::exception&) {
+  }
+  field.fail("the key '" + key + "' must be a whole number from 1 to " + std::to_string(1 << 22));
+}
+
 /// A map layer type -> tp -> micro-batch -> seconds (forward_s, or backward_s).
 void parse_layer_times(const Field& layers, const std::string& source,
                        std::map<std::string, std::map<int, std::map<int, double>>>& out, bool required) {
-  if (!layers.node.IsMap()) {
-    if (required || layers.present()) layers.fail("expected a map: layer type -> tp -> micro-batch -> seconds");
-    return;
-  }
-  for (const auto& layer : layers.node) {
-    std::string type = layer.first.as<std::string>();
-    Field per_tp{source, layer.second, layers.path + "." + type};
-    if (!per_tp.node.IsMap()) per_tp.fail("expected a map: tp degree -> micro-batch -> seconds");
-    for (const auto& tp_entry : per_tp.node) {
-      Field tp_key{source, tp_entry.first, per_tp.path};
-      int tp = tp_key.positive_int();
-      Field points{source, tp_entry.second, per_tp.path + "." + std::to_string(tp)};
-      if (!points.node.IsMap() || points.node.size() == 0)
-        points.fail("expected a map: micro-batch size -> seconds");
-      for (const auto& point : points.node) {
-        int mbs = Field{source, point.first, points.path}.positive_int();
-        Field seconds{source, point.second, points.path + "." + std::to_string(mbs)};
-        out[type][tp][mbs] = seconds.positive_double();
+  if (!required && !layers.present()) return;
+  for (const std::string& type : layers.keys("a map: layer type -> tp -> micro-batch -> seconds")) {
+    Field per_tp = layers.child(type);
+    for (const std::string& tp_key : per_tp.keys("a map: tp degree -> micro-batch -> seconds")) {
+      Field points = per_tp.child(tp_key);
+      const int tp = whole_key(points, tp_key);
+      for (const std::string& mbs_key : points.keys("a map: micro-batch size -> seconds", true)) {
+        Field seconds = points.child(mbs_key);
+        out[type][tp][whole_key(seconds, mbs_key)] = seconds.positive_double();
       }
     }
   }
@@ -273,6 +286,8 @@ ProfileSpec parse_profile(const std::string& yaml_text, const std::string& sourc
   Field root = load_root(yaml_text, source);
   ProfileSpec profile;
   profile.source = source;
+  // matmul_flops and activation_bytes: what `profile layers` measured besides the times.
+  root.only_keys({"model", "gpu", "forward_s", "backward_s", "matmul_flops", "activation_bytes"});
   profile.model = root.child("model").text();
   profile.gpu = root.child("gpu").text();
   parse_layer_times(root.child("forward_s"), source, profile.forward_s, true);

@@ -8,6 +8,16 @@
 
 namespace fasop {
 
+// Bounds on what spec files may give: far past any model trained or cluster built, so that
+// arithmetic on them cannot overflow and no file makes the planner allocate without end.
+constexpr int kMaxHidden = 1 << 20;        ///< hidden, heads; ffn_hidden up to 4 x this
+constexpr int kMaxSequence = 1 << 24;      ///< tokens a sequence
+constexpr int kMaxVocab = 1 << 24;
+constexpr int kMaxGlobalBatch = 1 << 24;   ///< sequences a step
+constexpr int kMaxUnits = 100'000;         ///< pipeline units of a model (its layers, repeated)
+constexpr int kMaxGpusPerNode = 4096;
+constexpr int kMaxNodes = 100'000;         ///< nodes of a cluster
+
 // Parse and validate spec YAML text. `source` names the file in error messages.
 // Every problem throws SpecError naming the source, the field and the fix.
 ModelSpec parse_model(const std::string& yaml_text, const std::string& source);
@@ -22,5 +32,7 @@ NodeType parse_node_type(const Field& entry);
 /// ffn_hidden, kv_heads, activation, norm, tied_embeddings, family): everything but its name,
 /// units, batch and clusters.
 void parse_model_dims(const Field& root, ModelSpec& model);
+/// The fields parse_model_dims reads, for a loader's list of known fields.
+const std::vector<std::string>& model_dim_fields();
 
 }  // namespace fasop

@@ -22,10 +22,8 @@ std::string scalar_value(const Field& field) {
 }
 
 void parse_args(const Field& args, TrainerConfig& config) {
-  if (!args.node.IsMap()) args.fail("expected a mapping of flags (without the leading --) to values, e.g. {train-iters: 100}");
   static const std::regex flag_name("[a-z0-9][a-z0-9-]*");
-  for (const auto& entry : args.node) {
-    const std::string key = entry.first.as<std::string>();
+  for (const std::string& key : args.keys("a mapping of flags (without the leading --) to values, e.g. {train-iters: 100}")) {
     Field value = args.child(key);
     if (key.rfind("--", 0) == 0) value.fail("write the flag without the leading --, as '" + key.substr(2) + "'");
     if (key.find('_') != std::string::npos)
@@ -36,7 +34,7 @@ void parse_args(const Field& args, TrainerConfig& config) {
     if (is_plain_bool(value.node, &on)) {
       if (!on) continue;
     } else if (value.node.IsSequence()) {
-      for (size_t i = 0; i < value.node.size(); ++i) arg.values.push_back(scalar_value(value.item(i)));
+      for (const Field& item : value.items("a list of values")) arg.values.push_back(scalar_value(item));
     } else if (value.present()) {
       arg.values.push_back(scalar_value(value));
     } else {
@@ -52,11 +50,7 @@ TrainerConfig parse_trainer_config(const std::string& yaml_text, const std::stri
   TrainerConfig config;
   config.source = source;
   Field root = load_root(yaml_text, source);
-  for (const auto& entry : root.node) {
-    const std::string key = entry.first.as<std::string>();
-    if (key != "args" && key != "env" && key != "megatron_script")
-      root.child(key).fail("unknown field; a trainer config has args, env and megatron_script");
-  }
+  root.only_keys({"args", "env", "megatron_script"});
   if (Field script = root.child("megatron_script"); script.present()) config.megatron_script = script.text();
   if (Field args = root.child("args"); args.present()) parse_args(args, config);
   if (Field env = root.child("env"); env.present()) config.env = environment_variables(env);

@@ -11,19 +11,11 @@ namespace fasop {
 namespace {
 
 /// Fails on a key of `map` that is not in `known` (a typo would otherwise pass unnoticed).
-void reject_unknown_keys(const Field& map, const std::set<std::string>& known) {
-  for (const auto& item : map.node) {
-    std::string key = item.first.as<std::string>();
-    if (known.count(key)) continue;
-    std::string list;
-    for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
-    map.child(key).fail("unknown field; use " + list);
-  }
-}
+void reject_unknown_keys(const Field& map, const std::vector<std::string>& known) { map.only_keys(known); }
 
 Field require_map(const Field& field, const std::string& shape) {
   field.require();
-  if (!field.node.IsMap()) field.fail("expected a mapping " + shape);
+  field.keys("a mapping " + shape);
   return field;
 }
 
@@ -63,15 +55,16 @@ void parse_model_field(const Field& field, const SpecStore& store, Case& c) {
     c.model = store.load_model(c.model_ref, c.file + ": field '" + field.path + ".preset'");
     return;
   }
-  reject_unknown_keys(field, {"hidden", "heads", "layers", "ffn_hidden", "kv_heads", "sequence", "vocab", "activation",
-                              "norm", "tied_embeddings", "family", "dtype", "precision_bits", "attention", "causal"});
+  std::vector<std::string> known = model_dim_fields();
+  known.push_back("layers");
+  reject_unknown_keys(field, known);
   c.model_ref = "inline";
   ModelSpec& model = c.model;
   model.source = c.file;
   model.name = c.name;
   model.report_name = c.name;
   parse_model_dims(field, model);
-  int layers = field.child("layers").positive_int();
+  int layers = field.child("layers").positive_int(kMaxUnits - 2);
   model.units.push_back({"embedding", LayerRole::kEmbedding, "", false});
   for (int i = 0; i < layers; ++i) model.units.push_back({"transformer", LayerRole::kTransformer, "", false});
   model.units.push_back({"post_process", LayerRole::kPostProcess, "", false});
@@ -92,19 +85,19 @@ void parse_micro_batch(const Field& field, ValidationPlan& plan) {
         ? "missing; give the size the run used, or where the source states none, micro_batch_assumed: N with "
           "micro_batch_assumption: WHY (e.g. Megatron-LM's default 1), or micro_batch_range: [MIN, MAX]"
         : "give only one of micro_batch, micro_batch_assumed and micro_batch_range");
-  if (stated) plan.micro_batch = field.child("micro_batch").positive_int();
+  if (stated) plan.micro_batch = field.child("micro_batch").positive_int(kMaxGlobalBatch);
   plan.micro_batch_stated = stated;
   if (assumed) {
-    plan.micro_batch = field.child("micro_batch_assumed").positive_int();
+    plan.micro_batch = field.child("micro_batch_assumed").positive_int(kMaxGlobalBatch);
     plan.micro_batch_assumption = field.child("micro_batch_assumption").text();
   } else if (!range && field.child("micro_batch_assumption").present()) {
     field.child("micro_batch_assumption").fail("goes with micro_batch_assumed or micro_batch_range only");
   }
   if (range) {
     Field r = field.child("micro_batch_range");
-    if (!r.node.IsSequence() || r.node.size() != 2) r.fail("expected [MIN, MAX]");
-    plan.micro_batch_min = r.item(0).positive_int();
-    plan.micro_batch_max = r.item(1).positive_int();
+    if (r.items("[MIN, MAX]").size() != 2) r.fail("expected [MIN, MAX]");
+    plan.micro_batch_min = r.item(0).positive_int(kMaxGlobalBatch);
+    plan.micro_batch_max = r.item(1).positive_int(kMaxGlobalBatch);
     if (plan.micro_batch_max < plan.micro_batch_min) r.fail("MAX is below MIN");
     if (field.child("micro_batch_assumption").present())
       plan.micro_batch_assumption = field.child("micro_batch_assumption").text();
@@ -117,15 +110,15 @@ void parse_plan_field(const Field& field, ValidationPlan& plan) {
                               "micro_batch_assumption", "micro_batch_range", "recompute", "sequence_parallel",
                               "virtual_stages", "distributed_optimizer", "overlap_grad_reduce", "overlap_tp_comm",
                               "overlap_param_gather", "fsdp"});
-  plan.gpus = field.child("gpus").positive_int();
-  plan.tp = field.child("tp").positive_int();
-  plan.pp = field.child("pp").positive_int();
-  plan.dp = field.child("dp").positive_int();
-  plan.global_batch = field.child("global_batch").positive_int();
+  plan.gpus = field.child("gpus").positive_int(kMaxNodes);
+  plan.tp = field.child("tp").positive_int(kMaxGpusPerNode);
+  plan.pp = field.child("pp").positive_int(kMaxUnits);
+  plan.dp = field.child("dp").positive_int(kMaxNodes);
+  plan.global_batch = field.child("global_batch").positive_int(kMaxGlobalBatch);
   parse_micro_batch(field, plan);
   plan.recompute = parse_recompute(field.child("recompute"));
   plan.sequence_parallel = optional_bool(field.child("sequence_parallel"), false);
-  if (field.child("virtual_stages").present()) plan.virtual_stages = field.child("virtual_stages").positive_int();
+  if (field.child("virtual_stages").present()) plan.virtual_stages = field.child("virtual_stages").positive_int(kMaxUnits);
   plan.distributed_optimizer = optional_bool(field.child("distributed_optimizer"), false);
   plan.overlap_grad_reduce = optional_bool(field.child("overlap_grad_reduce"), false);
   plan.overlap_tp_comm = optional_bool(field.child("overlap_tp_comm"), false);
@@ -159,13 +152,14 @@ void parse_measurement_field(const Field& field, ValidationMeasurement& m) {
 void check_case(const Field& root, const ValidationCase& c) {
   const ValidationPlan& p = c.plan;
   Field plan = root.child("plan");
-  auto n = [](int v) { return std::to_string(v); };
-  if (p.tp * p.pp * p.dp != p.gpus)
+  auto n = [](long long v) { return std::to_string(v); };
+  const long long product = 1LL * p.tp * p.pp * p.dp;  // each bounded: no overflow in 64 bits
+  if (product != p.gpus)
     plan.child("gpus").fail("is " + n(p.gpus) + " but tp x pp x dp = " + n(p.tp) + " x " + n(p.pp) + " x " + n(p.dp) +
-                            " = " + n(p.tp * p.pp * p.dp) + "; make them agree");
+                            " = " + n(product) + "; make them agree");
   if (p.global_batch % p.dp != 0)
     plan.child("global_batch").fail(n(p.global_batch) + " is not divisible by dp (" + n(p.dp) + "); fix either");
-  if (p.micro_batch > 0 && p.global_batch % (p.micro_batch * p.dp) != 0)
+  if (p.micro_batch > 0 && p.global_batch % (1LL * p.micro_batch * p.dp) != 0)
     plan.child(p.micro_batch_stated ? "micro_batch" : "micro_batch_assumed").fail("global_batch (" + n(p.global_batch) + ") is not divisible by micro_batch x dp (" +
                                    n(p.micro_batch * p.dp) + "); fix either");
   if (p.gpus % c.node_type.gpus_per_node != 0)
@@ -177,7 +171,7 @@ void check_case(const Field& root, const ValidationCase& c) {
   if (c.model.heads % p.tp != 0)
     plan.child("tp").fail(n(p.tp) + " does not divide the model's heads (" + n(c.model.heads) + ")");
   int layers = c.model.num_transformer_layers();
-  if (layers % (p.pp * p.virtual_stages) != 0)
+  if (layers % (1LL * p.pp * p.virtual_stages) != 0)
     plan.child(p.virtual_stages > 1 ? "virtual_stages" : "pp")
         .fail("pp x virtual_stages (" + n(p.pp * p.virtual_stages) + ") does not divide the model's layers (" +
               n(layers) + ")");
@@ -227,18 +221,15 @@ LayerTimeCase parse_layer_time_case(const std::string& yaml_text, const std::str
     root.child("stack").fail("unknown stack '" + stack + "'; use megatron, eager or libtorch");
   c.tp_comm_included = optional_bool(root.child("tp_comm_included"), true);
   Field points = root.child("points");
-  if (!points.node.IsSequence() || points.node.size() == 0)
-    points.fail("expected a list of {unit, tp, mbs, forward_s, backward_s?} (or forward_backward_s)");
-  for (size_t i = 0; i < points.node.size(); ++i) {
-    Field p = points.item(i);
+  for (const Field& p : points.items("list of {unit, tp, mbs, forward_s, backward_s?} (or forward_backward_s)", true)) {
     reject_unknown_keys(p, {"unit", "tp", "mbs", "forward_s", "backward_s", "forward_backward_s"});
     LayerTimePoint point;
     point.unit = p.child("unit").text();
     if (std::none_of(c.model.units.begin(), c.model.units.end(), [&](const LayerUnit& u) { return u.type == point.unit; }))
       p.child("unit").fail("the model has no unit type '" + point.unit + "'");
-    point.tp = p.child("tp").positive_int();
+    point.tp = p.child("tp").positive_int(kMaxGpusPerNode);
     if (c.model.heads % point.tp != 0) p.child("tp").fail("does not divide the model's heads");
-    point.mbs = p.child("mbs").positive_int();
+    point.mbs = p.child("mbs").positive_int(kMaxGlobalBatch);
     if (p.child("forward_backward_s").present()) {
       // Measured as one interval (forward and backward together).
       point.forward_backward_s = p.child("forward_backward_s").positive_double();
