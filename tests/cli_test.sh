@@ -3,7 +3,7 @@
 # reports, byte-identical reruns, and FASOP's figures from `estimate --json`.
 # Usage: cli_test.sh PATH/TO/fasop-cpp
 set -uo pipefail
-bin=$1
+bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 source "$(dirname "${BASH_SOURCE[0]}")/test_lib.sh"
@@ -29,7 +29,48 @@ expect_error "partition across encoder and decoder" "--partition" estimate --mod
 "$bin" search --model bert --cluster "$work/bad.yaml" --out-dir "$work/failed" >/dev/null 2>&1
 if [ -z "$(ls -A "$work/failed" 2>/dev/null)" ]; then ok; else fail "failed run left files: $(ls "$work/failed")"; fi
 touch "$work/not-a-dir"
-if "$bin" search --model bert --out-dir "$work/not-a-dir/x" >/dev/null 2>&1; then fail "unwritable out-dir: exit 0"; else ok; fi
+
+# Usage and input errors: one line, exit 2 (CLI11's own errors too); a directory as a file.
+expect_error "unknown option" "--bogus" search --model gpt2xl --bogus
+expect_error "port out of range" "--master-port" launch --plan x.yaml --master-port 0
+expect_error "NaN iterations" "--iterations" search --model gpt2xl --iterations nan --out-dir "$work/a"
+expect_error "a degree fixed twice" "tp is fixed twice" search --model gpt2xl --fix tp=1 --fix tp=2 --out-dir "$work/a"
+expect_error "a directory as the model" "--model: '$work/' is a directory" search --model "$work/" --out-dir "$work/a"
+expect_error "unwritable --out-dir" "cannot create directory" search --model bert --out-dir "$work/not-a-dir/x"
+# An unknown GPU without specs names the cluster file and the field.
+printf 'name: u\nnode_types:\n  - {name: a, gpu: Z900, gpus_per_node: 8, gpu_memory_gib: 16, intra_node_bandwidth_bits_per_s: 1e11,\n     inter_node_bandwidth_bits_per_s: 1e10, price_usd_per_hour: 1}\nnodes: [{type: a, count: 2}]\n' \
+  > "$work/z900.yaml"
+expect_error "a GPU with neither profile nor specs" "$work/z900.yaml: field 'node_types[0].gpu'" \
+  search --model gpt2xl --cluster "$work/z900.yaml" --out-dir "$work/a"
+# A cluster larger than any layout is refused at once with the bound (100,000 nodes of 8 GPUs).
+sed 's/gpu: Z900/gpu: A100/; s/count: 2/count: 100000/' "$work/z900.yaml" > "$work/huge.yaml"
+expect_error "100,000 nodes" "(800000 GPUs): a layout uses every GPU" search --model gpt2xl --cluster "$work/huge.yaml" --out-dir "$work/a"
+expect_error "more nodes than the bound" "more than 100000 nodes" search --model gpt2xl \
+  --cluster <(sed 's/count: 100000/count: 100001/' "$work/huge.yaml") --out-dir "$work/a"
+
+# Interrupted: SIGINT or SIGTERM while the pareto table streams to its temporary file removes
+# it, and the exit is the signal's (130, 143). Python starts the search with SIGINT at its
+# default (a shell's background job ignores it) and signals it once the temporary file exists.
+for signal in INT TERM; do
+  rm -rf "$work/sig"
+  mkdir -p "$work/sig"
+  rc=$(cd "$work/sig" && python3 - "$bin" "$signal" <<'PY'
+import glob, os, signal, subprocess, sys, time
+search = subprocess.Popen([sys.argv[1], "search", "--model", "gpt2xl", "--pareto", "--hold-limit", "1", "--quiet"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+deadline = time.time() + 60
+while not glob.glob("main_logs/*.tmp.*") and search.poll() is None and time.time() < deadline:
+    time.sleep(0.005)
+search.send_signal(getattr(signal, "SIG" + sys.argv[2]))
+code = search.wait()
+print(128 - code if code < 0 else code)  # Popen gives -N for death by signal N
+PY
+)
+  expected=$([ $signal = INT ] && echo 130 || echo 143)
+  [ "$rc" = "$expected" ] && [ -z "$(ls "$work/sig/main_logs" 2>/dev/null | grep -F .tmp.)" ] && ok ||
+    fail "SIG$signal during a pareto search: exit $rc (expected $expected), left: $(ls "$work/sig/main_logs" 2>&1)"
+done
 
 # Determinism: two runs, and one and two threads, give byte-identical tables.
 for model in bert gpt2xl t5; do

@@ -4,14 +4,13 @@ passed=0 failed=0
 ok() { passed=$((passed + 1)); }
 fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
 
-# expect_error WHAT NEEDLE ARGS...: `$bin ARGS` exits non-zero with a one-line message holding
-# NEEDLE (LibTorch's errors may run longer: set EXPECT_ONE_LINE=0 to allow that).
+# expect_error WHAT NEEDLE ARGS...: `$bin ARGS` exits 2 (bad input or usage) with a one-line
+# message holding NEEDLE (LibTorch's errors may run longer: set EXPECT_ONE_LINE=0 to allow that).
 expect_error() {
   local what=$1 needle=$2; shift 2
   local out rc
   out=$("$bin" "$@" 2>&1 >/dev/null); rc=$?
-  out=$(printf '%s\n' "$out" | grep -vx 'Run with --help for more information.')  # CLI11's hint
-  if [ "$rc" -eq 0 ]; then fail "$what: exit 0"; return; fi
+  if [ "$rc" -ne 2 ]; then fail "$what: exit $rc, not 2: $out"; return; fi
   if [ "${EXPECT_ONE_LINE:-1}" = 1 ] && [ "$(printf '%s\n' "$out" | wc -l)" -ne 1 ]; then
     fail "$what: message is not one line: $out"; return
   fi

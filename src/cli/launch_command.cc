@@ -158,9 +158,12 @@ void launch(const LaunchOptions& options) {
   LocalRun run = run_local_job(runs_dir, settings.plan_path, layout, node_sh);
   std::cout << "local job " << run.job << ": " << layout.nodes.size() << " nodes, " << run.failed() << " failed\n"
             << "run directory " << run.run_dir << "\n";
-  if (run.failed())
-    throw SpecError("local job " + run.job + ": " + std::to_string(run.failed()) +
-                    " node(s) failed; fasop-cpp launch status " + run.job);
+  if (run.failed()) {
+    // The job ran and failed: exit 1, not an input error's 2.
+    std::cerr << "fasop-cpp: local job " << run.job << ": " << run.failed() << " node(s) failed; fasop-cpp launch status "
+              << run.job << "\n";
+    throw CLI::RuntimeError(1);
+  }
 }
 
 /// The run directory of `job`: a job id under --runs-dir, or a run directory's path.

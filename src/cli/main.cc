@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include <iostream>
+#include <new>
 
 #include "cli/calibrate_command.h"
 #include "cli/estimate_command.h"
@@ -12,10 +13,16 @@
 #include "cli/schedule_command.h"
 #include "cli/search_command.h"
 #include "cli/validate_command.h"
+#include "report/atomic_file.h"
 #include "specs/spec_error.h"
 
 int main(int argc, char** argv) {
+  fasop::remove_temporary_files_on_signals();
   CLI::App app{"fasop-cpp: plan distributed training on heterogeneous GPU clusters"};
+  app.footer(
+      "Exit status: 0 done; 1 a launched job or its trainer failed (launch, launch status); 2 bad input or usage "
+      "(one line on stderr names the file, field or flag and the fix); 130 or 143 interrupted (SIGINT, SIGTERM), "
+      "no half-written file left.");
   app.require_subcommand(1);
   fasop::add_search_command(app);
   fasop::add_estimate_command(app);
@@ -28,14 +35,24 @@ int main(int argc, char** argv) {
   fasop::add_presets_command(app);
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
-  } catch (const fasop::SpecError& e) {
-    std::cerr << "fasop-cpp: " << e.what() << "\n";
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::RuntimeError& e) {
+    return e.get_exit_code();  // a job that failed: its command said why
+  } catch (const CLI::ParseError& e) {
+    // CLI11 would print two lines and exit 105 and the like: one line and 2, as for any input error.
+    std::cerr << "fasop-cpp: " << e.what() << "; see fasop-cpp " << (argc > 1 ? std::string(argv[1]) + " " : "")
+              << "--help\n";
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "fasop-cpp: out of memory; plan a smaller cluster or model, or narrow the search (--fix)\n";
     return 2;
   } catch (const std::exception& e) {
+    // SpecError and I/O errors (an unwritable --out-dir) alike: the input is the user's to fix.
     std::cerr << "fasop-cpp: " << e.what() << "\n";
-    return 1;
+    return 2;
   }
   return 0;
 }

@@ -2,6 +2,10 @@
 
 #include <unistd.h>
 
+#include <cctype>
+#include <cmath>
+#include <map>
+
 #include "costmodel/analytic_policy.h"
 #include "profiles/analytic_profile.h"
 #include "search/search_space.h"
@@ -9,6 +13,25 @@
 #include "specs/spec_store.h"
 
 namespace fasop {
+
+static std::string lower_case(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+CLI::Validator positive_number(const std::string& what) {
+  return CLI::Validator(
+      [what](std::string& value) {
+        try {
+          size_t used = 0;
+          const double v = std::stod(value, &used);
+          if (used == value.size() && v > 0 && std::isfinite(v)) return std::string();
+        } catch (const std::exception&) {
+        }
+        return "must be a positive number of " + what + ", got '" + value + "'";
+      },
+      "POSITIVE");
+}
 
 void PlannerOptions::add_to(CLI::App& command, bool model_required) {
   auto* model_option = command.add_option("--model,--type", model,
@@ -22,7 +45,7 @@ void PlannerOptions::add_to(CLI::App& command, bool model_required) {
                      "directory of profiles <model>_<gpu>.yaml that override the shipped ones");
   command.add_option("--iterations", iterations,
                      "training steps priced as the whole run (default: the model's train_steps, else FASOP's 12.5M)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number("steps"));
   command.add_flag("--quiet,-q", quiet, "no progress on stderr");
   command.add_option("--policy", policy,
                      "cost model: fasop (FASOP's formulas and space), analytic (alpha-beta network, per-stage GPU "
@@ -93,12 +116,16 @@ bool cluster_gives_gpu_specs(const ClusterSpec& cluster) {
   return false;
 }
 
+
 /// --fix KEY=VALUE,...: the degrees the search keeps (tp, dp, pp, mbs) and the ZeRO stage and
 /// recomputation it tries.
 void apply_fixed_dims(const std::vector<std::string>& fix, SearchSpaceOptions& space) {
+  std::map<std::string, std::string> given;  // key -> the item that fixed it
   for (const std::string& item : fix) {
     size_t eq = item.find('=');
     std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (auto [at, fresh] = given.emplace(key, item); !fresh)
+      throw SpecError("--fix " + item + ": " + key + " is fixed twice (also " + at->second + "); keep one");
     if (key == "recompute") {
       std::optional<RecomputeMode> mode = recompute_mode_named(value);
       if (!mode) throw SpecError("--fix " + item + ": recompute is none, selective or full");
@@ -208,7 +235,13 @@ void PlannerSetup::load_profiles(const PlannerOptions& options, const std::vecto
   for (size_t type = 0; type < cluster.node_types.size(); ++type) {
     if (counts[type] == 0) continue;
     const NodeType& node = cluster.node_types[type];
-    if (store.has_profile(model, node.gpu, options.profile_dir) || !node.has_gpu_spec())
+    if (!store.has_profile(model, node.gpu, options.profile_dir) && !node.has_gpu_spec())
+      throw SpecError(cluster.source + ": field 'node_types[" + std::to_string(type) + "].gpu': no layer times for GPU '" +
+                      node.gpu + "': no profile " + model.name + "_" + lower_case(node.gpu) +
+                      ".yaml (shipped or in --profile-dir) and no peak_tflops and memory_bandwidth_bytes_per_s on "
+                      "node type '" + node.name + "'; give those (the analytic model then times the layers), or "
+                      "measure a profile with `fasop-cpp profile layers`");
+    if (store.has_profile(model, node.gpu, options.profile_dir))
       profile_storage.push_back(store.load_profile(model, node.gpu, options.profile_dir));
     else
       profile_storage.push_back(analytic_profile(model, node, divisors(node.gpus_per_node), divisors(model.global_batch),

@@ -64,6 +64,10 @@ struct PlannerSetup {
 std::vector<int> apply_node_counts(const ClusterSpec& cluster, const std::string& option,
                                    const std::vector<std::string>& specs, std::vector<int> counts);
 
+/// A CLI11 check: a finite positive number (NaN and infinity refused, as CLI's PositiveNumber
+/// lets NaN through), its unit named in the message.
+CLI::Validator positive_number(const std::string& what);
+
 /// True when progress should be drawn on stderr.
 bool show_progress(const PlannerOptions& options);
 

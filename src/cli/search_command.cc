@@ -47,13 +47,35 @@ void save_ranked_plan(const SearchOptions& options, const PlannerSetup& setup, c
   save_plan(options.save_plan, make_plan_file(options.planner, setup, ranked[options.rank - 1]));
 }
 
-/// A fixed degree no layout of the space has is the user's to fix.
-void require_layouts(const PlannerSetup& setup, size_t layouts) {
+/// The largest tensor-parallel degree of the space: a node's GPUs, or fewer (FASOP's 4, --max-tp).
+int largest_tp(const PlannerSetup& setup) {
+  const int node = setup.cluster.gpus_per_node(), cap = setup.input.space.max_tp;
+  return cap > 0 ? std::min(node, cap) : node;
+}
+
+/// The most GPUs a layout can use: tp within a node, dp dividing the batch, pp at most the layers.
+long long most_layout_gpus(const PlannerSetup& setup) {
+  return 1LL * largest_tp(setup) * setup.model.global_batch * setup.model.num_transformer_layers();
+}
+
+/// No layout: with --fix, the degrees asked for; without, the cluster itself (every layout uses
+/// all its GPUs, and tp, dp and pp are bounded by the node, the batch and the layers).
+void require_layouts(const PlannerSetup& setup, const PlannerOptions& options, size_t layouts) {
   if (layouts > 0) return;
-  throw SpecError("no layout of model '" + setup.model.name + "' on cluster '" + setup.cluster.name +
-                  "' has the degrees --fix asks for: tp must divide the GPUs of a node (and the heads), tp x dp x pp "
-                  "the GPUs, dp and mbs the global batch (" + std::to_string(setup.model.global_batch) +
-                  "), and vpp=V needs pp > 1, pp x V dividing the layers and whole rounds of pp micro-batches");
+  const ModelSpec& model = setup.model;
+  const std::string what = "no layout of model '" + model.name + "' on cluster '" + setup.cluster.name + "' (" +
+                           std::to_string(setup.cluster.num_gpus()) + " GPUs)";
+  const long long most = most_layout_gpus(setup);
+  if (!options.fix.empty() && setup.cluster.num_gpus() <= most)
+    throw SpecError(what + " has the degrees --fix asks for: tp must divide the GPUs of a node (and the heads), "
+                    "tp x dp x pp the GPUs, dp and mbs the global batch (" + std::to_string(model.global_batch) +
+                    "), and vpp=V needs pp > 1, pp x V dividing the layers and whole rounds of pp micro-batches");
+  throw SpecError(what + ": a layout uses every GPU, tp x dp x pp of them, with tp at most " +
+                  std::to_string(largest_tp(setup)) + ", dp dividing the global batch (" +
+                  std::to_string(model.global_batch) + ") and pp at most the layers (" +
+                  std::to_string(model.num_transformer_layers()) + "), so at most " + std::to_string(most) +
+                  " GPUs and only products of such degrees; give a cluster of fewer nodes, or search its shapes with "
+                  "--pareto --max-nodes");
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -92,8 +114,10 @@ void run_search_command(const SearchOptions& options) {
   setup->input.threads = options.threads;
   setup->input.space.per_stage_dp = options.per_stage_dp;
   if (setup->input.refine_top > 0) setup->input.refine_top = std::max<size_t>(options.top, 1);
+  // A cluster larger than any layout is refused at once, not after enumerating its placements.
+  if (setup->cluster.num_gpus() > most_layout_gpus(*setup)) require_layouts(*setup, options.planner, 0);
   std::vector<CandidateResult> results = run_search(setup->input, progress_printer(options.planner));
-  require_layouts(*setup, results.size());
+  require_layouts(*setup, options.planner, results.size());
   std::string name = setup->model.report_name;
   if (options.planner.heterogeneous || setup->cluster.is_heterogeneous()) name += "_heterogeneous";
   std::string path = options.out_dir + "/" + name + ".csv";
@@ -115,9 +139,11 @@ std::string constraints_text(const PlanConstraints& c) {
     out << v;
     return out.str();
   };
-  if (c.max_step_time_s < std::numeric_limits<double>::infinity()) add("step <= " + number(c.max_step_time_s) + " s");
-  if (c.max_cost_usd < std::numeric_limits<double>::infinity()) add("cost <= $" + number(c.max_cost_usd));
-  if (c.exclude_oom) add("fits in memory");
+  if (c.max_step_time_s < std::numeric_limits<double>::infinity())
+    add("--max-step-time " + number(c.max_step_time_s) + ": step <= " + number(c.max_step_time_s) + " s");
+  if (c.max_cost_usd < std::numeric_limits<double>::infinity())
+    add("--max-cost " + number(c.max_cost_usd) + ": cost <= $" + number(c.max_cost_usd));
+  if (c.exclude_oom) add("--exclude-oom: fits in memory");
   return text.empty() ? "none" : text;
 }
 
@@ -137,7 +163,7 @@ void run_pareto_command(const SearchOptions& options) {
   input.hold_limit = options.hold_limit;
   input.refine_all = options.refine_all;
   const ParetoSize size = count_pareto_candidates(input);
-  require_layouts(*setup, size.candidates);
+  require_layouts(*setup, options.planner, size.candidates);
 
   std::string name = setup->model.report_name + (options.planner.heterogeneous ? "_heterogeneous" : "") + "_pareto";
   std::string base = options.out_dir + "/" + name;
@@ -168,7 +194,7 @@ void run_pareto_command(const SearchOptions& options) {
   ParetoStats stats = run_pareto_search(input, report, progress);
   if (report.front().empty())  // a failed run writes no report
     throw SpecError("no plan of the " + std::to_string(size.candidates) + " candidates meets the constraints (" +
-                    constraints_text(constraints) + "); relax them");
+                    constraints_text(constraints) + "); relax them (the cheapest and fastest plans without them: search --pareto without these flags)");
   const std::vector<CandidateResult>& front = report.front();
   // --save-plan ranks the front fastest first: plan 1 is the fastest under the constraints.
   save_ranked_plan(options, *setup, std::vector<CandidateResult>(front.rbegin(), front.rend()), "on the front");
@@ -193,19 +219,6 @@ void run_pareto_command(const SearchOptions& options) {
     std::cout << "wrote " << options.save_plan << " (plan " << options.rank << " of the front, fastest first)\n";
 }
 
-CLI::Validator positive(const std::string& what) {
-  return CLI::Validator(
-      [what](std::string& value) {
-        try {
-          size_t used = 0;
-          double v = std::stod(value, &used);
-          if (used == value.size() && v > 0) return std::string();
-        } catch (const std::exception&) {
-        }
-        return "must be a positive number of " + what + ", got '" + value + "'";
-      },
-      "POSITIVE");
-}
 
 }  // namespace
 
@@ -228,10 +241,10 @@ void add_search_command(CLI::App& app) {
       ->type_name("TYPE=N");
   command->add_option("--max-step-time", options->constraints.max_step_time_s,
                       "with --pareto: keep plans of at most S seconds per step")
-      ->type_name("S")->check(positive("seconds"));
+      ->type_name("S")->check(positive_number("seconds"));
   command->add_option("--max-cost", options->constraints.max_cost_usd,
                       "with --pareto: keep plans whose whole run (--iterations steps) costs at most DOLLARS")
-      ->type_name("DOLLARS")->check(positive("dollars"));
+      ->type_name("DOLLARS")->check(positive_number("dollars"));
   command->add_flag("--exclude-oom", options->constraints.exclude_oom,
                     "with --pareto: keep only plans that fit in GPU memory without ZeRO");
   command->add_flag("--front-only", options->front_only,

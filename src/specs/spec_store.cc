@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -59,6 +60,9 @@ std::vector<std::string> SpecStore::preset_names(const std::string& dir) const {
 std::string SpecStore::load_text(const std::string& name_or_path, const std::string& dir,
                                  const std::string& flag, std::string* source) const {
   if (looks_like_path(name_or_path)) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(name_or_path, ec))
+      throw SpecError(flag + ": '" + name_or_path + "' is a directory; give a YAML file or a preset name");
     std::optional<std::string> text = disk_.read(name_or_path);
     if (!text) throw SpecError(flag + ": cannot read file '" + name_or_path + "'; check the path");
     *source = name_or_path;
