@@ -48,6 +48,18 @@ expect_error "100,000 nodes" "(800000 GPUs): a layout uses every GPU" search --m
 expect_error "more nodes than the bound" "more than 100000 nodes" search --model gpt2xl \
   --cluster <(sed 's/count: 100000/count: 100001/' "$work/huge.yaml") --out-dir "$work/a"
 
+# --pareto over the 100,000-node inventory: shapes with more GPUs than any layout are skipped
+# unbuilt, so it plans (seconds, not hours); an inventory of more shapes than a search can plan
+# is refused, naming --max-nodes.
+"$bin" search --model gpt2xl --cluster "$work/huge.yaml" --pareto --out-dir "$work/huge" --quiet > /dev/null 2>&1 &&
+  [ "$(wc -l < "$work/huge/gpt2_pareto_front.csv")" -gt 1 ] && ok || fail "--pareto over 100,000 nodes"
+printf 'name: three\nnode_types:\n' > "$work/three.yaml"
+for t in a b c; do
+  printf '  - {name: %s, gpu: A100, gpus_per_node: 8, gpu_memory_gib: 80, intra_node_bandwidth_bits_per_s: 1e12,\n     inter_node_bandwidth_bits_per_s: 1e11, price_usd_per_hour: 1}\n' $t >> "$work/three.yaml"
+done
+printf 'nodes: [{type: a, count: 1000}, {type: b, count: 1000}, {type: c, count: 1000}]\n' >> "$work/three.yaml"
+expect_error "too many cluster shapes" "1003003000 cluster shapes" search --model gpt2xl --cluster "$work/three.yaml" --pareto --out-dir "$work/a"
+
 # Interrupted: SIGINT or SIGTERM while the pareto table streams to its temporary file removes
 # it, and the exit is the signal's (130, 143). Python starts the search with SIGINT at its
 # default (a shell's background job ignores it) and signals it once the temporary file exists.

@@ -155,6 +155,12 @@ void run_pareto_command(const SearchOptions& options) {
   PlanConstraints constraints = options.constraints;
   if (setup->input.memory_aware) constraints.exclude_oom = true;
   input.limits = apply_node_counts(setup->cluster, "--max-nodes", options.max_nodes, inventory_limits(setup->cluster));
+  // Each shape is planned: an inventory of several large node types has more than any search.
+  constexpr double kMaxShapes = 1e7;
+  if (const double shapes = shape_count(input.limits); shapes > kMaxShapes)
+    throw SpecError("--pareto: the inventory " + shape_label(setup->cluster, input.limits) + " has " +
+                    std::to_string(static_cast<long long>(std::min(shapes, 9e18))) + " cluster shapes, more than " +
+                    std::to_string(static_cast<long long>(kMaxShapes)) + "; bound them with --max-nodes TYPE=N");
   setup->load_profiles(options.planner, input.limits);
   setup->input.threads = options.threads;
   setup->input.space.per_stage_dp = options.per_stage_dp;

@@ -25,6 +25,12 @@ std::vector<NodeCounts> cluster_shapes(const NodeCounts& limits) {
   }
 }
 
+double shape_count(const NodeCounts& limits) {
+  double count = 1;
+  for (int limit : limits) count *= limit + 1.0;
+  return count - 1;
+}
+
 ClusterSpec shape_cluster(const ClusterSpec& inventory, const NodeCounts& counts) {
   ClusterSpec cluster;
   cluster.name = inventory.name + "[" + shape_label(inventory, counts) + "]";

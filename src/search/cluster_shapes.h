@@ -15,6 +15,10 @@ NodeCounts inventory_limits(const ClusterSpec& inventory);
 /// lexicographic order of the counts (FASOP's --pareto order: A100 nodes outer, A10 inner).
 std::vector<NodeCounts> cluster_shapes(const NodeCounts& limits);
 
+/// How many shapes cluster_shapes(limits) gives: the product of (limit + 1), less the empty one
+/// (a double: an inventory of several large node types has more than any integer holds).
+double shape_count(const NodeCounts& limits);
+
 /// The cluster of one shape: the inventory's node types, its nodes grouped by type in
 /// node-type order (FASOP lists A100 nodes first; placements rotate this list).
 ClusterSpec shape_cluster(const ClusterSpec& inventory, const NodeCounts& counts);

@@ -20,8 +20,22 @@ struct ShapeWork {
   std::vector<PlanKey> keys;
 };
 
+/// The most GPUs a layout of the model can use: tp within the largest node (or --max-tp), dp
+/// dividing the batch, pp at most the layers. Every layout uses all of a shape's GPUs.
+long long most_layout_gpus(const SearchInput& input) {
+  int node = 0;
+  for (const NodeType& t : input.cluster->node_types) node = std::max(node, t.gpus_per_node);
+  const int tp = input.space.max_tp > 0 ? std::min(node, input.space.max_tp) : node;
+  return 1LL * tp * input.model->global_batch * input.model->num_transformer_layers();
+}
+
 ShapeWork shape_work(const ParetoInput& input, const NodeCounts& counts) {
   ShapeWork work;
+  // A shape with more GPUs than any layout has no layouts: skipped before its cluster is built,
+  // so that a large inventory costs its shapes, not their nodes squared.
+  long long gpus = 0;
+  for (size_t t = 0; t < counts.size(); ++t) gpus += 1LL * counts[t] * input.search.cluster->node_types[t].gpus_per_node;
+  if (gpus > most_layout_gpus(input.search)) return work;
   work.cluster = std::make_unique<ClusterSpec>(shape_cluster(*input.search.cluster, counts));
   work.keys = enumerate_plan_keys(*input.search.model, *work.cluster, input.search.space);
   return work;
@@ -50,7 +64,9 @@ void for_each_chunk(const ParetoInput& input, size_t chunk_candidates, Visit vis
   };
   size_t pending = 0;
   for (const NodeCounts& counts : cluster_shapes(input.limits)) {
-    chunk.shapes.push_back(shape_work(input, counts));
+    ShapeWork work = shape_work(input, counts);
+    if (work.keys.empty()) continue;  // nothing to plan, and nothing to hold until the flush
+    chunk.shapes.push_back(std::move(work));
     pending += chunk.shapes.back().keys.size();
     if (pending >= chunk_candidates) {
       flush();
