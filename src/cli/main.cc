@@ -20,7 +20,8 @@ int main(int argc, char** argv) {
   fasop::remove_temporary_files_on_signals();
   CLI::App app{"fasop-cpp: plan distributed training on heterogeneous GPU clusters"};
   app.footer(
-      "Exit status: 0 done; 1 a launched job or its trainer failed (launch, launch status); 2 bad input or usage "
+      "Exit status: 0 done; 1 a launched job or its trainer failed (launch, launch status), or validate --max-mae was "
+      "exceeded; 2 bad input or usage "
       "(one line on stderr names the file, field or flag and the fix); 130 or 143 interrupted (SIGINT, SIGTERM), "
       "no half-written file left.");
   app.require_subcommand(1);
