@@ -125,7 +125,10 @@ TEST_CASE("local search never returns a worse partition", "[partitioner]") {
 TEST_CASE("the step-time floor is below every partition, and the cheap partitions beat FASOP's", "[partitioner]") {
   // Brute force over every partition of small heterogeneous layouts (bert: 26 units).
   Presets p("bert", "fasop-bert-heterogeneous");
-  for (auto [mbs, tp, dp, pp] : std::vector<std::array<int, 4>>{{1, 1, 4, 4}, {8, 1, 2, 8}, {4, 2, 2, 4}, {2, 4, 2, 2}}) {
+  for (const std::array<int, 4>& shape : std::vector<std::array<int, 4>>{{1, 1, 4, 4}, {8, 1, 2, 8}, {4, 2, 2, 4}, {2, 4, 2, 2}}) {
+    // Named locals, not a structured binding: the lambda below captures pp (C++17 forbids
+    // capturing a binding; clang refuses it).
+    const int mbs = shape[0], tp = shape[1], dp = shape[2], pp = shape[3];
     PlanContext ctx = p.context(mbs, tp, dp, pp);
     // 8 stages of 26 units are 480,700 partitions: those take a sample.
     FloorPartition floor_p = floor_partition(ctx, p.policy);
