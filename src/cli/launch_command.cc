@@ -313,9 +313,9 @@ void add_launch_command(CLI::App& app) {
   });
   logs_command->callback([options] { logs(*options); });
   report_command->callback([options] { report(*options); });
-  command->callback([options, command, status_command, logs_command, report_command] {
+  command->callback([options, status_command, logs_command, report_command] {
     if (status_command->parsed() || logs_command->parsed() || report_command->parsed()) return;
-    if (options->plan.empty()) throw SpecError("launch needs --plan PLAN (or: launch status JOB, launch logs JOB)");
+    if (options->plan.empty()) throw SpecError("launch needs --plan PLAN (or: launch status JOB, launch logs JOB, launch report JOB)");
     launch(*options);
   });
 }

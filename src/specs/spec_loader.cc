@@ -264,7 +264,7 @@ int whole_key(const Field& field, const std::string& key) {
 }
 
 /// A map layer type -> tp -> micro-batch -> seconds (forward_s, or backward_s).
-void parse_layer_times(const Field& layers, const std::string& source,
+void parse_layer_times(const Field& layers,
                        std::map<std::string, std::map<int, std::map<int, double>>>& out, bool required) {
   if (!required && !layers.present()) return;
   for (const std::string& type : layers.keys("a map: layer type -> tp -> micro-batch -> seconds")) {
@@ -290,8 +290,8 @@ ProfileSpec parse_profile(const std::string& yaml_text, const std::string& sourc
   root.only_keys({"model", "gpu", "forward_s", "backward_s", "matmul_flops", "activation_bytes"});
   profile.model = root.child("model").text();
   profile.gpu = root.child("gpu").text();
-  parse_layer_times(root.child("forward_s"), source, profile.forward_s, true);
-  if (root.child("backward_s").present()) parse_layer_times(root.child("backward_s"), source, profile.backward_s, false);
+  parse_layer_times(root.child("forward_s"), profile.forward_s, true);
+  if (root.child("backward_s").present()) parse_layer_times(root.child("backward_s"), profile.backward_s, false);
   return profile;
 }
 
