@@ -47,17 +47,6 @@ void save_ranked_plan(const SearchOptions& options, const PlannerSetup& setup, c
   save_plan(options.save_plan, make_plan_file(options.planner, setup, ranked[options.rank - 1]));
 }
 
-/// The largest tensor-parallel degree of the space: a node's GPUs, or fewer (FASOP's 4, --max-tp).
-int largest_tp(const PlannerSetup& setup) {
-  const int node = setup.cluster.gpus_per_node(), cap = setup.input.space.max_tp;
-  return cap > 0 ? std::min(node, cap) : node;
-}
-
-/// The most GPUs a layout can use: tp within a node, dp dividing the batch, pp at most the layers.
-long long most_layout_gpus(const PlannerSetup& setup) {
-  return 1LL * largest_tp(setup) * setup.model.global_batch * setup.model.num_transformer_layers();
-}
-
 /// No layout: with --fix, the degrees asked for; without, the cluster itself (every layout uses
 /// all its GPUs, and tp, dp and pp are bounded by the node, the batch and the layers).
 void require_layouts(const PlannerSetup& setup, const PlannerOptions& options, size_t layouts) {
@@ -65,13 +54,13 @@ void require_layouts(const PlannerSetup& setup, const PlannerOptions& options, s
   const ModelSpec& model = setup.model;
   const std::string what = "no layout of model '" + model.name + "' on cluster '" + setup.cluster.name + "' (" +
                            std::to_string(setup.cluster.num_gpus()) + " GPUs)";
-  const long long most = most_layout_gpus(setup);
+  const long long most = most_layout_gpus(setup.model, setup.cluster, setup.input.space);
   if (!options.fix.empty() && setup.cluster.num_gpus() <= most)
     throw SpecError(what + " has the degrees --fix asks for: tp must divide the GPUs of a node (and the heads), "
                     "tp x dp x pp the GPUs, dp and mbs the global batch (" + std::to_string(model.global_batch) +
                     "), and vpp=V needs pp > 1, pp x V dividing the layers and whole rounds of pp micro-batches");
   throw SpecError(what + ": a layout uses every GPU, tp x dp x pp of them, with tp at most " +
-                  std::to_string(largest_tp(setup)) + ", dp dividing the global batch (" +
+                  std::to_string(largest_tp(setup.cluster, setup.input.space)) + ", dp dividing the global batch (" +
                   std::to_string(model.global_batch) + ") and pp at most the layers (" +
                   std::to_string(model.num_transformer_layers()) + "), so at most " + std::to_string(most) +
                   " GPUs and only products of such degrees; give a cluster of fewer nodes, or search its shapes with "
@@ -115,7 +104,7 @@ void run_search_command(const SearchOptions& options) {
   setup->input.space.per_stage_dp = options.per_stage_dp;
   if (setup->input.refine_top > 0) setup->input.refine_top = std::max<size_t>(options.top, 1);
   // A cluster larger than any layout is refused at once, not after enumerating its placements.
-  if (setup->cluster.num_gpus() > most_layout_gpus(*setup)) require_layouts(*setup, options.planner, 0);
+  if (setup->cluster.num_gpus() > most_layout_gpus(setup->model, setup->cluster, setup->input.space)) require_layouts(*setup, options.planner, 0);
   std::vector<CandidateResult> results = run_search(setup->input, progress_printer(options.planner));
   require_layouts(*setup, options.planner, results.size());
   std::string name = setup->model.report_name;

@@ -20,22 +20,13 @@ struct ShapeWork {
   std::vector<PlanKey> keys;
 };
 
-/// The most GPUs a layout of the model can use: tp within the largest node (or --max-tp), dp
-/// dividing the batch, pp at most the layers. Every layout uses all of a shape's GPUs.
-long long most_layout_gpus(const SearchInput& input) {
-  int node = 0;
-  for (const NodeType& t : input.cluster->node_types) node = std::max(node, t.gpus_per_node);
-  const int tp = input.space.max_tp > 0 ? std::min(node, input.space.max_tp) : node;
-  return 1LL * tp * input.model->global_batch * input.model->num_transformer_layers();
-}
-
 ShapeWork shape_work(const ParetoInput& input, const NodeCounts& counts) {
   ShapeWork work;
   // A shape with more GPUs than any layout has no layouts: skipped before its cluster is built,
   // so that a large inventory costs its shapes, not their nodes squared.
   long long gpus = 0;
   for (size_t t = 0; t < counts.size(); ++t) gpus += 1LL * counts[t] * input.search.cluster->node_types[t].gpus_per_node;
-  if (gpus > most_layout_gpus(input.search)) return work;
+  if (gpus > most_layout_gpus(*input.search.model, *input.search.cluster, input.search.space)) return work;
   work.cluster = std::make_unique<ClusterSpec>(shape_cluster(*input.search.cluster, counts));
   work.keys = enumerate_plan_keys(*input.search.model, *work.cluster, input.search.space);
   return work;

@@ -1,6 +1,7 @@
 #pragma once
 // search: drives the cost model over a space of layouts.
 //   enumerate_plan_keys  FASOP's layouts in FASOP's order (search_space.h)
+//   most_layout_gpus     the most GPUs any layout uses: larger clusters have none (search_space.h)
 //   best_partition       FASOP's greedy, exact DPs and local search (partitioner.h)
 //   run_search           every layout at its best partition, sorted (this file)
 #include <functional>

@@ -99,6 +99,16 @@ std::vector<std::vector<int>> type_block_placements(const ClusterSpec& cluster) 
   return placements;
 }
 
+int largest_tp(const ClusterSpec& cluster, const SearchSpaceOptions& options) {
+  int node = 0;
+  for (const NodeType& t : cluster.node_types) node = std::max(node, t.gpus_per_node);
+  return options.max_tp > 0 ? std::min(node, options.max_tp) : node;
+}
+
+long long most_layout_gpus(const ModelSpec& model, const ClusterSpec& cluster, const SearchSpaceOptions& options) {
+  return 1LL * largest_tp(cluster, options) * model.global_batch * model.num_transformer_layers();
+}
+
 std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSpec& cluster,
                                          const SearchSpaceOptions& options) {
   const int gpus = cluster.num_gpus();

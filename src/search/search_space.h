@@ -52,6 +52,15 @@ std::vector<std::vector<int>> cyclic_placements(const ClusterSpec& cluster);
 /// the types first appear, then its permutations).
 std::vector<std::vector<int>> type_block_placements(const ClusterSpec& cluster);
 
+/// The largest tp the space tries on `cluster`'s largest nodes: their GPUs, or fewer where
+/// max_tp caps it (FASOP's 4).
+int largest_tp(const ClusterSpec& cluster, const SearchSpaceOptions& options);
+
+/// An upper bound on the GPUs a layout of `model` uses: every layout uses all of a cluster's
+/// GPUs, tp x dp x pp of them, with tp at most largest_tp, dp dividing the global batch and pp at
+/// most the transformer layers. A cluster (or a pareto shape) with more GPUs has no layout.
+long long most_layout_gpus(const ModelSpec& model, const ClusterSpec& cluster, const SearchSpaceOptions& options);
+
 /// Every layout FASOP tries, in FASOP's enumeration order: for each placement, for each
 /// micro-batch size (ascending), each tp (ascending) and dp (ascending) such that tp divides
 /// min(GPUs per node, max_tp), dp divides the GPUs / tp and the global batch, pp = GPUs/(tp*dp)
