@@ -9,6 +9,21 @@
 using namespace fasop;
 using Catch::Matchers::Contains;
 
+namespace {
+
+/// The message of the SpecError `load` throws, or "no error".
+template <typename Load>
+std::string spec_error(Load load) {
+  try {
+    load();
+  } catch (const SpecError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
 TEST_CASE("shipped presets load under their names and FASOP's", "[specs]") {
   fasop::testing::MapSource none;
   SpecStore store(none, embedded_presets());
@@ -114,14 +129,7 @@ TEST_CASE("a node type's gpu_data sets GPU-data parameters by name over the ship
 TEST_CASE("malformed specs give SpecError naming the file and the field, never yaml-cpp's exceptions", "[specs]") {
   const std::string dims = "name: m\nhidden: 64\nheads: 4\nsequence: 8\nvocab: 8\nglobal_batch: 8\n";
   const std::string layers = "layers: [{type: t, role: transformer}]\n";
-  auto model_error = [](const std::string& text) {
-    try {
-      parse_model(text, "m.yaml");
-    } catch (const SpecError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  auto model_error = [](const std::string& text) { return spec_error([&] { parse_model(text, "m.yaml"); }); };
   CHECK_THAT(model_error(dims + "layers: [x]\n"), Contains("m.yaml: field 'layers[0]'") && Contains("expected a mapping"));
   CHECK_THAT(model_error(dims), Contains("field 'layers'") && Contains("non-empty list"));
   CHECK_THAT(model_error(dims + "layers: {a: 1}\n"), Contains("field 'layers'") && Contains("got a mapping"));
@@ -148,14 +156,7 @@ TEST_CASE("malformed specs give SpecError naming the file and the field, never y
   const std::string type =
       "node_types: [{name: a, gpu: X, gpus_per_node: 8, gpu_memory_gib: 16, intra_node_bandwidth_bits_per_s: 1,\n"
       "  inter_node_bandwidth_bits_per_s: 1, price_usd_per_hour: 1}]\n";
-  auto cluster_error = [](const std::string& text) {
-    try {
-      parse_cluster(text, "c.yaml");
-    } catch (const SpecError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  auto cluster_error = [](const std::string& text) { return spec_error([&] { parse_cluster(text, "c.yaml"); }); };
   CHECK_THAT(cluster_error("name: c\n"), Contains("c.yaml: field 'node_types'"));
   CHECK_THAT(cluster_error(type), Contains("field 'nodes'") && Contains("a list of {type, count}"));
   CHECK_THAT(cluster_error(type + "nodes: [{type: a, count: 2000000000}]\n"),

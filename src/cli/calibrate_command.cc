@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 
 #include "cli/run_calibration.h"
 #include "cli/run_report.h"
+#include "launch/run_directory.h"
 #include "profiles/analytic_profile.h"
 #include "report/atomic_file.h"
 #include "report/number_format.h"
@@ -31,17 +31,9 @@ struct CalibrateOptions {
   std::string out;
 };
 
-/// The run directory of `run`: a run directory's path, or a job id under `runs_dir`.
-std::string run_directory(const std::string& run, const std::string& runs_dir) {
-  if (std::filesystem::exists(std::filesystem::path(run) / "launch.txt")) return run;
-  const std::string dir = runs_dir + "/" + run;
-  if (!std::filesystem::is_directory(dir))
-    throw SpecError("--from-run: no run directory " + dir + " for '" + run + "'; give --runs-dir where it was launched");
-  return dir;
-}
 
 CalibrationRun calibration_run(const std::string& run, const CalibrateOptions& options) {
-  const std::string dir = run_directory(run, options.runs_dir);
+  const std::string dir = find_run_directory(run, options.runs_dir);
   RunStatus status = read_run_status(dir);
   IterationLog log = read_run_logs(status, dir);
   std::optional<MeasuredSteps> measured = measure_steps(log, options.warmup);

@@ -166,14 +166,8 @@ void launch(const LaunchOptions& options) {
   }
 }
 
-/// The run directory of `job`: a job id under --runs-dir, or a run directory's path.
-std::string run_directory(const LaunchOptions& options) {
-  if (fs::exists(fs::path(options.job) / "launch.txt")) return options.job;
-  std::string dir = options.runs_dir + "/" + options.job;
-  if (!fs::is_directory(dir))
-    throw SpecError("no run directory " + dir + " for job " + options.job + "; give --runs-dir where it was launched");
-  return dir;
-}
+/// The run directory of the job named on the command line.
+std::string run_directory(const LaunchOptions& options) { return find_run_directory(options.job, options.runs_dir); }
 
 /// The run's one-line summary for `launch status`, or why there is none yet ("" before the
 /// first iteration past the warm-up).
@@ -209,7 +203,8 @@ void report(const LaunchOptions& options) {
 }
 
 int status(const LaunchOptions& options) {
-  RunStatus run = read_run_status(run_directory(options));
+  const std::string dir = run_directory(options);
+  RunStatus run = read_run_status(dir);
   std::cout << "job " << run.job << " (" << run.backend << ")";
   if (run.backend == "slurm") {
     std::vector<SlurmJobState> states = parse_scontrol_jobs(scontrol_show_job(run.job));
@@ -229,7 +224,7 @@ int status(const LaunchOptions& options) {
                 << ") failed with exit code " << *n.exit_code << "; the last lines of " << n.log_path << ":\n"
                 << file_tail(n.log_path, options.tail);
   std::cout << (run.failed() ? "\nthe job failed\n" : run.finished() ? "\nevery node exited with 0\n" : "");
-  if (std::string summary = status_summary(run, run_directory(options), options.warmup); !summary.empty())
+  if (std::string summary = status_summary(run, dir, options.warmup); !summary.empty())
     std::cout << summary << "\n";
   return run.failed() ? 1 : 0;
 }

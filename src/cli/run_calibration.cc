@@ -7,6 +7,7 @@
 
 #include "specs/gpu_parameters.h"
 #include "specs/spec_error.h"
+#include "specs/yaml_field.h"
 #include "validate/efficiency_fit.h"
 
 namespace fasop {
@@ -104,12 +105,7 @@ RunCalibration calibrate_from_runs(std::vector<CalibrationRun>& runs, const std:
 
 std::string calibrated_cluster_yaml(const std::string& cluster_text, const std::string& source,
                                     const RunCalibration& calibration, const std::string& comment) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(cluster_text);
-  } catch (const YAML::Exception& e) {
-    throw SpecError(source + ": malformed YAML at line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
-  }
+  YAML::Node root = load_root(cluster_text, source).node;  // the planner has loaded it: well-formed
   for (YAML::Node type : root["node_types"]) {
     const std::string name = type["name"].as<std::string>();
     for (const CalibratedParameter& p : calibration.parameters)

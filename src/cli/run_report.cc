@@ -1,12 +1,11 @@
 #include "cli/run_report.h"
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <optional>
 
 #include "profiles/model_flops.h"
 #include "specs/precision.h"
 #include "specs/spec_error.h"
+#include "specs/spec_store.h"
 
 namespace fasop {
 
@@ -45,11 +44,7 @@ LoadedPlan load_run_plan(const RunStatus& run) {
 IterationLog read_run_logs(const RunStatus& run, const std::string& run_dir) {
   std::vector<IterationLog> logs;
   for (const NodeStatus& node : run.nodes) {
-    std::ifstream in(node.log_path);
-    if (!in) continue;
-    std::ostringstream text;
-    text << in.rdbuf();
-    logs.push_back(parse_iteration_log(text.str()));
+    if (std::optional<std::string> text = DiskSource().read(node.log_path)) logs.push_back(parse_iteration_log(*text));
   }
   if (logs.empty())
     throw SpecError(run_dir + ": no node has a log (node-R.log) yet; fasop-cpp launch status " + run.job +

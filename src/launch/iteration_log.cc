@@ -14,9 +14,7 @@ std::optional<double> field_value(const std::string& line, const std::string& la
   if (at == std::string::npos) return std::nullopt;
   const std::string rest = line.substr(at + label.size());
   try {
-    size_t used = 0;
-    double value = std::stod(rest, &used);
-    return value;
+    return std::stod(rest);  // the number the label introduces; what follows it is the next field
   } catch (const std::exception&) {
     return std::nullopt;
   }

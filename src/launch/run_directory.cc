@@ -1,10 +1,11 @@
 #include "launch/run_directory.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <optional>
 
 #include "report/atomic_file.h"
+#include "specs/spec_error.h"
+#include "specs/spec_store.h"
 
 namespace fasop {
 
@@ -14,13 +15,18 @@ void prepare_run_directory(const std::string& run_dir, const std::string& job, c
   std::string nodes;
   for (const LaunchNode& node : layout.nodes) nodes += std::to_string(node.node_rank) + " " + node.node_type + "\n";
   write_file_atomically(run_dir + "/nodes.txt", nodes);
-  std::ifstream plan(plan_path);
-  std::ostringstream plan_text;
-  plan_text << plan.rdbuf();
-  if (plan.is_open()) write_file_atomically(run_dir + "/plan.yaml", plan_text.str());
+  if (std::optional<std::string> plan = DiskSource().read(plan_path)) write_file_atomically(run_dir + "/plan.yaml", *plan);
   if (!node_sh.empty()) write_file_atomically(run_dir + "/node.sh", node_sh);
   write_file_atomically(run_dir + "/launch.txt", "job: " + job + "\nbackend: " + backend + "\nplan: " + plan_path +
                                                      "\nworkdir: " + std::filesystem::current_path().string() + "\n");
+}
+
+std::string find_run_directory(const std::string& job, const std::string& runs_dir) {
+  if (std::filesystem::exists(std::filesystem::path(job) / "launch.txt")) return job;
+  const std::string dir = runs_dir + "/" + job;
+  if (!std::filesystem::is_directory(dir))
+    throw SpecError("no run directory " + dir + " for job " + job + "; give --runs-dir where it was launched");
+  return dir;
 }
 
 std::string next_local_job(const std::string& runs_dir) {

@@ -14,6 +14,10 @@ namespace fasop {
 void prepare_run_directory(const std::string& run_dir, const std::string& job, const std::string& backend,
                            const std::string& plan_path, const LaunchLayout& layout, const std::string& node_sh);
 
+/// The run directory of `job`: a run directory's own path (it holds launch.txt), else `job`
+/// under `runs_dir`. Throws SpecError naming both when neither exists.
+std::string find_run_directory(const std::string& job, const std::string& runs_dir);
+
 /// The first free local job id under `runs_dir`: local-1, local-2, ...
 std::string next_local_job(const std::string& runs_dir);
 

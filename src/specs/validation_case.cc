@@ -1,7 +1,6 @@
 #include "specs/validation_case.h"
 
 #include <algorithm>
-#include <set>
 
 #include "specs/spec_error.h"
 #include "specs/spec_loader.h"
@@ -9,9 +8,6 @@
 
 namespace fasop {
 namespace {
-
-/// Fails on a key of `map` that is not in `known` (a typo would otherwise pass unnoticed).
-void reject_unknown_keys(const Field& map, const std::vector<std::string>& known) { map.only_keys(known); }
 
 Field require_map(const Field& field, const std::string& shape) {
   field.require();
@@ -28,7 +24,7 @@ template <typename Case>
 void parse_node_type_field(const Field& field, const SpecStore& store, Case& c) {
   require_map(field, "{cluster: PRESET_OR_FILE, name: NODE_TYPE} or a node type as a cluster file gives it");
   if (field.child("cluster").present()) {
-    reject_unknown_keys(field, {"cluster", "name"});
+    field.only_keys({"cluster", "name"});
     std::string cluster_ref = field.child("cluster").text();
     std::string name = field.child("name").text();
     ClusterSpec cluster = store.load_cluster(cluster_ref, c.file + ": field '" + field.path + ".cluster'");
@@ -50,14 +46,14 @@ template <typename Case>
 void parse_model_field(const Field& field, const SpecStore& store, Case& c) {
   require_map(field, "{preset: NAME} or inline dimensions {hidden, heads, layers, sequence, vocab, ...}");
   if (field.child("preset").present()) {
-    reject_unknown_keys(field, {"preset"});
+    field.only_keys({"preset"});
     c.model_ref = field.child("preset").text();
     c.model = store.load_model(c.model_ref, c.file + ": field '" + field.path + ".preset'");
     return;
   }
   std::vector<std::string> known = model_dim_fields();
   known.push_back("layers");
-  reject_unknown_keys(field, known);
+  field.only_keys(known);
   c.model_ref = "inline";
   ModelSpec& model = c.model;
   model.source = c.file;
@@ -106,7 +102,7 @@ void parse_micro_batch(const Field& field, ValidationPlan& plan) {
 
 void parse_plan_field(const Field& field, ValidationPlan& plan) {
   require_map(field, "{gpus, tp, pp, dp, global_batch, micro_batch?, recompute, ...}");
-  reject_unknown_keys(field, {"gpus", "tp", "pp", "dp", "global_batch", "micro_batch", "micro_batch_assumed",
+  field.only_keys({"gpus", "tp", "pp", "dp", "global_batch", "micro_batch", "micro_batch_assumed",
                               "micro_batch_assumption", "micro_batch_range", "recompute", "sequence_parallel",
                               "virtual_stages", "distributed_optimizer", "overlap_grad_reduce", "overlap_tp_comm",
                               "overlap_param_gather", "fsdp"});
@@ -129,7 +125,7 @@ void parse_plan_field(const Field& field, ValidationPlan& plan) {
 void parse_measurement_field(const Field& field, ValidationMeasurement& m) {
   require_map(field, "{step_s: SECONDS}, {tflops_per_gpu: X, flop_formula: megatron-narayanan-2021} or "
                      "{tokens_per_s_per_gpu: X}");
-  reject_unknown_keys(field, {"step_s", "tflops_per_gpu", "flop_formula", "tokens_per_s_per_gpu", "memory_gib_per_gpu"});
+  field.only_keys({"step_s", "tflops_per_gpu", "flop_formula", "tokens_per_s_per_gpu", "memory_gib_per_gpu"});
   bool step = field.child("step_s").present(), tflops = field.child("tflops_per_gpu").present(),
        tokens = field.child("tokens_per_s_per_gpu").present();
   if (step + tflops + tokens != 1)
@@ -179,7 +175,7 @@ void check_case(const Field& root, const ValidationCase& c) {
 
 ValidationSource parse_source(const Field& root) {
   Field src = require_map(root.child("source"), "{title, table, url?, date}");
-  reject_unknown_keys(src, {"title", "table", "url", "date"});
+  src.only_keys({"title", "table", "url", "date"});
   ValidationSource source;
   source.title = src.child("title").text();
   source.table = src.child("table").text();
@@ -212,7 +208,7 @@ bool is_layer_time_case(const std::string& yaml_text) {
 
 LayerTimeCase parse_layer_time_case(const std::string& yaml_text, const std::string& source, const SpecStore& store) {
   Field root = load_root(yaml_text, source);
-  reject_unknown_keys(root, {"kind", "set", "case", "source", "node_type", "model", "stack", "tp_comm_included", "points",
+  root.only_keys({"kind", "set", "case", "source", "node_type", "model", "stack", "tp_comm_included", "points",
                              "notes"});
   LayerTimeCase c;
   parse_case_header(root, source, store, c);
@@ -222,7 +218,7 @@ LayerTimeCase parse_layer_time_case(const std::string& yaml_text, const std::str
   c.tp_comm_included = optional_bool(root.child("tp_comm_included"), true);
   Field points = root.child("points");
   for (const Field& p : points.items("list of {unit, tp, mbs, forward_s, backward_s?} (or forward_backward_s)", true)) {
-    reject_unknown_keys(p, {"unit", "tp", "mbs", "forward_s", "backward_s", "forward_backward_s"});
+    p.only_keys({"unit", "tp", "mbs", "forward_s", "backward_s", "forward_backward_s"});
     LayerTimePoint point;
     point.unit = p.child("unit").text();
     if (std::none_of(c.model.units.begin(), c.model.units.end(), [&](const LayerUnit& u) { return u.type == point.unit; }))
@@ -248,7 +244,7 @@ LayerTimeCase parse_layer_time_case(const std::string& yaml_text, const std::str
 ValidationCase parse_validation_case(const std::string& yaml_text, const std::string& source,
                                      const SpecStore& store) {
   Field root = load_root(yaml_text, source);
-  reject_unknown_keys(root, {"set", "case", "source", "node_type", "model", "plan", "measurement", "notes"});
+  root.only_keys({"set", "case", "source", "node_type", "model", "plan", "measurement", "notes"});
   ValidationCase c;
   parse_case_header(root, source, store, c);
   parse_plan_field(root.child("plan"), c.plan);
