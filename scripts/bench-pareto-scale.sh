@@ -1,13 +1,63 @@
 #!/usr/bin/env bash
-# The pareto search over a large inventory: 0..N nodes of each of FASOP's two node types
-# (default N = 64: 4,224 cluster shapes, 2.77 million candidates). Holding every candidate
-# would take gigabytes; --front-only keeps the front alone, and memory stays bounded.
-# Prints the search's summary, the wall time and the peak resident memory (scripts/peak-memory.sh).
-set -euo pipefail
+# Which GPUs to rent, at scale: whole-process wall time and peak memory (scripts/peak-memory.sh)
+# of the shape searches of issue 18, each under a time limit (LIMIT_S, default 120 s; a case
+# that hits it prints "no answer in LIMIT_S s" with its last progress line):
+#   1. gpt2xl on FASOP's inventory (8 A100 + 8 A10 nodes: 80 shapes), --pareto;
+#   2. llama2-70b on mixed-h100-a100-l4 (0..4 nodes of 3 types: 124 shapes), --pareto;
+#   3. llama2-70b on mixed-1024gpu (0..32 nodes of 4 types: 1,185,920 shapes), --pareto --front-only;
+#   4. Sailor's budget problem (a), OPT-350M on sailor-budget: the cheapest plan of at least
+#      0.2 iterations/s on any subset (--use-subset --min-throughput 0.2);
+#   5. Sailor's budget problem (b): the fastest plan under 1.2 USD per iteration
+#      (--use-subset --max-cost-per-step 1.2).
+# For 4 and 5, Sailor's own plan (reference/sailor/budget-plans.yaml: 16 A100 nodes of one zone,
+# tp 4 dp 16 mbs 8; and all 64 A100 nodes of both zones, tp 4 dp 64 mbs 8) is estimated beside ours.
+# Usage: scripts/bench-pareto-scale.sh [CASE...]   (default: all five)
+set -uo pipefail
 cd "$(dirname "$0")/.."
-n=${1:-64}
+limit=${LIMIT_S:-120}
 [ -x build/fasop-cpp ] || bash scripts/build.sh
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-bash scripts/peak-memory.sh build/fasop-cpp search --model gpt2xl --pareto --max-nodes A100="$n" --max-nodes A10="$n" \
-  --front-only --out-dir "$out" --quiet | head -3
+bin=build/fasop-cpp
+
+run_case() {  # run_case NAME ARGS...: the summary lines, wall time and peak memory
+  local name=$1; shift
+  echo "== $name"
+  bash scripts/peak-memory.sh timeout "$limit" "$bin" "$@" --out-dir "$out/$name" > "$out/$name.out" 2> "$out/$name.err"
+  local rc=$?
+  if [ "$rc" -eq 124 ]; then
+    echo "no answer in $limit s; last progress: $(grep '^search:' "$out/$name.err" | tail -n 1)"
+  elif [ "$rc" -ne 0 ]; then
+    echo "failed (exit $rc): $(tail -n 2 "$out/$name.err")"
+  else
+    grep -E "^model|^constraints|^pareto front|^budget|^best|^  uses|fastest:|cheapest:" "$out/$name.out"
+  fi
+  grep '^wall' "$out/$name.err"
+}
+
+sailor_plan() {  # sailor_plan NODES_A NODES_B DP: Sailor's A100 plan on that many nodes of zones a and b
+  local a=$1 b=$2 dp=$3 cluster="$out/sailor-$a-$b.yaml"
+  # The sailor-budget inventory with only Sailor's A100 nodes.
+  awk -v a="$a" -v b="$b" '
+    /^nodes:/ { print; if (a > 0) print "  - {type: a2-highgpu-4g-us-central1-a, count: " a "}"; if (b > 0) print "  - {type: a2-highgpu-4g-us-central1-b, count: " b "}"; skip = 1; next }
+    skip && /^  - / { next }
+    { skip = 0; print }' clusters/sailor-budget.yaml > "$cluster"
+  "$bin" estimate --model opt-350m --cluster "$cluster" --tp 4 --dp "$dp" --pp 1 --mbs 8 2>&1 | grep -E "step|cost|\\$" | head -n 4
+}
+
+cases=("$@")
+[ ${#cases[@]} -eq 0 ] && cases=(1 2 3 4 5)
+for c in "${cases[@]}"; do
+  case $c in
+    1) run_case fasop-gpt2xl search --model gpt2xl --heterogeneous --pareto ;;
+    2) run_case llama2-70b-3x4 search --model llama2-70b --pareto ;;
+    3) run_case llama2-70b-4x32 search --model llama2-70b --pareto --cluster mixed-1024gpu --front-only ;;
+    4) run_case sailor-a search --model opt-350m --cluster sailor-budget --use-subset --min-throughput 0.2
+       echo "Sailor's plan (a) under our estimate: 16 A100 nodes of us-central1-b, tp 4 dp 16 pp 1 mbs 8"
+       sailor_plan 0 16 16 ;;
+    5) run_case sailor-b search --model opt-350m --cluster sailor-budget --use-subset --max-cost-per-step 1.2
+       echo "Sailor's plan (b) under our estimate: 32 + 32 A100 nodes of both zones, tp 4 dp 64 pp 1 mbs 8"
+       sailor_plan 32 32 64 ;;
+    *) echo "unknown case $c (1-5)"; exit 2 ;;
+  esac
+done

@@ -112,13 +112,32 @@ awk -v s="$step" 'BEGIN { d = s - 1.0682228803634644; if (d < 0) d = -d; exit !(
 expect_error "negative budget" "--max-cost" search --model gpt2xl --pareto --max-cost -1 --out-dir "$work/p"
 expect_error "node type the cluster lacks" "H100" search --model gpt2xl --pareto --max-nodes H100=2 --out-dir "$work/p"
 expect_error "node count that is not a number" "--max-nodes" search --model gpt2xl --pareto --max-nodes A100=two --out-dir "$work/p"
-expect_error "pareto options without --pareto" "need --pareto" search --model gpt2xl --max-nodes A100=2 --out-dir "$work/p"
+expect_error "pareto options without --pareto" "needs --pareto or --use-subset" search --model gpt2xl --max-nodes A100=2 --out-dir "$work/p"
+expect_error "pareto-only flags without --pareto" "need --pareto" search --model gpt2xl --front-only --out-dir "$work/p"
+expect_error "a budget no plan meets" "meets the budget" search --model gpt2xl --min-throughput 100 --out-dir "$work/p"
+expect_error "--use-subset with --pareto" "keep one" search --model gpt2xl --pareto --use-subset --out-dir "$work/p"
 expect_error "constraints nothing meets" "relax them" search --model gpt2xl --pareto --max-step-time 0.01 --out-dir "$work/none"
+# --use-subset: the cheapest plan of at least 0.5 iterations/s on any subset of the 8 nodes
+# (the full cluster's best takes 1.056 s a step; 5 A10 nodes make 0.647 it/s for $0.0175 a step).
+if "$bin" search --model gpt2xl --heterogeneous --use-subset --min-throughput 0.5 --out-dir "$work/subset" --quiet \
+     > "$work/subset.out" && grep -q "objective: the cheapest plan" "$work/subset.out" &&
+   grep -q "uses 5xA10 of 1xA100+7xA10" "$work/subset.out" && [ -f "$work/subset/gpt2_heterogeneous_subset.csv" ]; then ok
+else fail "--use-subset --min-throughput: $(cat "$work/subset.out")"; fi
+# A budget on a plain search ranks only the plans within it.
+if "$bin" search --model gpt2xl --heterogeneous --max-cost-per-step 0.0265 --out-dir "$work/budget" --quiet \
+     > "$work/budget.out" && awk '$1 ~ /^[0-9]+$/ && $8 > 0.0265 { bad = 1 } END { exit bad }' "$work/budget.out"; then ok
+else fail "--max-cost-per-step kept a dearer plan: $(cat "$work/budget.out")"; fi
 if [ -z "$(ls -A "$work/none" 2>/dev/null)" ]; then ok; else fail "unmet constraints left files: $(ls "$work/none")"; fi
 "$bin" search --model gpt2xl --heterogeneous --pareto --max-nodes A100=3 --max-nodes A10=3 --out-dir "$work/p1" --quiet --threads 1 > "$work/p1.out" &&
 "$bin" search --model gpt2xl --heterogeneous --pareto --max-nodes A100=3 --max-nodes A10=3 --out-dir "$work/p2" --quiet --threads 2 >/dev/null &&
 "$bin" search --model gpt2xl --heterogeneous --pareto --max-nodes A100=3 --max-nodes A10=3 --out-dir "$work/p3" --quiet --hold-limit 100 \
-  2> "$work/p3.err" >/dev/null || fail "pareto search"
+  --exhaustive 2> "$work/p3.err" >/dev/null &&
+"$bin" search --model gpt2xl --heterogeneous --pareto --max-nodes A100=3 --max-nodes A10=3 --out-dir "$work/p4" --quiet \
+  --front-only > "$work/p4.out" || fail "pareto search"
+# --front-only searches by bounds: the same front, fewer candidates estimated.
+cmp -s "$work/p1/gpt2_heterogeneous_pareto_front.csv" "$work/p4/gpt2_heterogeneous_pareto_front.csv" && ok ||
+  fail "the bounded search's front differs from the exhaustive one"
+grep -q "searched by bounds" "$work/p4.out" && ok || fail "--front-only did not search by bounds: $(head -n 1 "$work/p4.out")"
 for f in gpt2_heterogeneous_pareto.csv gpt2_heterogeneous_pareto_front.csv gpt2_heterogeneous_pareto_front.svg; do
   if cmp -s "$work/p1/$f" "$work/p2/$f"; then ok; else fail "$f differs between 1 and 2 threads"; fi
 done
@@ -189,5 +208,6 @@ grep -q '^cluster *aws-h100 *clusters/aws-h100.yaml$' "$work/presets.out" && ok 
   fail "the saved copy of aws-h100 plans differently: $(head -c 300 "$work/copy.json")"
 expect_error "presets show of an unknown name" "presets list" presets show aws-h200
 expect_error "presets list of an unknown kind" "model, cluster, gpu" presets list clusters
+
 
 finish

@@ -130,8 +130,8 @@ TEST_CASE("constraints filter the front", "[pareto]") {
     // Fed in two chunks, as the search does: the result must not depend on the split.
     FrontTracker tracker(constraints);
     std::vector<CandidateResult> first(all.begin(), all.begin() + split), second(all.begin() + split, all.end());
-    tracker.consume(first, 0);
-    tracker.consume(second, split);
+    tracker.consume(first, consecutive_indices(0, first.size()));
+    tracker.consume(second, consecutive_indices(split, second.size()));
     std::vector<double> steps;
     for (const CandidateResult& r : tracker.front()) steps.push_back(r.estimate.step_time_s);
     return steps;

@@ -9,11 +9,13 @@
 #include <sstream>
 
 #include "cli/planner_options.h"
+#include "cli/progress_line.h"
 #include "cli/saved_plan.h"
 #include "report/atomic_file.h"
 #include "report/fasop_csv.h"
 #include "report/pareto_report.h"
 #include "report/plan_table.h"
+#include "search/bounded_pareto.h"
 #include "search/pareto_search.h"
 #include "specs/spec_error.h"
 
@@ -31,7 +33,13 @@ struct SearchOptions {
   bool front_only = false;
   size_t hold_limit = 250000;
   bool refine_all = false;
+  bool exhaustive = false;
   bool per_stage_dp = false;
+  // Budgets (any search) and subsets
+  double min_throughput = 0;     ///< iterations per second; 0: none
+  double max_cost_per_step = 0;  ///< USD per step; 0: none
+  bool use_subset = false;
+  std::string objective;  ///< "time" or "cost"; empty: cost under a throughput floor, else time
   // --save-plan
   std::string save_plan;
   size_t rank = 1;
@@ -71,11 +79,10 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-ProgressFn progress_printer(const PlannerOptions& planner) {
-  if (!show_progress(planner)) return {};
-  return [](size_t done, size_t total) {
-    std::fprintf(stderr, "\rsearch: %zu/%zu candidates", done, total);
-    if (done == total) std::fprintf(stderr, "\n");
+ProgressFn progress_printer(ProgressLine& line) {
+  return [&line](size_t done, size_t total) {
+    if (done == total) line.finish(std::to_string(done) + "/" + std::to_string(total) + " candidates");
+    else if (line.due()) line.update(std::to_string(done) + "/" + std::to_string(total) + " candidates");
   };
 }
 
@@ -97,6 +104,22 @@ void require_a_fitting_plan(const PlannerSetup& setup, const std::vector<Candida
   throw SpecError(message.str());
 }
 
+/// The constraints of the budget flags: --max-step-time and --min-throughput bound the step
+/// time, --max-cost and --max-cost-per-step (x the run's steps) the run's cost.
+PlanConstraints budget_constraints(const SearchOptions& options, double iterations) {
+  PlanConstraints c = options.constraints;
+  if (options.min_throughput > 0) c.max_step_time_s = std::min(c.max_step_time_s, 1 / options.min_throughput);
+  if (options.max_cost_per_step > 0) c.max_cost_usd = std::min(c.max_cost_usd, options.max_cost_per_step * iterations);
+  return c;
+}
+
+bool has_budget(const PlanConstraints& c) {
+  return c.max_step_time_s < std::numeric_limits<double>::infinity() ||
+         c.max_cost_usd < std::numeric_limits<double>::infinity();
+}
+
+std::string constraints_text(const PlanConstraints& c);
+
 void run_search_command(const SearchOptions& options) {
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<PlannerSetup> setup = PlannerSetup::load(options.planner);
@@ -105,16 +128,32 @@ void run_search_command(const SearchOptions& options) {
   if (setup->input.refine_top > 0) setup->input.refine_top = std::max<size_t>(options.top, 1);
   // A cluster larger than any layout is refused at once, not after enumerating its placements.
   if (setup->cluster.num_gpus() > most_layout_gpus(setup->model, setup->cluster, setup->input.space)) require_layouts(*setup, options.planner, 0);
-  std::vector<CandidateResult> results = run_search(setup->input, progress_printer(options.planner));
+  ProgressLine line(!options.planner.quiet, "search");
+  std::vector<CandidateResult> results = run_search(setup->input, progress_printer(line));
   require_layouts(*setup, options.planner, results.size());
   std::string name = setup->model.report_name;
   if (options.planner.heterogeneous || setup->cluster.is_heterogeneous()) name += "_heterogeneous";
   std::string path = options.out_dir + "/" + name + ".csv";
   if (setup->input.memory_aware) require_a_fitting_plan(*setup, results);
+  const PlanConstraints budget = budget_constraints(options, setup->input.iterations);
+  const size_t candidates = results.size();
+  if (has_budget(budget)) {
+    // Only the plans within the budget are ranked and written.
+    const size_t all = results.size();
+    results.erase(std::remove_if(results.begin(), results.end(),
+                                 [&](const CandidateResult& r) { return !budget.admits(r.estimate); }),
+                  results.end());
+    if (results.empty())
+      throw SpecError("no plan of the " + std::to_string(all) + " candidates on cluster '" + setup->cluster.name +
+                      "' meets the budget (" + constraints_text(budget) +
+                      "); relax it, or let the search leave nodes unused with --use-subset");
+  }
   save_ranked_plan(options, *setup, results, "in the search's ranking");
   write_file_atomically(path, fasop_csv(setup->cluster, results, setup->input.memory_aware));
   std::cout << "model " << setup->model.name << " on cluster " << setup->cluster.name << ": "
-            << results.size() << " candidates in " << seconds_since(start) << " s\n"
+            << candidates << " candidates in " << seconds_since(start) << " s"
+            << (has_budget(budget) ? " (" + std::to_string(results.size()) + " within " + constraints_text(budget) + ")" : "")
+            << "\n"
             << best_plans_table(setup->cluster, results, options.top) << "wrote " << path << "\n";
   if (!options.save_plan.empty())
     std::cout << "wrote " << options.save_plan << " (plan " << options.rank << " of the ranking)\n";
@@ -136,12 +175,70 @@ std::string constraints_text(const PlanConstraints& c) {
   return text.empty() ? "none" : text;
 }
 
+/// Inventories of up to this many shapes have their candidates counted, to choose between the
+/// exhaustive and the bounded search.
+constexpr double kMostShapesToCount = 2000;
+
+/// --use-subset: the plans on any subset of the cluster's nodes (the bounded pareto search over
+/// its shapes), ranked by the objective under the budget: the cheapest that meets a throughput
+/// floor, or the fastest within a cost.
+void run_subset_command(const SearchOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<PlannerSetup> setup = PlannerSetup::load_specs(options.planner);
+  ParetoInput input;
+  input.limits = apply_node_counts(setup->cluster, "--max-nodes", options.max_nodes, inventory_limits(setup->cluster));
+  setup->load_profiles(options.planner, input.limits);
+  setup->input.threads = options.threads;
+  setup->input.space.per_stage_dp = options.per_stage_dp;
+  input.search = setup->input;
+  input.constraints = budget_constraints(options, setup->input.iterations);
+  if (setup->input.memory_aware) input.constraints.exclude_oom = true;
+  const bool by_cost = options.objective.empty()
+                           ? input.constraints.max_step_time_s < std::numeric_limits<double>::infinity() &&
+                                 !(input.constraints.max_cost_usd < std::numeric_limits<double>::infinity())
+                           : options.objective == "cost";
+  FrontTracker front(input.constraints);
+  ProgressLine line(!options.planner.quiet, "search");
+  ParetoStats stats = run_bounded_pareto_search(input, front, [&](double settled, double total, size_t candidates) {
+    if (line.due())
+      line.update(std::to_string(static_cast<long long>(settled)) + "/" + std::to_string(static_cast<long long>(total)) +
+                  " node subsets settled, " + std::to_string(candidates) + " candidates estimated");
+  });
+  line.finish(std::to_string(stats.candidates) + " candidates estimated");
+  if (front.front().empty())
+    throw SpecError("no plan on any subset of cluster '" + setup->cluster.name + "' meets the budget (" +
+                    constraints_text(input.constraints) + "); relax it");
+  // The front holds the best plan of every trade-off: cheapest first, or fastest first.
+  std::vector<CandidateResult> ranked = front.front();
+  if (!by_cost) std::reverse(ranked.begin(), ranked.end());
+  std::string name = setup->model.report_name + (options.planner.heterogeneous ? "_heterogeneous" : "") + "_subset";
+  std::string path = options.out_dir + "/" + name + ".csv";
+  save_ranked_plan(options, *setup, ranked, by_cost ? "on the front, cheapest first" : "on the front, fastest first");
+  write_file_atomically(path, fasop_csv(setup->cluster, ranked, setup->input.memory_aware));
+  const CandidateResult& best = ranked.front();
+  std::cout << "model " << setup->model.name << " on subsets of cluster " << setup->cluster.name << " ("
+            << shape_label(setup->cluster, input.limits) << "): " << stats.shapes_estimated << " of "
+            << static_cast<long long>(shape_count(input.limits)) << " subsets estimated, " << stats.candidates
+            << " candidates in " << seconds_since(start) << " s\n"
+            << "budget: " << constraints_text(input.constraints) << "; objective: "
+            << (by_cost ? "the cheapest plan" : "the fastest plan") << "\n"
+            << "best: " << plan_summary(setup->cluster, best) << "\n  uses "
+            << shape_label(setup->cluster, counts_of(setup->cluster, best.plan.key.node_order)) << " of "
+            << shape_label(setup->cluster, input.limits) << "; " << 1 / best.estimate.step_time_s
+            << " iterations/s, $" << best.estimate.price_per_step_usd << " a step\n"
+            << "the front under the budget (" << ranked.size() << " plans, "
+            << (by_cost ? "cheapest" : "fastest") << " first):\n"
+            << best_plans_table(setup->cluster, ranked, std::min(options.top, ranked.size())) << "wrote " << path << "\n";
+  if (!options.save_plan.empty())
+    std::cout << "wrote " << options.save_plan << " (plan " << options.rank << " of the front)\n";
+}
+
 void run_pareto_command(const SearchOptions& options) {
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<PlannerSetup> setup = PlannerSetup::load_specs(options.planner);
   ParetoInput input;
   // A memory-aware policy's out-of-memory plans cannot run: they are never on its front.
-  PlanConstraints constraints = options.constraints;
+  PlanConstraints constraints = budget_constraints(options, setup->input.iterations);
   if (setup->input.memory_aware) constraints.exclude_oom = true;
   input.limits = apply_node_counts(setup->cluster, "--max-nodes", options.max_nodes, inventory_limits(setup->cluster));
   // Each shape is planned: an inventory of several large node types has more than any search.
@@ -157,8 +254,19 @@ void run_pareto_command(const SearchOptions& options) {
   input.constraints = constraints;
   input.hold_limit = options.hold_limit;
   input.refine_all = options.refine_all;
-  const ParetoSize size = count_pareto_candidates(input);
-  require_layouts(*setup, options.planner, size.candidates);
+  // Small inventories are enumerated whole, with a table of every candidate (FASOP's report);
+  // larger ones are searched by bounds, and the table holds the candidates that were estimated.
+  const double shapes = shape_count(input.limits);
+  ParetoSize size;
+  bool exhaustive = options.exhaustive;
+  if (!exhaustive && !options.front_only && shapes <= kMostShapesToCount) {
+    size = count_pareto_candidates(input);
+    exhaustive = size.candidates <= options.hold_limit;
+  }
+  if (exhaustive) {
+    if (size.shapes == 0) size = count_pareto_candidates(input);
+    require_layouts(*setup, options.planner, size.candidates);
+  }
 
   std::string name = setup->model.report_name + (options.planner.heterogeneous ? "_heterogeneous" : "") + "_pareto";
   std::string base = options.out_dir + "/" + name;
@@ -173,32 +281,57 @@ void run_pareto_command(const SearchOptions& options) {
                          format_iterations(setup->input.iterations) + " steps against time per step";
   if (!options.front_only) {
     report_options.table_path = base + ".csv";
-    report_options.stream_table = size.candidates > options.hold_limit;
+    report_options.stream_table = exhaustive && size.candidates > options.hold_limit;
     if (report_options.stream_table)  // a warning, not progress: --quiet keeps it
       std::cerr << "search: " << size.candidates << " candidates exceed --hold-limit " << options.hold_limit
                 << ": " << report_options.table_path << " is streamed in enumeration order, not sorted\n";
   }
   ParetoReport report(setup->cluster, report_options);
-  PassProgressFn progress;
-  if (show_progress(options.planner))
-    progress = [streamed = report_options.stream_table](int pass, size_t done, size_t total) {
+  ProgressLine line(!options.planner.quiet, "search");
+  ParetoStats stats;
+  if (exhaustive) {
+    PassProgressFn progress = [&line, streamed = report_options.stream_table](int pass, size_t done, size_t total) {
       const char* what = pass == 1 ? "estimating" : streamed ? "refining and writing" : "refining";
-      std::fprintf(stderr, "\rsearch: pass %d/2, %s: %zu/%zu candidates   ", pass, what, done, total);
-      if (done == total) std::fprintf(stderr, "\n");
+      line.update("pass " + std::to_string(pass) + "/2, " + what + ": " + std::to_string(done) + "/" +
+                  std::to_string(total) + " candidates");
     };
-  ParetoStats stats = run_pareto_search(input, report, progress);
+    stats = run_pareto_search(input, report, progress);
+    line.finish(std::to_string(stats.candidates) + " candidates estimated");
+  } else {
+    auto text = [](double settled, double total, size_t candidates) {
+      std::ostringstream out;
+      out.precision(15);
+      out << settled << "/" << total << " shapes settled, " << candidates << " candidates estimated";
+      return out.str();
+    };
+    ShapeProgressFn progress = [&](double settled, double total, size_t candidates) {
+      if (line.due()) line.update(text(settled, total, candidates));
+    };
+    stats = run_bounded_pareto_search(input, report, progress);
+    line.finish(text(shapes, shapes, stats.candidates));
+    size.shapes = static_cast<size_t>(shapes);
+    if (stats.candidates == 0 && constraints_text(options.constraints) == "none") require_layouts(*setup, options.planner, 0);
+  }
   if (report.front().empty())  // a failed run writes no report
-    throw SpecError("no plan of the " + std::to_string(size.candidates) + " candidates meets the constraints (" +
+    throw SpecError("no plan of the " + std::to_string(exhaustive ? size.candidates : stats.candidates) +
+                    " candidates " + (exhaustive ? "" : "that could reach the front ") + "meets the constraints (" +
                     constraints_text(constraints) + "); relax them (the cheapest and fastest plans without them: search --pareto without these flags)");
   const std::vector<CandidateResult>& front = report.front();
   // --save-plan ranks the front fastest first: plan 1 is the fastest under the constraints.
   save_ranked_plan(options, *setup, std::vector<CandidateResult>(front.rbegin(), front.rend()), "on the front");
   report.finish();
 
-  std::cout << "model " << setup->model.name << " on " << size.shapes << " cluster shapes of " << setup->cluster.name
-            << ": " << report.candidates() << " candidates in " << seconds_since(start) << " s ("
-            << (options.refine_all ? "every one" : std::to_string(stats.refined) + " that could reach the front")
-            << " got the full partitioner)\n"
+  if (exhaustive)
+    std::cout << "model " << setup->model.name << " on " << size.shapes << " cluster shapes of " << setup->cluster.name
+              << ": " << report.candidates() << " candidates in " << seconds_since(start) << " s ("
+              << (options.refine_all ? "every one" : std::to_string(stats.refined) + " that could reach the front")
+              << " got the full partitioner)\n";
+  else
+    std::cout << "model " << setup->model.name << " on " << size.shapes << " cluster shapes of " << setup->cluster.name
+              << " (searched by bounds: " << stats.shapes_estimated << " shapes estimated, the rest ruled out by "
+              << "their floors): " << report.candidates() << " candidates estimated in " << seconds_since(start)
+              << " s (" << stats.refined << " got the full partitioner)\n";
+  std::cout
             << "constraints: " << constraints_text(constraints) << " (" << report.admitted() << " candidates meet them)\n";
   std::cout << "pareto front: " << front.size() << " plans, cheapest first\n"
             << best_plans_table(setup->cluster, front, front.size())
@@ -235,11 +368,24 @@ void add_search_command(CLI::App& app) {
                       "with --pareto: at most N nodes of TYPE (node type or GPU name), e.g. A100=4; repeatable")
       ->type_name("TYPE=N");
   command->add_option("--max-step-time", options->constraints.max_step_time_s,
-                      "with --pareto: keep plans of at most S seconds per step")
+                      "keep plans of at most S seconds per step")
       ->type_name("S")->check(positive_number("seconds"));
+  command->add_option("--min-throughput", options->min_throughput,
+                      "keep plans of at least IT_PER_S iterations per second (Sailor's throughput floor)")
+      ->type_name("IT_PER_S")->check(positive_number("iterations per second"));
   command->add_option("--max-cost", options->constraints.max_cost_usd,
-                      "with --pareto: keep plans whose whole run (--iterations steps) costs at most DOLLARS")
+                      "keep plans whose whole run (--iterations steps) costs at most DOLLARS")
       ->type_name("DOLLARS")->check(positive_number("dollars"));
+  command->add_option("--max-cost-per-step", options->max_cost_per_step,
+                      "keep plans whose step costs at most USD (Sailor's budget per iteration)")
+      ->type_name("USD")->check(positive_number("dollars"));
+  command->add_flag("--use-subset", options->use_subset,
+                    "plan on any subset of the cluster's nodes (whole nodes), leaving the rest unused where that "
+                    "is cheaper or faster: the best plan under the budget, without writing the full pareto sweep");
+  command->add_option("--objective", options->objective,
+                      "with --use-subset: rank by time (fastest first) or cost (cheapest first); default: cost "
+                      "under a throughput floor or step-time limit alone, else time")
+      ->check(CLI::IsMember({"time", "cost"}));
   command->add_flag("--exclude-oom", options->constraints.exclude_oom,
                     "with --pareto: keep only plans that fit in GPU memory without ZeRO");
   command->add_flag("--front-only", options->front_only,
@@ -247,6 +393,9 @@ void add_search_command(CLI::App& app) {
   command->add_flag("--refine-all", options->refine_all,
                     "with --pareto: the full partitioner on every candidate, not only those that could reach "
                     "the front (same front, better table, slower)");
+  command->add_flag("--exhaustive", options->exhaustive,
+                    "with --pareto: estimate every candidate of every shape (the full table), not only those "
+                    "the bounds leave a chance; the default for inventories of up to --hold-limit candidates");
   command->add_option("--hold-limit", options->hold_limit,
                       "with --pareto: above this many candidates the full table is streamed unsorted (default 250000)")
       ->check(CLI::PositiveNumber);
@@ -260,13 +409,17 @@ void add_search_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   command->callback([options, command] {
     if (command->count("--rank") && options->save_plan.empty()) throw SpecError("--rank needs --save-plan FILE");
-    bool pareto_only = !options->max_nodes.empty() || options->front_only || options->constraints.exclude_oom ||
-                       command->count("--max-step-time") || command->count("--max-cost") ||
-                       command->count("--hold-limit") || options->refine_all;
+    bool pareto_only = options->front_only || options->constraints.exclude_oom || command->count("--hold-limit") ||
+                       options->refine_all || options->exhaustive;
     if (pareto_only && !options->planner.pareto)
-      throw SpecError("--max-nodes, --max-step-time, --max-cost, --exclude-oom, --front-only, --hold-limit and "
-                      "--refine-all need --pareto");
+      throw SpecError("--exclude-oom, --front-only, --hold-limit, --refine-all and --exhaustive need --pareto");
+    if (!options->max_nodes.empty() && !options->planner.pareto && !options->use_subset)
+      throw SpecError("--max-nodes needs --pareto or --use-subset");
+    if (command->count("--objective") && !options->use_subset) throw SpecError("--objective needs --use-subset");
+    if (options->use_subset && options->planner.pareto)
+      throw SpecError("--use-subset and --pareto: --pareto already searches every subset of the inventory; keep one");
     if (options->planner.pareto) run_pareto_command(*options);
+    else if (options->use_subset) run_subset_command(*options);
     else run_search_command(*options);
   });
 }

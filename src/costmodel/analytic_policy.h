@@ -100,6 +100,7 @@ class AnalyticPolicy : public CostPolicy {
   std::string name() const override { return "analytic"; }
   const AnalyticOptions& options() const { return options_; }
   std::vector<int> stage_node_types(const PlanContext& ctx) const override;
+  bool stage_type_is_slowest_rank() const override { return true; }
   std::vector<double> boundary_send_s(const PlanContext& ctx) const override;
   std::vector<StageTiming> stage_timings(const PlanContext& ctx, const std::vector<int>& partition) const override;
   /// 1F1B as simulated; with virtual stages (v > 1) Megatron-LM's interleaved 1F1B, every rank

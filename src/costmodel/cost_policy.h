@@ -65,6 +65,9 @@ class CostPolicy {
 
   /// Node type whose speed stage `stage` runs at.
   virtual std::vector<int> stage_node_types(const PlanContext& ctx) const = 0;
+  /// True when stage_node_types gives each stage the slowest node type (by whole-model compute)
+  /// among the nodes of its own ranks; a search's floors can then be tighter (shape_floor.h).
+  virtual bool stage_type_is_slowest_rank() const { return false; }
   /// Seconds to send one micro-batch's activations across boundary b, for each b < pp-1.
   virtual std::vector<double> boundary_send_s(const PlanContext& ctx) const = 0;
   /// Per-micro-batch timing of each stage of `partition`.
@@ -76,6 +79,10 @@ class CostPolicy {
                                              const std::vector<StageTiming>* timings = nullptr) const = 0;
   /// Seconds of the all-reduce that ties the input embedding to the output head.
   virtual double embedding_allreduce_s(const PlanContext& ctx) const = 0;
+  /// USD a step of `partition` pays besides the nodes' time: the egress of its traffic between
+  /// zones. Never negative, so that the nodes' price x the step time bounds the step's price
+  /// from below. None by default (FASOP's policy ignores zones).
+  virtual double egress_usd_per_step(const PlanContext&, const std::vector<int>&) const { return 0; }
   /// Peak memory of each stage.
   virtual std::vector<StageMemory> stage_memory(const PlanContext& ctx,
                                                 const std::vector<int>& partition) const = 0;

@@ -63,7 +63,7 @@ std::string front_label(const ClusterSpec& inventory, const CandidateResult& r) 
 
 }  // namespace
 
-void ParetoPlot::consume(std::vector<CandidateResult>& chunk, size_t) {
+void ParetoPlot::consume(std::vector<CandidateResult>& chunk, const std::vector<EnumerationIndex>&) {
   for (const CandidateResult& r : chunk) {
     const PlanEstimate& e = r.estimate;
     if (!(e.step_time_s > 0 && e.train_cost_usd > 0)) continue;

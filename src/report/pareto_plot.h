@@ -15,7 +15,7 @@ namespace fasop {
 /// As a sink it keeps one dot per plotted pixel cell, so memory stays bounded.
 class ParetoPlot : public CandidateSink {
  public:
-  void consume(std::vector<CandidateResult>& chunk, size_t first_index) override;
+  void consume(std::vector<CandidateResult>& chunk, const std::vector<EnumerationIndex>& index) override;
   /// The picture; `title` is its heading.
   std::string svg(const ClusterSpec& inventory, const std::vector<CandidateResult>& front,
                   const std::string& title) const;

@@ -16,16 +16,16 @@ ParetoReport::ParetoReport(const ClusterSpec& inventory, ParetoReportOptions opt
   }
 }
 
-void ParetoReport::consume(std::vector<CandidateResult>& chunk, size_t first_index) {
+void ParetoReport::consume(std::vector<CandidateResult>& chunk, const std::vector<EnumerationIndex>& index) {
   candidates_ += chunk.size();
-  front_.consume(chunk, first_index);
-  plot_.consume(chunk, first_index);
+  front_.consume(chunk, index);
+  plot_.consume(chunk, index);
   if (streamed_table_) {
     std::string rows;
     for (const CandidateResult& r : chunk) append_fasop_csv_row(rows, inventory_, r, options_.plan_dims);
     streamed_table_->write(rows);
   } else if (!options_.table_path.empty()) {
-    all_.consume(chunk, first_index);
+    all_.consume(chunk, index);
   }
 }
 
@@ -33,11 +33,18 @@ void ParetoReport::finish() {
   // Write everything to temporary files first; rename only when all are written.
   std::vector<std::unique_ptr<AtomicFileWriter>> files;
   if (!options_.table_path.empty() && !streamed_table_) {
-    std::vector<CandidateResult>& all = all_.all();
     // FASOP's order: by step time, ties in enumeration order.
-    std::stable_sort(all.begin(), all.end(), [](const CandidateResult& a, const CandidateResult& b) {
-      return a.estimate.step_time_s < b.estimate.step_time_s;
+    std::vector<size_t> order(all_.all().size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    const std::vector<CandidateResult>& held = all_.all();
+    const std::vector<EnumerationIndex>& index = all_.index();
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      const double ta = held[a].estimate.step_time_s, tb = held[b].estimate.step_time_s;
+      return ta < tb || (!(tb < ta) && index[a] < index[b]);
     });
+    std::vector<CandidateResult> all;
+    all.reserve(order.size());
+    for (size_t i : order) all.push_back(std::move(all_.all()[i]));
     // Formatting tens of thousands of rows is worth the threads: each formats a contiguous
     // block into one string, and the blocks are written in order.
     std::vector<std::string> blocks(resolve_threads(options_.threads));

@@ -26,7 +26,7 @@ struct ParetoReportOptions {
 class ParetoReport : public CandidateSink {
  public:
   ParetoReport(const ClusterSpec& inventory, ParetoReportOptions options);
-  void consume(std::vector<CandidateResult>& chunk, size_t first_index) override;
+  void consume(std::vector<CandidateResult>& chunk, const std::vector<EnumerationIndex>& index) override;
   /// Sorts and writes the table (unless streamed), the front CSV and the SVG, then commits.
   void finish();
 

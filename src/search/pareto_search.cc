@@ -5,32 +5,13 @@
 #include <memory>
 
 #include "search/parallel_evaluate.h"
+#include "search/pareto_steps.h"
 
 namespace fasop {
 namespace {
 
 /// Candidates estimated together: enough to keep every thread busy, few enough to hold.
 constexpr size_t kChunkCandidates = 4096;
-/// Relative margin under which a floor counts as beaten: covers FASOP's float32 sums.
-constexpr double kFloorMargin = 1e-6;
-
-/// The layouts of one shape, with the cluster they are planned on.
-struct ShapeWork {
-  std::unique_ptr<ClusterSpec> cluster;
-  std::vector<PlanKey> keys;
-};
-
-ShapeWork shape_work(const ParetoInput& input, const NodeCounts& counts) {
-  ShapeWork work;
-  // A shape with more GPUs than any layout has no layouts: skipped before its cluster is built,
-  // so that a large inventory costs its shapes, not their nodes squared.
-  long long gpus = 0;
-  for (size_t t = 0; t < counts.size(); ++t) gpus += 1LL * counts[t] * input.search.cluster->node_types[t].gpus_per_node;
-  if (gpus > most_layout_gpus(*input.search.model, *input.search.cluster, input.search.space)) return work;
-  work.cluster = std::make_unique<ClusterSpec>(shape_cluster(*input.search.cluster, counts));
-  work.keys = enumerate_plan_keys(*input.search.model, *work.cluster, input.search.space);
-  return work;
-}
 
 /// One chunk of candidates: each with its shape, in enumeration order.
 struct Chunk {
@@ -67,45 +48,8 @@ void for_each_chunk(const ParetoInput& input, size_t chunk_candidates, Visit vis
   if (pending > 0) flush();
 }
 
-SearchInput input_for(const ParetoInput& input, const ShapeWork& work) {
-  SearchInput shape_input = input.search;
-  shape_input.cluster = work.cluster.get();
-  return shape_input;
-}
-
-void drop_stage_detail(CandidateResult& result) {
-  result.estimate.stages.clear();  // per-stage detail is not reported; do not hold it
-  result.estimate.stages.shrink_to_fit();
-}
-
-/// True when a plan no faster than `floor_s`, whose training cost is `usd_per_step_second`
-/// times its step time, could not be admitted or could not reach `front`.
-bool cannot_reach_front(const std::vector<CandidateResult>& front, const PlanConstraints& constraints,
-                        double floor_s, double usd_per_step_second) {
-  const double floor_cost = floor_s * usd_per_step_second;
-  if (floor_s > constraints.max_step_time_s * (1 + kFloorMargin) ||
-      floor_cost > constraints.max_cost_usd * (1 + kFloorMargin))
-    return true;
-  // The front runs cheapest (slowest) to dearest (fastest): the fastest point no dearer than
-  // the floor's cost decides.
-  const double cost_limit = floor_cost * (1 - kFloorMargin);
-  auto dearer = std::upper_bound(front.begin(), front.end(), cost_limit, [](double c, const CandidateResult& r) {
-    return c < r.estimate.train_cost_usd;
-  });
-  if (dearer == front.begin()) return false;
-  return std::prev(dearer)->estimate.step_time_s <= floor_s * (1 - kFloorMargin);
-}
-
-/// True when `result`, whose step time cannot go below `floor_s`, could not reach `front`.
-/// A memory-aware policy's partition runs out of memory only where no partition fits, so such
-/// a candidate cannot meet --exclude-oom whatever its partition.
-bool ruled_out(const FrontTracker& front, const PlanConstraints& constraints, const CandidateResult& result,
-               double floor_s, bool memory_aware) {
-  const PlanEstimate& e = result.estimate;
-  if (memory_aware && constraints.exclude_oom && e.memory.is_oom && !result.plan.partition.empty()) return true;
-  if (result.plan.partition.empty() || !(e.step_time_s > 0) || e.step_time_s == std::numeric_limits<double>::infinity())
-    return false;
-  return cannot_reach_front(front.front(), constraints, floor_s, e.train_cost_usd / e.step_time_s);
+double usd_per_step_second(const ParetoInput& input, const Chunk& chunk, size_t i) {
+  return run_usd_per_step_second(*chunk.candidates[i].first->cluster, input.search.iterations);
 }
 
 /// Step 1 on one chunk: every candidate at FASOP's partitions (a memory-aware policy's: the
@@ -130,7 +74,9 @@ void try_floor_partitions(const ParetoInput& input, const Chunk& chunk, std::vec
                           std::vector<double>& floors, const FrontTracker& front) {
   std::vector<size_t> open;
   for (size_t i = 0; i < results.size(); ++i)
-    if (!ruled_out(front, input.constraints, results[i], floors[i], input.search.memory_aware)) open.push_back(i);
+    if (!ruled_out(front, input.constraints, results[i], floors[i], usd_per_step_second(input, chunk, i),
+                   input.search.memory_aware))
+      open.push_back(i);
   evaluate_in_parallel(open.size(), input.search.threads, [&](size_t j) {
     size_t i = open[j];
     try_floor_partition(input_for(input, *chunk.candidates[i].first), results[i], &floors[i]);
@@ -168,7 +114,9 @@ ParetoStats run_pareto_search(const ParetoInput& input, CandidateSink& sink, con
                              const std::vector<double>& floors) {
     std::vector<size_t> refine;
     for (size_t i = 0; i < results.size(); ++i)
-      if (input.refine_all || !ruled_out(cheap_front, input.constraints, results[i], floors[i], input.search.memory_aware)) refine.push_back(i);
+      if (input.refine_all || !ruled_out(cheap_front, input.constraints, results[i], floors[i],
+                                         usd_per_step_second(input, chunk, i), input.search.memory_aware))
+        refine.push_back(i);
     stats.refined += refine.size();
     std::vector<CandidateResult> refined = evaluate_in_parallel(
         refine.size(), input.search.threads,
@@ -181,28 +129,28 @@ ParetoStats run_pareto_search(const ParetoInput& input, CandidateSink& sink, con
         streamed ? ProgressFn{} : second_pass);
     if (streamed && second_pass) second_pass(chunk.first_index + results.size(), total);
     for (size_t j = 0; j < refine.size(); ++j) results[refine[j]] = std::move(refined[j]);
-    sink.consume(results, chunk.first_index);
+    sink.consume(results, consecutive_indices(chunk.first_index, results.size()));
   };
   std::vector<double> floors;
   if (!streamed) {
     // Everything in one chunk: each step is one parallel loop, and nothing is computed twice.
     for_each_chunk(input, total, [&](const Chunk& chunk) {
       std::vector<CandidateResult> results = fasop_results(input, chunk, floors, first_pass, total);
-      fasop_front.consume(results, chunk.first_index);
+      fasop_front.consume(results, consecutive_indices(chunk.first_index, results.size()));
       try_floor_partitions(input, chunk, results, floors, fasop_front);
-      cheap_front.consume(results, chunk.first_index);
+      cheap_front.consume(results, consecutive_indices(chunk.first_index, results.size()));
       refine_and_emit(chunk, results, floors);
     });
   } else {
     // Bounded memory: chunk by chunk, one pass a step, each recomputing the cheaper steps.
     for_each_chunk(input, kChunkCandidates, [&](const Chunk& chunk) {
       std::vector<CandidateResult> results = fasop_results(input, chunk, floors, first_pass, total);
-      fasop_front.consume(results, chunk.first_index);
+      fasop_front.consume(results, consecutive_indices(chunk.first_index, results.size()));
     });
     for_each_chunk(input, kChunkCandidates, [&](const Chunk& chunk) {
       std::vector<CandidateResult> results = fasop_results(input, chunk, floors, {}, total);
       try_floor_partitions(input, chunk, results, floors, fasop_front);
-      cheap_front.consume(results, chunk.first_index);
+      cheap_front.consume(results, consecutive_indices(chunk.first_index, results.size()));
     });
     for_each_chunk(input, kChunkCandidates, [&](const Chunk& chunk) {
       std::vector<CandidateResult> results = fasop_results(input, chunk, floors, {}, total);
@@ -213,21 +161,33 @@ ParetoStats run_pareto_search(const ParetoInput& input, CandidateSink& sink, con
   return stats;
 }
 
-void FrontTracker::consume(std::vector<CandidateResult>& chunk, size_t) {
-  // The front so far comes before the chunk in enumeration order, so pareto_front's
-  // lowest-index rule keeps the first of equal points across chunks too.
-  std::vector<const CandidateResult*> pool;
-  for (const CandidateResult& r : front_) pool.push_back(&r);
-  for (const CandidateResult& r : chunk) {
-    if (!constraints_.admits(r.estimate)) continue;
+std::vector<EnumerationIndex> consecutive_indices(size_t first, size_t count) {
+  std::vector<EnumerationIndex> index(count);
+  for (size_t i = 0; i < count; ++i) index[i] = first + i;
+  return index;
+}
+
+void FrontTracker::consume(std::vector<CandidateResult>& chunk, const std::vector<EnumerationIndex>& index) {
+  // The pool in enumeration order, so that pareto_front's lowest-index rule keeps the first of
+  // equal points in enumeration order, however the candidates arrived.
+  std::vector<std::pair<EnumerationIndex, const CandidateResult*>> pool;
+  for (size_t i = 0; i < front_.size(); ++i) pool.emplace_back(front_index_[i], &front_[i]);
+  for (size_t i = 0; i < chunk.size(); ++i) {
+    if (!constraints_.admits(chunk[i].estimate)) continue;
     ++admitted_;
-    pool.push_back(&r);
+    pool.emplace_back(index[i], &chunk[i]);
   }
+  std::stable_sort(pool.begin(), pool.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<CostTimePoint> points;
-  for (const CandidateResult* r : pool) points.push_back({r->estimate.step_time_s, r->estimate.train_cost_usd});
+  for (const auto& [i, r] : pool) points.push_back({r->estimate.step_time_s, r->estimate.train_cost_usd});
   std::vector<CandidateResult> front;
-  for (size_t i : pareto_front(points)) front.push_back(*pool[i]);
+  std::vector<EnumerationIndex> front_index;
+  for (size_t i : pareto_front(points)) {
+    front.push_back(*pool[i].second);
+    front_index.push_back(pool[i].first);
+  }
   front_ = std::move(front);
+  front_index_ = std::move(front_index);
 }
 
 }  // namespace fasop

@@ -2,6 +2,7 @@
 // The --pareto search: every layout on every cluster shape one could rent from an inventory,
 // streamed in chunks so that memory stays bounded however many candidates there are.
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "search/cluster_shapes.h"
@@ -10,13 +11,18 @@
 
 namespace fasop {
 
-/// Receives the candidates of a pareto search in enumeration order, one chunk at a time.
+/// Where a candidate comes in the exhaustive enumeration (shapes in cluster_shapes order, each
+/// shape's layouts in the search space's order): ties are broken by it, whatever order the
+/// candidates were estimated in.
+using EnumerationIndex = uint64_t;
+
+/// Receives the candidates of a pareto search, one chunk at a time.
 class CandidateSink {
  public:
   virtual ~CandidateSink() = default;
-  /// `first_index` is the enumeration index of chunk[0]. A sink may move candidates out of
-  /// the chunk; one that does must be the last to see it.
-  virtual void consume(std::vector<CandidateResult>& chunk, size_t first_index) = 0;
+  /// `index[i]` is chunk[i]'s enumeration index. A sink may move candidates out of the chunk;
+  /// one that does must be the last to see it.
+  virtual void consume(std::vector<CandidateResult>& chunk, const std::vector<EnumerationIndex>& index) = 0;
 };
 
 /// What the pareto search needs: the search input with the inventory as its cluster (and a
@@ -38,6 +44,7 @@ struct ParetoInput {
 struct ParetoStats {
   size_t candidates = 0;
   size_t refined = 0;  ///< candidates whose floor left them a chance on the front
+  size_t shapes_estimated = 0;  ///< the bounded search's: shapes whose layouts were estimated
 };
 
 /// How many shapes and candidates a pareto search has, without estimating any.
@@ -64,7 +71,8 @@ ParetoStats run_pareto_search(const ParetoInput& input, CandidateSink& sink, con
 class FrontTracker : public CandidateSink {
  public:
   explicit FrontTracker(PlanConstraints constraints) : constraints_(constraints) {}
-  void consume(std::vector<CandidateResult>& chunk, size_t first_index) override;
+  /// Of equal points the one with the lowest enumeration index stays.
+  void consume(std::vector<CandidateResult>& chunk, const std::vector<EnumerationIndex>& index) override;
   /// The front, cheapest first.
   const std::vector<CandidateResult>& front() const { return front_; }
   size_t admitted() const { return admitted_; }
@@ -72,19 +80,26 @@ class FrontTracker : public CandidateSink {
  private:
   PlanConstraints constraints_;
   std::vector<CandidateResult> front_;
+  std::vector<EnumerationIndex> front_index_;
   size_t admitted_ = 0;
 };
 
-/// Keeps every candidate, in enumeration order.
+/// Keeps every candidate, in the order they come, with their enumeration indices.
 class CandidateCollector : public CandidateSink {
  public:
-  void consume(std::vector<CandidateResult>& chunk, size_t) override {
+  void consume(std::vector<CandidateResult>& chunk, const std::vector<EnumerationIndex>& index) override {
     all_.insert(all_.end(), std::make_move_iterator(chunk.begin()), std::make_move_iterator(chunk.end()));
+    index_.insert(index_.end(), index.begin(), index.end());
   }
   std::vector<CandidateResult>& all() { return all_; }
+  const std::vector<EnumerationIndex>& index() const { return index_; }
 
  private:
   std::vector<CandidateResult> all_;
+  std::vector<EnumerationIndex> index_;
 };
+
+/// The indices first, first + 1, ... of a chunk of `count` candidates in enumeration order.
+std::vector<EnumerationIndex> consecutive_indices(size_t first, size_t count);
 
 }  // namespace fasop

@@ -453,6 +453,39 @@ double coarse_step_time_floor_s(const PlanContext& ctx, const CostPolicy& policy
   return std::max(whole_model, ctx.num_microbatches * whole_model / ctx.pp()) + policy.embedding_allreduce_s(ctx);
 }
 
+bool some_partition_may_fit(const PlanContext& ctx) {
+  if (!ctx.partition_memory) return true;
+  const MemoryModel& m = *ctx.partition_memory;
+  double limits = 0, fixed = 0;
+  for (int s = 0; s < ctx.pp(); ++s) limits += m.limit_bytes[s], fixed += m.fixed_bytes[s];
+  const double least = m.params_prefix.back() * *std::min_element(m.bytes_per_param.begin(), m.bytes_per_param.end()) +
+                       m.activation_prefix.back() * *std::min_element(m.in_flight.begin(), m.in_flight.end()) + fixed;
+  return least <= limits;
+}
+
+double stage_type_step_floor_s(const PlanContext& ctx, const CostPolicy& policy) {
+  // ref(u): the unit's time on the fastest stage type; each stage type is r_t times slower at
+  // the least. Stage s takes at least r_(t_s) x the ref time of its units, and the step at least
+  // m times that, so the ref time of the whole model is at most T / m x sum_s 1 / r_(t_s).
+  std::vector<int> types;
+  for (int type : ctx.stage_node_type)
+    if (std::find(types.begin(), types.end(), type) == types.end()) types.push_back(type);
+  std::vector<double> ref(ctx.num_units(), std::numeric_limits<double>::infinity());
+  double whole_model = 0;
+  for (int u = 0; u < ctx.num_units(); ++u) {
+    for (int type : types) ref[u] = std::min(ref[u], ctx.unit_compute_s[type][u]);
+    whole_model += ref[u];
+  }
+  std::vector<double> ratio(ctx.cluster->node_types.size(), std::numeric_limits<double>::infinity());
+  for (int type : types)
+    for (int u = 0; u < ctx.num_units(); ++u)
+      if (ref[u] > 0) ratio[type] = std::min(ratio[type], ctx.unit_compute_s[type][u] / ref[u]);
+  double capacity = 0;
+  for (int type : ctx.stage_node_type) capacity += 1 / ratio[type];
+  const double work = capacity > 0 ? ctx.num_microbatches * whole_model / capacity : 0;
+  return std::max(whole_model, work) + policy.embedding_allreduce_s(ctx);
+}
+
 FittingPartition exact_fitting_partition(const PlanContext& ctx) {
   FittingPartition result;
   if (ctx.pp() == 1) {

@@ -86,4 +86,15 @@ FloorPartition floor_partition(const PlanContext& ctx, const CostPolicy& policy)
 /// speed of any stage. Looser than floor_partition's, and far cheaper.
 double coarse_step_time_floor_s(const PlanContext& ctx, const CostPolicy& policy);
 
+/// False when no partition can fit every stage in its GPU (a necessary condition, no dynamic
+/// program): the stages' limits together fall short of every parameter at the fewest bytes any
+/// stage gives one, every activation at the fewest micro-batches any stage holds, and the fixed
+/// bytes of each. True for a policy without a memory model.
+bool some_partition_may_fit(const PlanContext& ctx);
+
+/// A floor like coarse_step_time_floor_s, tighter where stages run on node types of different
+/// speeds: each stage type's least slowdown against the fastest, unit by unit, caps the share
+/// of the model its stages can take (no dynamic program either).
+double stage_type_step_floor_s(const PlanContext& ctx, const CostPolicy& policy);
+
 }  // namespace fasop

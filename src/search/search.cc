@@ -37,10 +37,14 @@ CandidateResult evaluate_candidate(const SearchInput& input, const PlanKey& key,
 }
 
 CandidateResult evaluate_fasop_partitions(const SearchInput& input, const PlanKey& key, double* coarse_floor_s) {
-  PlanContext ctx = make_plan_context(*input.model, *input.cluster, input.profiles, *input.policy, key);
+  return evaluate_fasop_partitions(
+      input, make_plan_context(*input.model, *input.cluster, input.profiles, *input.policy, key), coarse_floor_s);
+}
+
+CandidateResult evaluate_fasop_partitions(const SearchInput& input, const PlanContext& ctx, double* coarse_floor_s) {
   *coarse_floor_s = coarse_step_time_floor_s(ctx, *input.policy);
   CandidateResult best;
-  best.plan.key = key;
+  best.plan.key = ctx.key;
   if (ctx.partition_memory) {
     // A memory-aware policy starts from the exact bottleneck partition that fits.
     best.plan.partition = exact_fitting_partition(ctx).partition;

@@ -68,6 +68,8 @@ CandidateResult evaluate_fitting_start(const SearchInput& input, const PlanKey& 
 /// First: the faster of fasop_partitions (for a memory-aware policy, exact_bottleneck_partition
 /// within memory); `coarse_floor_s` receives coarse_step_time_floor_s.
 CandidateResult evaluate_fasop_partitions(const SearchInput& input, const PlanKey& key, double* coarse_floor_s);
+/// The same on a context already made (make_plan_context of the layout).
+CandidateResult evaluate_fasop_partitions(const SearchInput& input, const PlanContext& ctx, double* coarse_floor_s);
 /// Then, where that floor leaves a chance: the floor partition replaces `result`'s if it is
 /// faster; `floor_s` receives the exact floor.
 void try_floor_partition(const SearchInput& input, CandidateResult& result, double* floor_s);

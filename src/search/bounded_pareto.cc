@@ -1,0 +1,217 @@
+#include "search/bounded_pareto.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "costmodel/estimate.h"
+#include "costmodel/make_context.h"
+#include "search/parallel_evaluate.h"
+#include "search/pareto_steps.h"
+#include "search/partitioner.h"
+#include "search/shape_floor.h"
+
+namespace fasop {
+namespace {
+
+/// Shapes whose every count lies between two corners.
+struct ShapeBox {
+  NodeCounts lo, hi;
+  double shapes() const {
+    double n = 1;
+    for (size_t t = 0; t < lo.size(); ++t) n *= hi[t] - lo[t] + 1.0;
+    return n;
+  }
+};
+
+/// Enumeration indices: a shape's place in cluster_shapes order (the empty shape would be 0),
+/// times this, plus the layout's place in the shape.
+constexpr EnumerationIndex kLayoutsPerShape = EnumerationIndex(1) << 32;
+
+EnumerationIndex shape_ordinal(const NodeCounts& counts, const NodeCounts& limits) {
+  EnumerationIndex ordinal = 0;
+  for (size_t t = 0; t < counts.size(); ++t) ordinal = ordinal * (limits[t] + 1) + counts[t];
+  return ordinal;
+}
+
+/// The search's state: the front of every plan estimated so far, and what it counted.
+class BoundedSearch {
+ public:
+  BoundedSearch(const ParetoInput& input, CandidateSink& sink)
+      : input_(input),
+        sink_(sink),
+        floor_(input.search, input.search.policy->stage_type_is_slowest_rank(),
+               input.search.memory_aware && input.constraints.exclude_oom),
+        known_(input.constraints),
+        exclude_unfitting_(input.search.memory_aware && input.constraints.exclude_oom),
+        most_gpus_(most_layout_gpus(*input.search.model, *input.search.cluster, input.search.space)) {}
+
+  /// False when no shape of `box` can reach the front.
+  bool open(const ShapeBox& box) const {
+    if (floor_.gpus(box.lo) > most_gpus_ || !floor_.may_fit(box.hi)) return false;
+    const double floor_s = floor_.step_floor_s(box.hi);
+    if (floor_s == std::numeric_limits<double>::infinity()) return false;
+    return !cannot_reach_front(known_.front(), input_.constraints, floor_s,
+                               floor_.price_per_s(box.lo) * input_.search.iterations);
+  }
+
+  /// Every layout of one shape, each as far as the front so far leaves it a chance.
+  void evaluate_shape(const NodeCounts& counts) {
+    ShapeWork work = shape_work(input_, counts);
+    if (work.keys.empty()) return;
+    const SearchInput shape_input = input_for(input_, work);
+    const double usd_per_step_second = run_usd_per_step_second(*work.cluster, input_.search.iterations);
+    const EnumerationIndex first = shape_ordinal(counts, input_.limits) * kLayoutsPerShape;
+    const size_t n = work.keys.size();
+    // Each layout's floors against the front so far, before any partition is simulated: the
+    // stage-type floor, then the exact floor (a dynamic program); then FASOP's partitions (a
+    // memory-aware policy's exact partition that fits) where they leave a chance.
+    std::vector<double> floors(n, 0);
+    std::vector<char> estimated(n, 0);
+    std::vector<CandidateResult> results = evaluate_in_parallel(n, input_.search.threads, [&](size_t i) {
+      PlanContext ctx = make_plan_context(*shape_input.model, *shape_input.cluster, shape_input.profiles,
+                                          *shape_input.policy, work.keys[i]);
+      // Plans that cannot fit are never admitted where plans must fit.
+      if (exclude_unfitting_ && !some_partition_may_fit(ctx)) return CandidateResult{};
+      const double floor_s = stage_type_step_floor_s(ctx, *shape_input.policy);
+      if (cannot_reach_front(known_.front(), input_.constraints, floor_s, usd_per_step_second)) return CandidateResult{};
+      const double exact_floor_s = std::max(floor_s, floor_partition(ctx, *shape_input.policy).floor_s);
+      if (cannot_reach_front(known_.front(), input_.constraints, exact_floor_s, usd_per_step_second))
+        return CandidateResult{};
+      double coarse = 0;
+      CandidateResult r = evaluate_fasop_partitions(shape_input, ctx, &coarse);
+      floors[i] = std::max(exact_floor_s, coarse);
+      estimated[i] = 1;
+      drop_stage_detail(r);
+      return r;
+    });
+    std::vector<size_t> kept;
+    for (size_t i = 0; i < n; ++i)
+      if (estimated[i]) kept.push_back(i);
+    if (kept.empty()) return;
+    learn(results, kept, first);
+    // The floor partition where the front still leaves a chance.
+    std::vector<size_t> step2 = still_open(results, floors, kept, usd_per_step_second);
+    evaluate_in_parallel(step2.size(), input_.search.threads, [&](size_t j) {
+      double exact = 0;
+      try_floor_partition(shape_input, results[step2[j]], &exact);
+      drop_stage_detail(results[step2[j]]);
+      return CandidateResult{};
+    });
+    learn(results, step2, first);
+    // The full partitioner waits for the end, when the front knows every shape's quick plans.
+    ShapeResults held{counts, {}, {}, {}};
+    for (size_t i : kept) {
+      held.key_index.push_back(i);
+      held.results.push_back(std::move(results[i]));
+      held.floors.push_back(floors[i]);
+    }
+    stats_.candidates += kept.size();
+    ++stats_.shapes_estimated;
+    held_.push_back(std::move(held));
+  }
+
+  /// The full partitioner on every held candidate the final front of quick plans leaves a
+  /// chance (as run_pareto_search's third step), then every held candidate to the sink, shape by
+  /// shape in the order they came.
+  void refine_and_emit() {
+    for (ShapeResults& shape : held_) {
+      ShapeWork work = shape_work(input_, shape.counts);
+      const SearchInput shape_input = input_for(input_, work);
+      const double usd_per_step_second = run_usd_per_step_second(*work.cluster, input_.search.iterations);
+      std::vector<size_t> all(shape.results.size());
+      for (size_t j = 0; j < all.size(); ++j) all[j] = j;
+      std::vector<size_t> refine = still_open(shape.results, shape.floors, all, usd_per_step_second);
+      std::vector<CandidateResult> refined = evaluate_in_parallel(refine.size(), input_.search.threads, [&](size_t j) {
+        CandidateResult r = evaluate_candidate(shape_input, work.keys[shape.key_index[refine[j]]]);
+        drop_stage_detail(r);
+        return r;
+      });
+      for (size_t j = 0; j < refine.size(); ++j) shape.results[refine[j]] = std::move(refined[j]);
+      stats_.refined += refine.size();
+      const EnumerationIndex first = shape_ordinal(shape.counts, input_.limits) * kLayoutsPerShape;
+      std::vector<EnumerationIndex> index;
+      for (size_t i : shape.key_index) index.push_back(first + i);
+      sink_.consume(shape.results, index);
+      shape = ShapeResults();
+    }
+  }
+
+  const ParetoStats& stats() const { return stats_; }
+
+ private:
+  /// Adds the candidates `which` of `results` to the front of what can run.
+  void learn(std::vector<CandidateResult>& results, const std::vector<size_t>& which, EnumerationIndex first) {
+    std::vector<CandidateResult> chunk;
+    std::vector<EnumerationIndex> index;
+    for (size_t i : which) {
+      chunk.push_back(results[i]);
+      index.push_back(first + i);
+    }
+    known_.consume(chunk, index);
+  }
+
+  /// A shape's estimated candidates, held for the full partitioner.
+  struct ShapeResults {
+    NodeCounts counts;
+    std::vector<size_t> key_index;  ///< each candidate's layout in the shape's enumeration
+    std::vector<CandidateResult> results;
+    std::vector<double> floors;
+  };
+  std::vector<ShapeResults> held_;
+
+  std::vector<size_t> still_open(const std::vector<CandidateResult>& results, const std::vector<double>& floors,
+                                 const std::vector<size_t>& which, double usd_per_step_second) const {
+    std::vector<size_t> open;
+    for (size_t i : which)
+      if (input_.refine_all ||
+          !ruled_out(known_, input_.constraints, results[i], floors[i], usd_per_step_second, input_.search.memory_aware))
+        open.push_back(i);
+    return open;
+  }
+
+  const ParetoInput& input_;
+  CandidateSink& sink_;
+  ShapeFloor floor_;
+  FrontTracker known_;
+  bool exclude_unfitting_;
+  long long most_gpus_;
+  ParetoStats stats_;
+};
+
+}  // namespace
+
+ParetoStats run_bounded_pareto_search(const ParetoInput& input, CandidateSink& sink, const ShapeProgressFn& progress) {
+  BoundedSearch search(input, sink);
+  const double total = shape_count(input.limits);
+  double settled = 0;
+  // Depth first, the smaller half of each box first: small shapes are cheap, and their plans
+  // make the front that rules out larger boxes whole.
+  std::vector<ShapeBox> stack = {{NodeCounts(input.limits.size(), 0), input.limits}};
+  while (!stack.empty()) {
+    ShapeBox box = std::move(stack.back());
+    stack.pop_back();
+    double shapes = box.shapes();
+    const bool has_empty = std::all_of(box.lo.begin(), box.lo.end(), [](int c) { return c == 0; });
+    if (!search.open(box)) {
+      settled += shapes - (has_empty ? 1 : 0);
+    } else if (box.lo == box.hi) {
+      search.evaluate_shape(box.lo);
+      settled += 1;
+    } else {
+      size_t widest = 0;
+      for (size_t t = 1; t < box.lo.size(); ++t)
+        if (box.hi[t] - box.lo[t] > box.hi[widest] - box.lo[widest]) widest = t;
+      ShapeBox lower = box, upper = box;
+      lower.hi[widest] = box.lo[widest] + (box.hi[widest] - box.lo[widest]) / 2;
+      upper.lo[widest] = lower.hi[widest] + 1;
+      stack.push_back(std::move(lower));
+      stack.push_back(std::move(upper));
+      continue;
+    }
+    if (progress) progress(settled, total, search.stats().candidates);
+  }
+  search.refine_and_emit();
+  return search.stats();
+}
+
+}  // namespace fasop

@@ -1,0 +1,29 @@
+#pragma once
+// The pareto search by branch and bound over boxes of cluster shapes: the front of every plan
+// on every shape of an inventory, without estimating most of them.
+#include <functional>
+
+#include "search/pareto_search.h"
+
+namespace fasop {
+
+/// Called now and then with (shapes settled, shapes in all, candidates estimated so far). A
+/// shape is settled once estimated or ruled out with its box.
+using ShapeProgressFn = std::function<void(double, double, size_t)>;
+
+/// The same front as run_pareto_search (every layout of every shape at its best partition),
+/// found by bounding instead of enumerating. A box of shapes (each count between two corners)
+/// is dropped when ShapeFloor's floor of its largest corner, at the price of its smallest,
+/// cannot reach the front found so far (or the constraints), or no plan on its largest corner
+/// fits in memory; else it is split in two along its widest count, the smaller half first,
+/// down to single shapes. A shape's layouts are each ruled out by their own floor
+/// (stage_type_step_floor_s) before any partition is tried, then go through
+/// run_pareto_search's three steps against the front so far. Every floor is a true floor and
+/// every plan in the front so far can run, so nothing on the front is ever dropped.
+/// `sink` gets the candidates that were estimated, shape by shape, with their enumeration
+/// indices (the shape's place in cluster_shapes order, then the layout's). The output does not
+/// depend on the thread count.
+ParetoStats run_bounded_pareto_search(const ParetoInput& input, CandidateSink& sink,
+                                      const ShapeProgressFn& progress = {});
+
+}  // namespace fasop

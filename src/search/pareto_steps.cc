@@ -1,0 +1,63 @@
+#include "search/pareto_steps.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace fasop {
+
+ShapeWork shape_work(const ParetoInput& input, const NodeCounts& counts) {
+  ShapeWork work;
+  // A shape with more GPUs than any layout has no layouts: skipped before its cluster is built,
+  // so that a large inventory costs its shapes, not their nodes squared.
+  long long gpus = 0;
+  for (size_t t = 0; t < counts.size(); ++t) gpus += 1LL * counts[t] * input.search.cluster->node_types[t].gpus_per_node;
+  if (gpus > most_layout_gpus(*input.search.model, *input.search.cluster, input.search.space)) return work;
+  work.cluster = std::make_unique<ClusterSpec>(shape_cluster(*input.search.cluster, counts));
+  work.keys = enumerate_plan_keys(*input.search.model, *work.cluster, input.search.space);
+  return work;
+}
+
+SearchInput input_for(const ParetoInput& input, const ShapeWork& work) {
+  SearchInput shape_input = input.search;
+  shape_input.cluster = work.cluster.get();
+  return shape_input;
+}
+
+void drop_stage_detail(CandidateResult& result) {
+  result.estimate.stages.clear();
+  result.estimate.stages.shrink_to_fit();
+}
+
+double run_usd_per_step_second(const ClusterSpec& cluster, double iterations) {
+  double usd = 0;
+  for (size_t type = 0; type < cluster.node_types.size(); ++type)
+    usd += cluster.node_types[type].price_usd_per_hour / 3600 * cluster.node_count(int(type));
+  return usd * iterations;
+}
+
+bool cannot_reach_front(const std::vector<CandidateResult>& front, const PlanConstraints& constraints,
+                        double floor_s, double usd_per_step_second) {
+  const double floor_cost = floor_s * usd_per_step_second;
+  if (floor_s > constraints.max_step_time_s * (1 + kFloorMargin) ||
+      floor_cost > constraints.max_cost_usd * (1 + kFloorMargin))
+    return true;
+  // The front runs cheapest (slowest) to dearest (fastest): the fastest point no dearer than
+  // the floor's cost decides.
+  const double cost_limit = floor_cost * (1 - kFloorMargin);
+  auto dearer = std::upper_bound(front.begin(), front.end(), cost_limit, [](double c, const CandidateResult& r) {
+    return c < r.estimate.train_cost_usd;
+  });
+  if (dearer == front.begin()) return false;
+  return std::prev(dearer)->estimate.step_time_s <= floor_s * (1 - kFloorMargin);
+}
+
+bool ruled_out(const FrontTracker& front, const PlanConstraints& constraints, const CandidateResult& result,
+               double floor_s, double usd_per_step_second, bool memory_aware) {
+  const PlanEstimate& e = result.estimate;
+  if (memory_aware && constraints.exclude_oom && e.memory.is_oom && !result.plan.partition.empty()) return true;
+  if (result.plan.partition.empty() || !(e.step_time_s > 0) || e.step_time_s == std::numeric_limits<double>::infinity())
+    return false;
+  return cannot_reach_front(front.front(), constraints, floor_s, usd_per_step_second);
+}
+
+}  // namespace fasop

@@ -1,0 +1,113 @@
+// The bounded pareto search (branch and bound over shapes) against the exhaustive one: the same
+// front on small inventories of 2, 3 and 4 node types, with fewer candidates estimated.
+#include <catch2/catch.hpp>
+
+#include <deque>
+
+#include "costmodel/analytic_policy.h"
+#include "profiles/analytic_profile.h"
+#include "search/bounded_pareto.h"
+#include "search/shape_floor.h"
+#include "test_support.h"
+
+using namespace fasop;
+using fasop::testing::PresetSpecs;
+using fasop::testing::Presets;
+
+namespace {
+
+/// A preset model and inventory planned as `search --pareto` plans clusters with GPU data: the
+/// analytic policy, its profiles and the space beyond FASOP's, plans that do not fit excluded.
+struct AnalyticInventory : PresetSpecs {
+  std::deque<ProfileSpec> profiles;
+  AnalyticPolicy policy;
+  ParetoInput input;
+
+  AnalyticInventory(const std::string& model_name, const std::string& cluster_name, int global_batch,
+                    NodeCounts limits)
+      : PresetSpecs(model_name, cluster_name) {
+    model.global_batch = global_batch;  // fewer micro-batch sizes: a test-sized space
+    for (const NodeType& node : cluster.node_types) {
+      profiles.push_back(analytic_profile(model, node, divisors(node.gpus_per_node), divisors(global_batch)));
+      input.search.profiles.push_back(&profiles.back());
+    }
+    input.search.model = &model;
+    input.search.cluster = &cluster;
+    input.search.policy = &policy;
+    input.search.space = SearchSpaceOptions::beyond_fasop();
+    input.search.memory_aware = true;
+    input.constraints.exclude_oom = true;
+    input.limits = std::move(limits);
+  }
+};
+
+struct Fronts {
+  std::vector<CandidateResult> exhaustive, bounded;
+  size_t all = 0, estimated = 0;
+};
+
+Fronts both_fronts(const ParetoInput& input, int threads = 0) {
+  ParetoInput in = input;
+  in.search.threads = threads;
+  Fronts fronts;
+  FrontTracker exhaustive(in.constraints), bounded(in.constraints);
+  fronts.all = run_pareto_search(in, exhaustive).candidates;
+  fronts.estimated = run_bounded_pareto_search(in, bounded).candidates;
+  fronts.exhaustive = exhaustive.front();
+  fronts.bounded = bounded.front();
+  return fronts;
+}
+
+/// Plan by plan: the same layouts, partitions, step times and costs.
+void check_same_front(const std::vector<CandidateResult>& a, const std::vector<CandidateResult>& b) {
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    const PlanKey &x = a[i].plan.key, &y = b[i].plan.key;
+    INFO("front plan " << i);
+    CHECK(x.node_order == y.node_order);
+    CHECK((x.mbs == y.mbs && x.tp == y.tp && x.dp == y.dp && x.pp == y.pp));
+    CHECK((x.zero_stage == y.zero_stage && x.recompute == y.recompute));
+    CHECK(a[i].plan.partition == b[i].plan.partition);
+    CHECK(a[i].estimate.step_time_s == b[i].estimate.step_time_s);
+    CHECK(a[i].estimate.train_cost_usd == b[i].estimate.train_cost_usd);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the bounded search finds the exhaustive front: 2 node types, FASOP's policy", "[pareto][bounded]") {
+  Presets p("gpt2xl", "fasop-pareto");
+  ParetoInput input;
+  input.search = p.input;
+  input.limits = {3, 3};
+  Fronts fronts = both_fronts(input);
+  CHECK(fronts.all == 2598);  // as fasop_pareto_test counts them
+  CHECK(fronts.estimated < fronts.all);
+  CHECK(fronts.exhaustive.size() >= 3);
+  check_same_front(fronts.exhaustive, fronts.bounded);
+  // Under constraints too: a step-time limit cuts the fast end's plans away.
+  input.constraints.max_step_time_s = fronts.exhaustive[fronts.exhaustive.size() / 2].estimate.step_time_s;
+  Fronts limited = both_fronts(input);
+  CHECK(limited.exhaustive.size() < fronts.exhaustive.size());
+  check_same_front(limited.exhaustive, limited.bounded);
+}
+
+TEST_CASE("the bounded search finds the exhaustive front: 3 node types, analytic policy", "[pareto][bounded]") {
+  AnalyticInventory inv("llama2-7b", "mixed-h100-a100-l4", 16, {2, 2, 2});
+  Fronts fronts = both_fronts(inv.input);
+  CHECK(fronts.estimated < fronts.all / 2);
+  CHECK(fronts.exhaustive.size() >= 2);
+  check_same_front(fronts.exhaustive, fronts.bounded);
+  // The same with one thread: the output does not depend on the thread count.
+  Fronts one = both_fronts(inv.input, 1);
+  CHECK(one.estimated == fronts.estimated);
+  check_same_front(one.bounded, fronts.bounded);
+}
+
+TEST_CASE("the bounded search finds the exhaustive front: 4 node types, analytic policy", "[pareto][bounded]") {
+  AnalyticInventory inv("llama2-7b", "mixed-1024gpu", 16, {1, 2, 1, 2});
+  Fronts fronts = both_fronts(inv.input);
+  CHECK(fronts.estimated < fronts.all / 2);
+  CHECK(fronts.exhaustive.size() >= 2);
+  check_same_front(fronts.exhaustive, fronts.bounded);
+}
