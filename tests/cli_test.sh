@@ -209,5 +209,19 @@ grep -q '^cluster *aws-h100 *clusters/aws-h100.yaml$' "$work/presets.out" && ok 
 expect_error "presets show of an unknown name" "presets list" presets show aws-h200
 expect_error "presets list of an unknown kind" "model, cluster, gpu" presets list clusters
 
+# Zones: node types in two zones need zones:, and then the estimate prices the egress: GPT-2 XL,
+# tp 4, dp 2, pp 2 over the zones: the sends, both ways, 2 x 64 x 1024 x 1600 x 2 bytes (the
+# global batch's activations), the tied embedding's 8 rank pairs 2 x 4 x 1600 x 50257 / 4 each:
+# 1,706,009,600 bytes a step at $0.01 / GB = $0.017060096.
+printf 'name: zoned\nnode_types:\n' > "$work/zoned.yaml"
+for z in a b; do
+  printf '  - {name: n%s, gpu: A100, gpus_per_node: 8, gpu_memory_gib: 80, intra_node_bandwidth_bits_per_s: 1e12,\n     inter_node_bandwidth_bits_per_s: 1e11, price_usd_per_hour: 1, zone: zone-%s}\n' $z $z >> "$work/zoned.yaml"
+done
+printf 'nodes: [{type: na, count: 1}, {type: nb, count: 1}]\n' >> "$work/zoned.yaml"
+zoned_plan=(--model gpt2xl --policy analytic --cluster "$work/zoned.yaml" --mbs 1 --tp 4 --dp 2 --pp 2 --partition 25,25)
+expect_error "two zones without zones:" "$work/zoned.yaml: field 'zones': missing" estimate "${zoned_plan[@]}"
+printf 'zones: {inter_zone_bandwidth_bits_per_s: 1e10, inter_zone_latency_s: 1e-3, egress_usd_per_gb: 0.01}\n' >> "$work/zoned.yaml"
+"$bin" estimate "${zoned_plan[@]}" --json > "$work/zoned.json" && grep -q '"egress_per_step": 0\.017060096,' "$work/zoned.json" && ok ||
+  fail "zoned estimate: $(head -c 600 "$work/zoned.json")"
 
 finish

@@ -6,6 +6,7 @@
 
 #include "costmodel/fasop_policy.h"
 #include "costmodel/pipeline_1f1b.h"
+#include "costmodel/zone_egress.h"
 #include "specs/precision.h"
 
 namespace fasop {
@@ -41,33 +42,63 @@ const NodeType& type_of_node(const PlanContext& ctx, int node) {
   return ctx.cluster->node_types[ctx.key.node_order[node]];
 }
 
+/// How many of a node's GPUs (of type `ta`) share its network as stage `stage` sends (see
+/// link_between): those of the stage on the node, or for a ring its tp rings.
+double network_sharing(const PlanContext& ctx, int stage, const NodeType& ta, bool ring) {
+  const double on_node = std::min(ta.gpus_per_node, ctx.key.tp * ctx.stage_dp(stage));
+  return ring ? std::min<double>(ctx.key.tp, on_node) : on_node;
+}
+
+/// Bounds `link`, a network link between nodes of types `ta` and `tb` that `sharing` GPUs of a
+/// node share, by the link between their zones where they differ: the zones' bandwidth (per
+/// node, shared alike) where it is lower, and the larger latency.
+[[gnu::noinline]] void limit_by_zones(const PlanContext& ctx, const NodeType& ta, const NodeType& tb, double sharing,
+                                      Link& link) {
+  if (&ta == &tb || ta.zone == tb.zone) return;
+  const ZoneLink& zone = ctx.cluster->zones.link(ta.zone, tb.zone);
+  link.bits_per_s = std::min(link.bits_per_s, zone.bandwidth_bits_per_s / sharing);
+  link.latency_s = std::max(link.latency_s, zone.latency_s);
+}
+
 /// The link between two ranks of stage `stage` (or of it and a neighbour): inside a node, or
 /// the network, whose bandwidth the node's GPUs of the stage (up to a node's worth) share as
 /// they send at once. A data-parallel ring (`ring`) is shared only by the stage's other rings
 /// on the node (one per tp rank): NCCL runs a ring's channels over all of the node's NICs, so
 /// a ring with k GPUs on each node crosses between nodes at k GPUs' worth of network (its bus
 /// bandwidth across DGX nodes is the node's, as nccl-tests show).
+/// Between zones, limit_by_zones bounds it.
 Link link_between(const PlanContext& ctx, int stage, int rank_a, int rank_b, bool ring = false) {
   int a = ctx.node_of(rank_a), b = ctx.node_of(rank_b);
   const NodeType &ta = type_of_node(ctx, a), &tb = type_of_node(ctx, b);
   if (a == b) return {ta.intra_node_latency_s, ta.intra_node_bandwidth_bits_per_s, ta.gpu_data.nvlink};
-  const double on_node = std::min(ta.gpus_per_node, ctx.key.tp * ctx.stage_dp(stage));
-  double sharing = ring ? std::min<double>(ctx.key.tp, on_node) : on_node;
-  return {std::max(ta.inter_node_latency_s, tb.inter_node_latency_s),
-          std::min(ta.inter_node_bandwidth_bits_per_s, tb.inter_node_bandwidth_bits_per_s) / sharing,
-          ta.gpu_data.network.bus_share <= tb.gpu_data.network.bus_share ? ta.gpu_data.network : tb.gpu_data.network};
+  const double sharing = network_sharing(ctx, stage, ta, ring);
+  Link link{std::max(ta.inter_node_latency_s, tb.inter_node_latency_s),
+            std::min(ta.inter_node_bandwidth_bits_per_s, tb.inter_node_bandwidth_bits_per_s) / sharing,
+            ta.gpu_data.network.bus_share <= tb.gpu_data.network.bus_share ? ta.gpu_data.network : tb.gpu_data.network};
+  if (ctx.multi_zone) limit_by_zones(ctx, ta, tb, sharing, link);
+  return link;
 }
 
 double element_bytes(const ModelSpec& model) { return activation_bytes(model.dtype); }
 
+/// Bounds `link`, of stage `stage`'s data-parallel rings, by the slowest of their edges between
+/// two zones (zone_egress.h). Out of line: the inner loops that time rings in one zone skip it.
+[[gnu::noinline]] void limit_ring_by_zones(const PlanContext& ctx, int stage, Link& link) {
+  const double sharing = network_sharing(ctx, stage, type_of_node(ctx, ctx.node_of(ctx.stage_first_rank(stage))), true);
+  for_each_cross_zone_ring_edge(ctx, stage, [&](int rank_a, int rank_b) {
+    limit_by_zones(ctx, type_of_node(ctx, ctx.node_of(rank_a)), type_of_node(ctx, ctx.node_of(rank_b)), sharing, link);
+  });
+}
+
 /// The slowest link of stage `stage`'s data-parallel ring: its first and last rank meet every
-/// kind of link its ranks use.
+/// kind of link its ranks use (across zones, limit_ring_by_zones finds the slowest edge).
 Link dp_link(const PlanContext& ctx, int stage) {
   const int first = ctx.stage_rank(stage, 0, 0), last = ctx.stage_rank(stage, ctx.stage_dp(stage) - 1, ctx.key.tp - 1);
   Link link = link_between(ctx, stage, first, last, true);
   // A stage's ranks sit on consecutive nodes; each of its rings visits every one of them.
   link.ring_nodes = ctx.node_of(last) - ctx.node_of(first) + 1;
   link.intra_node_latency_s = type_of_node(ctx, ctx.node_of(first)).intra_node_latency_s;
+  if (ctx.multi_zone && link.ring_nodes > 1) limit_ring_by_zones(ctx, stage, link);
   return link;
 }
 
@@ -191,10 +222,17 @@ std::vector<double> AnalyticPolicy::boundary_send_s(const PlanContext& ctx) cons
     double bytes = double(k.mbs) * k.dp / replicas * ctx.model->sequence * ctx.model->hidden *
                    element_bytes(*ctx.model) / k.tp;
     double slowest = 0;
-    // The corner ranks of the stages meet every kind of link their ranks use.
-    for (int d : {0, replicas - 1})
-      for (int t : {0, k.tp - 1})
-        slowest = std::max(slowest, link_between(ctx, b, ctx.stage_rank(b, d, t), ctx.stage_rank(b + 1, d, t)).seconds(bytes));
+    // The corner ranks of the stages meet every kind of link their ranks use; across zones
+    // any pair may cross between two zones, so every pair is tried.
+    if (ctx.multi_zone) {
+      for (int d = 0; d < replicas; ++d)
+        for (int t = 0; t < k.tp; ++t)
+          slowest = std::max(slowest, link_between(ctx, b, ctx.stage_rank(b, d, t), ctx.stage_rank(b + 1, d, t)).seconds(bytes));
+    } else {
+      for (int d : {0, replicas - 1})
+        for (int t : {0, k.tp - 1})
+          slowest = std::max(slowest, link_between(ctx, b, ctx.stage_rank(b, d, t), ctx.stage_rank(b + 1, d, t)).seconds(bytes));
+    }
     sends.push_back(slowest);
   }
   return sends;
@@ -416,7 +454,18 @@ double AnalyticPolicy::embedding_allreduce_s(const PlanContext& ctx) const {
   bool has_head = std::any_of(m.units.begin(), m.units.end(), [](const LayerUnit& u) { return u.role == LayerRole::kPostProcess; });
   if (!has_head) return 0;
   // Two ranks (first and last stage) all-reduce the fp32 embedding gradient: one exchange.
-  return link_between(ctx, 0, ctx.stage_rank(0, 0, 0), ctx.stage_rank(k.pp - 1, 0, 0)).seconds(4.0 * m.hidden * m.vocab / k.tp);
+  const double bytes = 4.0 * m.hidden * m.vocab / k.tp;
+  double seconds = link_between(ctx, 0, ctx.stage_rank(0, 0, 0), ctx.stage_rank(k.pp - 1, 0, 0)).seconds(bytes);
+  // Across zones every replica's and lane's pair exchanges at once: the slowest ends it.
+  if (ctx.multi_zone)
+    for (int d = 0; d < std::min(ctx.stage_dp(0), ctx.stage_dp(k.pp - 1)); ++d)
+      for (int t = 0; t < k.tp; ++t)
+        seconds = std::max(seconds, link_between(ctx, 0, ctx.stage_rank(0, d, t), ctx.stage_rank(k.pp - 1, d, t)).seconds(bytes));
+  return seconds;
+}
+
+double AnalyticPolicy::egress_usd_per_step(const PlanContext& ctx, const std::vector<int>& partition) const {
+  return fasop::egress_usd_per_step(ctx, partition);
 }
 
 std::optional<MemoryModel> AnalyticPolicy::memory_model(const PlanContext& ctx) const {

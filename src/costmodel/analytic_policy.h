@@ -82,6 +82,11 @@ struct StageSync {
 ///   local parameter (the stage's, / dp with ZeRO >= 1) at the GPU's memory bandwidth x its
 ///   memory share; the step adds the slowest stage's, after the gradient synchronisation;
 /// - tied embeddings add an all-reduce between the first and last stage;
+/// - zones (ClusterSpec::zones): a link between nodes in different zones runs at the lower of
+///   the nodes' network share and the zones' bandwidth (per node, shared alike), with the
+///   larger of the two latencies; a data-parallel ring runs at its slowest edge between zones.
+///   The bytes that cross between zones are priced as egress (zone_egress.h), added to the
+///   step's price, not its time;
 /// - ZeRO-3 (FSDP) gathers each unit's 16-bit parameters before its forward and again before
 ///   its backward, and reduce-scatters its gradients after its backward, every micro-batch,
 ///   one unit's ahead of the compute: a pass exposes max(the first unit's collectives, all of
@@ -125,6 +130,8 @@ class AnalyticPolicy : public CostPolicy {
   /// not hold for it).
   double step_time_lower_bound(const PlanContext& ctx, const std::vector<int>& partition) const override;
   double embedding_allreduce_s(const PlanContext& ctx) const override;
+  /// The egress of the step's traffic between zones (zone_egress.h); 0 in one zone.
+  double egress_usd_per_step(const PlanContext& ctx, const std::vector<int>& partition) const override;
   std::vector<StageMemory> stage_memory(const PlanContext& ctx, const std::vector<int>& partition) const override;
   MemoryVerdict memory_verdict(const std::vector<StageMemory>& stages) const override;
   std::optional<MemoryModel> memory_model(const PlanContext& ctx) const override;

@@ -72,7 +72,9 @@ PlanEstimate estimate_plan(const PlanContext& ctx, const CostPolicy& policy,
   e.pipeline_time_s = t.pipeline.pipeline_s;
   e.dp_allreduce_s = t.dp_allreduce_s[t.bottleneck_stage];
   e.embedding_allreduce_s = t.embedding_allreduce_s;
-  e.price_per_step_usd = price_per_second_usd(ctx) * e.step_time_s;
+  e.node_price_per_step_usd = price_per_second_usd(ctx) * e.step_time_s;
+  e.egress_usd_per_step = policy.egress_usd_per_step(ctx, partition);
+  e.price_per_step_usd = e.node_price_per_step_usd + e.egress_usd_per_step;
   e.train_cost_usd = e.price_per_step_usd * iterations;
   std::vector<StageMemory> memory = policy.stage_memory(ctx, partition);
   e.memory = policy.memory_verdict(memory);

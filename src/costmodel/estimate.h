@@ -26,7 +26,9 @@ struct PlanEstimate {
   double pipeline_time_s = 0;        ///< 1F1B latency (stage 0's last backward)
   double dp_allreduce_s = 0;         ///< DP all-reduce of the stage that bounds the step
   double embedding_allreduce_s = 0;
-  double price_per_step_usd = 0;
+  double price_per_step_usd = 0;     ///< node_price_per_step_usd + egress_usd_per_step
+  double node_price_per_step_usd = 0;  ///< the nodes' price per second x step_time_s
+  double egress_usd_per_step = 0;    ///< bytes sent between zones x their egress price (0 in one zone)
   double train_cost_usd = 0;         ///< price per step x iterations
   MemoryVerdict memory;
   std::vector<StageReport> stages;
@@ -52,7 +54,8 @@ PlanEstimate estimate_plan(const PlanContext& ctx, const CostPolicy& policy,
 std::vector<PipelineEvent> pipeline_events(const PlanContext& ctx, const CostPolicy& policy,
                                            const std::vector<int>& partition);
 
-/// USD per second of the plan's nodes.
+/// USD per second of the plan's nodes. Times the step time, a lower bound of the price per
+/// step (egress only adds to it).
 double price_per_second_usd(const PlanContext& ctx);
 
 }  // namespace fasop

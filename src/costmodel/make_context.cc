@@ -136,6 +136,7 @@ PlanContext make_plan_context(const ModelSpec& model, const ClusterSpec& cluster
   ctx.key = key;
   ctx.num_microbatches = model.global_batch / (key.dp * key.mbs);
   ctx.gpus_per_node = cluster.gpus_per_node();
+  ctx.multi_zone = cluster.multi_zone();
   if (!cluster.uniform_gpus_per_node())
     for (int type : key.node_order)
       ctx.node_rank_end.push_back((ctx.node_rank_end.empty() ? 0 : ctx.node_rank_end.back()) +

@@ -52,6 +52,9 @@ struct PlanContext {
   /// GPUs of every node where node types agree (the cluster's gpus_per_node(), kept here
   /// because node_of runs in the cost model's inner loops).
   int gpus_per_node = 1;
+  /// The cluster's multi_zone(): links may cross between zones, and the analytic policy looks
+  /// at zones only then (kept here for the inner loops; false in contexts made by hand).
+  bool multi_zone = false;
 };
 
 }  // namespace fasop

@@ -107,8 +107,12 @@ std::string estimate_text(const ModelSpec& model, const ClusterSpec& cluster, co
       << "                     dp comm " << fixed(e.terms.dp_comm_s, 6) << ", overlap cost "
       << fixed(e.terms.overlap_cost_s, 6) << ", optimizer " << fixed(e.terms.optimizer_s, 6) << ", embedding "
       << fixed(e.terms.embedding_s, 6) << " s\n"
-      << "price per step       $" << fixed(e.price_per_step_usd, 6) << "\n"
-      << "training cost        $" << fixed(e.train_cost_usd, 2) << "\n"
+      << "price per step       $" << fixed(e.price_per_step_usd, 6) << "\n";
+  // Across zones, the price's two parts: the nodes' time and the egress between zones.
+  if (cluster.multi_zone())
+    out << "  nodes' time        $" << fixed(e.node_price_per_step_usd, 6) << "\n"
+        << "  egress (zones)     $" << fixed(e.egress_usd_per_step, 6) << "\n";
+  out << "training cost        $" << fixed(e.train_cost_usd, 2) << "\n"
       << "peak memory          " << fixed(e.memory.oom_gpumem_gib, 3) << " GiB"
       << (e.memory.is_oom ? " (out of memory)" : "") << "; with ZeRO "
       << fixed(e.memory.zero_oom_gpumem_gib, 3) << " GiB" << (e.memory.is_zero_oom ? " (out of memory)" : "")
@@ -141,7 +145,11 @@ std::string estimate_json(const ModelSpec& model, const ClusterSpec& cluster, co
       << ", \"step_time\": " << num(e.step_time_s) << ", \"pipeline_time\": " << num(e.pipeline_time_s)
       << ", \"dp_allreduce_time\": " << num(e.dp_allreduce_s)
       << ", \"embedding_allreduce_time\": " << num(e.embedding_allreduce_s)
-      << ", \"price_per_step\": " << num(e.price_per_step_usd) << ", \"is_oom\": " << boolean(e.memory.is_oom)
+      << ", \"price_per_step\": " << num(e.price_per_step_usd);
+  if (cluster.multi_zone())
+    out << ", \"node_price_per_step\": " << num(e.node_price_per_step_usd)
+        << ", \"egress_per_step\": " << num(e.egress_usd_per_step);
+  out << ", \"is_oom\": " << boolean(e.memory.is_oom)
       << ", \"oom_gpumem\": " << num(e.memory.oom_gpumem_gib)
       << ", \"is_zero_oom\": " << boolean(e.memory.is_zero_oom)
       << ", \"zero_oom_gpumem\": " << num(e.memory.zero_oom_gpumem_gib)

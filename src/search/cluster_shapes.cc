@@ -36,6 +36,7 @@ ClusterSpec shape_cluster(const ClusterSpec& inventory, const NodeCounts& counts
   cluster.name = inventory.name + "[" + shape_label(inventory, counts) + "]";
   cluster.source = inventory.source;
   cluster.node_types = inventory.node_types;
+  cluster.zones = inventory.zones;
   for (size_t type = 0; type < counts.size(); ++type)
     cluster.nodes.insert(cluster.nodes.end(), counts[type], static_cast<int>(type));
   return cluster;

@@ -35,4 +35,15 @@ bool ClusterSpec::is_heterogeneous() const {
   return std::any_of(nodes.begin(), nodes.end(), [&](int t) { return t != nodes.front(); });
 }
 
+std::vector<std::string> ClusterSpec::zone_names() const {
+  std::vector<std::string> names;
+  for (const NodeType& t : node_types)
+    if (std::find(names.begin(), names.end(), t.zone) == names.end()) names.push_back(t.zone);
+  return names;
+}
+
+bool ClusterSpec::multi_zone() const {
+  return std::any_of(node_types.begin(), node_types.end(), [&](const NodeType& t) { return t.zone != node_types.front().zone; });
+}
+
 }  // namespace fasop

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "specs/gpu_spec.h"
+#include "specs/zone_spec.h"
 
 namespace fasop {
 
@@ -42,6 +43,9 @@ struct NodeType {
   /// Field `env:`: variables a launch exports on this type's nodes, e.g. the fabric's NCCL
   /// settings (NCCL_SOCKET_IFNAME, NCCL_IB_HCA) or EFA's FI_PROVIDER.
   std::vector<std::pair<std::string, std::string>> env;
+  /// Field `zone:`: the zone its nodes are in (e.g. "us-central1-a"); "" where the file names
+  /// none. Links between nodes of different zones follow ClusterSpec::zones.
+  std::string zone;
 
   /// True when the cluster file gives the GPU's peaks itself.
   bool has_gpu_spec() const { return !peak_tflops.empty() && memory_bandwidth_bytes_per_s > 0; }
@@ -55,6 +59,9 @@ struct ClusterSpec {
   std::string source;  ///< file (or preset) it was loaded from, for messages
   std::vector<NodeType> node_types;
   std::vector<int> nodes;  ///< node type index of each node, in the file's order
+  /// Field `zones:`: links between nodes of different zones and their egress price. A copy
+  /// of the cluster that keeps node_types must keep it too (search/cluster_shapes.cc).
+  ZoneSpec zones;
 
   int num_nodes() const { return static_cast<int>(nodes.size()); }
   /// The fewest GPUs a node of this cluster has: the bound on tensor parallelism, and every
@@ -68,6 +75,11 @@ struct ClusterSpec {
   int find_node_type(const std::string& name) const;
   /// True when the nodes are of more than one node type.
   bool is_heterogeneous() const;
+  /// The zones the node types name, each once, in the order of node_types ("" for those
+  /// that name none).
+  std::vector<std::string> zone_names() const;
+  /// True when the node types name two zones or more: links between them follow `zones`.
+  bool multi_zone() const;
 };
 
 }  // namespace fasop

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -183,7 +184,7 @@ NodeType parse_node_type(const Field& entry) {
                    "inter_node_bandwidth_bits_per_s", "price_usd_per_hour", "peak_tflops",
                    "memory_bandwidth_bytes_per_s", "compute_efficiency", "memory_efficiency", "gemm_half_dim",
                    "gemm_half_flops", "intra_node_collective_efficiency", "inter_node_collective_efficiency",
-                   "gpu_data", "intra_node_latency_s", "inter_node_latency_s", "slurm", "env"});
+                   "gpu_data", "intra_node_latency_s", "inter_node_latency_s", "slurm", "env", "zone"});
   NodeType type;
   type.name = entry.child("name").text();
   type.gpu = entry.child("gpu").text();
@@ -216,14 +217,72 @@ NodeType parse_node_type(const Field& entry) {
     if (slurm.child("account").present()) type.slurm.account = slurm.child("account").text();
   }
   if (Field env = entry.child("env"); env.present()) type.env = environment_variables(env);
+  if (Field zone = entry.child("zone"); zone.present()) type.zone = zone.text();
   return type;
 }
+
+namespace {
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string text;
+  for (const std::string& name : names) text += (text.empty() ? "'" : ", '") + name + "'";
+  return text;
+}
+
+/// Field `zones`: the inter-zone link and its per-pair overrides, whose zones must be ones that
+/// `zone_names` (the node types' zones) holds. Required where the node types name two zones.
+ZoneSpec parse_zones(const Field& zones, const std::vector<std::string>& zone_names) {
+  ZoneSpec spec;
+  if (!zones.present()) {
+    if (zone_names.size() > 1)
+      zones.fail("missing; the node types name " + std::to_string(zone_names.size()) + " zones (" + joined(zone_names) +
+                 "): give zones: {inter_zone_bandwidth_bits_per_s, inter_zone_latency_s, egress_usd_per_gb}");
+    return spec;
+  }
+  zones.keys("a mapping {inter_zone_bandwidth_bits_per_s, inter_zone_latency_s, egress_usd_per_gb, pairs}");
+  zones.only_keys({"inter_zone_bandwidth_bits_per_s", "inter_zone_latency_s", "egress_usd_per_gb", "pairs"});
+  spec.given = true;
+  spec.inter_zone.bandwidth_bits_per_s = zones.child("inter_zone_bandwidth_bits_per_s").positive_double();
+  spec.inter_zone.latency_s = zones.child("inter_zone_latency_s").positive_double();
+  spec.inter_zone.egress_usd_per_gb = zones.child("egress_usd_per_gb").non_negative_double();
+  Field pairs = zones.child("pairs");
+  if (!pairs.present()) return spec;
+  for (const Field& entry : pairs.items("a list of {zones: [A, B], bandwidth_bits_per_s, latency_s, egress_usd_per_gb}")) {
+    entry.keys("a mapping {zones: [A, B], bandwidth_bits_per_s, latency_s, egress_usd_per_gb}");
+    entry.only_keys({"zones", "bandwidth_bits_per_s", "latency_s", "egress_usd_per_gb"});
+    Field names = entry.child("zones");
+    std::vector<Field> ends = names.items("a list of two zone names, e.g. [us-central1-a, us-west1-b]");
+    if (ends.size() != 2) names.fail("expected two zone names, got " + std::to_string(ends.size()));
+    ZonePair pair;
+    pair.zone_a = ends[0].text();
+    pair.zone_b = ends[1].text();
+    for (const Field& end : ends) {
+      const std::string name = end.text();
+      if (std::find(zone_names.begin(), zone_names.end(), name) != zone_names.end()) continue;
+      const std::string guess = closest_name(name, zone_names);
+      end.fail("unknown zone '" + name + "'" + (guess.empty() ? "" : "; did you mean '" + guess + "'?") +
+               " (the node types name " + joined(zone_names) + ")");
+    }
+    if (pair.zone_a == pair.zone_b) names.fail("names zone '" + pair.zone_a + "' twice; a pair joins two different zones");
+    if (spec.find_pair(pair.zone_a, pair.zone_b))
+      names.fail("the pair '" + pair.zone_a + "', '" + pair.zone_b + "' is given twice; keep one");
+    // What a pair does not give is the inter-zone link's.
+    pair.link = spec.inter_zone;
+    if (Field f = entry.child("bandwidth_bits_per_s"); f.present()) pair.link.bandwidth_bits_per_s = f.positive_double();
+    if (Field f = entry.child("latency_s"); f.present()) pair.link.latency_s = f.positive_double();
+    if (Field f = entry.child("egress_usd_per_gb"); f.present()) pair.link.egress_usd_per_gb = f.non_negative_double();
+    spec.pairs.push_back(pair);
+  }
+  return spec;
+}
+
+}  // namespace
 
 ClusterSpec parse_cluster(const std::string& yaml_text, const std::string& source) {
   Field root = load_root(yaml_text, source);
   ClusterSpec cluster;
   cluster.source = source;
-  root.only_keys({"name", "node_types", "nodes"});
+  root.only_keys({"name", "node_types", "nodes", "zones"});
   cluster.name = root.child("name").present() ? root.child("name").text() : source;
 
   for (const Field& entry : root.child("node_types").items("list of node types", true)) {
@@ -247,6 +306,7 @@ ClusterSpec parse_cluster(const std::string& yaml_text, const std::string& sourc
     cluster.nodes.insert(cluster.nodes.end(), count, type);
   }
   if (cluster.nodes.empty()) nodes.fail("the cluster has no nodes; give at least one a count");
+  cluster.zones = parse_zones(root.child("zones"), cluster.zone_names());
   return cluster;
 }
 

@@ -1,0 +1,83 @@
+#include "costmodel/zone_egress.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "costmodel/analytic_policy.h"
+#include "specs/precision.h"
+
+namespace fasop {
+namespace {
+
+/// Bytes by zone pair (the smaller name first).
+using PairBytes = std::map<std::pair<std::string, std::string>, double>;
+
+void add(PairBytes& traffic, const std::string& a, const std::string& b, double bytes) {
+  traffic[a < b ? std::make_pair(a, b) : std::make_pair(b, a)] += bytes;
+}
+
+/// Pairs of ranks, replica d and lane t of stage `from` and of stage `to` for d < the fewer
+/// replicas of the two, that sit in different zones: `bytes` each for each pair.
+void add_rank_pairs(const PlanContext& ctx, int from, int to, double bytes, PairBytes& traffic) {
+  const int replicas = std::min(ctx.stage_dp(from), ctx.stage_dp(to));
+  for (int d = 0; d < replicas; ++d)
+    for (int t = 0; t < ctx.key.tp; ++t) {
+      const std::string &a = zone_of_rank(ctx, ctx.stage_rank(from, d, t)), &b = zone_of_rank(ctx, ctx.stage_rank(to, d, t));
+      if (a != b) add(traffic, a, b, bytes);
+    }
+}
+
+}  // namespace
+
+std::vector<ZoneTraffic> zone_traffic(const PlanContext& ctx, const std::vector<int>& partition) {
+  if (!ctx.multi_zone) return {};
+  const ModelSpec& model = *ctx.model;
+  const PlanKey& k = ctx.key;
+  const int pp = k.pp, v = k.virtual_stages, m = ctx.num_microbatches;
+  const double element = activation_bytes(model.dtype), gradient = AnalyticPolicy::gradient_bytes(model.dtype);
+  PairBytes traffic;
+
+  // Pipeline sends: activations forward and gradients backward, every micro-batch.
+  for (int b = 0; b < pp; ++b) {
+    const int next = (b + 1) % pp, crossings = b + 1 < pp ? v : v - 1;  // the wrap only with interleaving
+    if (crossings <= 0 || next == b) continue;
+    const int replicas = std::min(ctx.stage_dp(b), ctx.stage_dp(next));
+    const double per_rank = double(k.mbs) * k.dp / replicas * model.sequence * model.hidden * element / k.tp;
+    add_rank_pairs(ctx, b, next, 2.0 * m * crossings * per_rank, traffic);
+  }
+
+  // Data-parallel rings, on each stage's parameters.
+  for (int s = 0, first = 0; s < pp; first += partition[s], ++s) {
+    const double d = ctx.stage_dp(s);
+    if (d < 2) continue;
+    double params = 0;
+    for (int u = first; u < first + partition[s]; ++u) params += unit_params(model, model.units[u], k.tp);
+    double per_edge = 0;
+    if (k.zero_stage == 0) per_edge = 2 * (d - 1) / d * params * gradient;
+    else if (k.zero_stage < 3) per_edge = (d - 1) / d * params * (gradient + element);
+    else per_edge = m * (d - 1) / d * params * (2 * element + gradient);
+    for_each_cross_zone_ring_edge(ctx, s, [&](int a, int b) { add(traffic, zone_of_rank(ctx, a), zone_of_rank(ctx, b), per_edge); });
+  }
+
+  // The tied embedding's all-reduce between the first and the last stage: each sends its share.
+  const bool has_head = std::any_of(model.units.begin(), model.units.end(),
+                                    [](const LayerUnit& u) { return u.role == LayerRole::kPostProcess; });
+  if (model.tied_embeddings && pp > 1 && has_head)
+    add_rank_pairs(ctx, 0, pp - 1, 2 * 4.0 * model.hidden * model.vocab / k.tp, traffic);
+
+  std::vector<ZoneTraffic> out;
+  for (const auto& [pair, bytes] : traffic) {
+    const ZoneLink& link = ctx.cluster->zones.link(pair.first, pair.second);
+    out.push_back({pair.first, pair.second, bytes, bytes * link.egress_usd_per_gb / 1e9});
+  }
+  return out;
+}
+
+double egress_usd_per_step(const PlanContext& ctx, const std::vector<int>& partition) {
+  double usd = 0;
+  for (const ZoneTraffic& t : zone_traffic(ctx, partition)) usd += t.usd;
+  return usd;
+}
+
+}  // namespace fasop
