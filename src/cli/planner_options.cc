@@ -1,7 +1,5 @@
 #include "cli/planner_options.h"
 
-#include <unistd.h>
-
 #include <cctype>
 #include <cmath>
 #include <map>
@@ -106,7 +104,6 @@ std::vector<int> apply_node_counts(const ClusterSpec& cluster, const std::string
   return counts;
 }
 
-bool show_progress(const PlannerOptions& options) { return !options.quiet && ::isatty(STDERR_FILENO); }
 
 namespace {
 

@@ -68,7 +68,4 @@ std::vector<int> apply_node_counts(const ClusterSpec& cluster, const std::string
 /// lets NaN through), its unit named in the message.
 CLI::Validator positive_number(const std::string& what);
 
-/// True when progress should be drawn on stderr.
-bool show_progress(const PlannerOptions& options);
-
 }  // namespace fasop

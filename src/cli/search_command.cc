@@ -179,20 +179,28 @@ std::string constraints_text(const PlanConstraints& c) {
 /// exhaustive and the bounded search.
 constexpr double kMostShapesToCount = 2000;
 
+/// The shape search's input for `search --pareto` and `--use-subset`: the cluster's node counts
+/// (or --max-nodes) as the inventory, a profile per node type, and the budget, where plans must
+/// fit (a memory-aware policy: its out-of-memory plans cannot run) plans that fit.
+ParetoInput inventory_input(const SearchOptions& options, PlannerSetup& setup) {
+  ParetoInput input;
+  input.limits = apply_node_counts(setup.cluster, "--max-nodes", options.max_nodes, inventory_limits(setup.cluster));
+  setup.load_profiles(options.planner, input.limits);
+  setup.input.threads = options.threads;
+  setup.input.space.per_stage_dp = options.per_stage_dp;
+  input.search = setup.input;
+  input.constraints = budget_constraints(options, setup.input.iterations);
+  if (setup.input.memory_aware) input.constraints.exclude_oom = true;
+  return input;
+}
+
 /// --use-subset: the plans on any subset of the cluster's nodes (the bounded pareto search over
 /// its shapes), ranked by the objective under the budget: the cheapest that meets a throughput
 /// floor, or the fastest within a cost.
 void run_subset_command(const SearchOptions& options) {
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<PlannerSetup> setup = PlannerSetup::load_specs(options.planner);
-  ParetoInput input;
-  input.limits = apply_node_counts(setup->cluster, "--max-nodes", options.max_nodes, inventory_limits(setup->cluster));
-  setup->load_profiles(options.planner, input.limits);
-  setup->input.threads = options.threads;
-  setup->input.space.per_stage_dp = options.per_stage_dp;
-  input.search = setup->input;
-  input.constraints = budget_constraints(options, setup->input.iterations);
-  if (setup->input.memory_aware) input.constraints.exclude_oom = true;
+  const ParetoInput input = inventory_input(options, *setup);
   const bool by_cost = options.objective.empty()
                            ? input.constraints.max_step_time_s < std::numeric_limits<double>::infinity() &&
                                  !(input.constraints.max_cost_usd < std::numeric_limits<double>::infinity())
@@ -236,22 +244,14 @@ void run_subset_command(const SearchOptions& options) {
 void run_pareto_command(const SearchOptions& options) {
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<PlannerSetup> setup = PlannerSetup::load_specs(options.planner);
-  ParetoInput input;
-  // A memory-aware policy's out-of-memory plans cannot run: they are never on its front.
-  PlanConstraints constraints = budget_constraints(options, setup->input.iterations);
-  if (setup->input.memory_aware) constraints.exclude_oom = true;
-  input.limits = apply_node_counts(setup->cluster, "--max-nodes", options.max_nodes, inventory_limits(setup->cluster));
+  ParetoInput input = inventory_input(options, *setup);
+  const PlanConstraints& constraints = input.constraints;
   // Each shape is planned: an inventory of several large node types has more than any search.
   constexpr double kMaxShapes = 1e7;
   if (const double shapes = shape_count(input.limits); shapes > kMaxShapes)
     throw SpecError("--pareto: the inventory " + shape_label(setup->cluster, input.limits) + " has " +
                     std::to_string(static_cast<long long>(std::min(shapes, 9e18))) + " cluster shapes, more than " +
                     std::to_string(static_cast<long long>(kMaxShapes)) + "; bound them with --max-nodes TYPE=N");
-  setup->load_profiles(options.planner, input.limits);
-  setup->input.threads = options.threads;
-  setup->input.space.per_stage_dp = options.per_stage_dp;
-  input.search = setup->input;
-  input.constraints = constraints;
   input.hold_limit = options.hold_limit;
   input.refine_all = options.refine_all;
   // Small inventories are enumerated whole, with a table of every candidate (FASOP's report);

@@ -119,6 +119,8 @@ double total(const std::vector<double>& values) {
 }
 
 /// Parameters of stage `stage` of `partition` on one GPU: the memory model's prefix sums.
+}  // namespace
+
 double stage_params(const PlanContext& ctx, const std::vector<int>& partition, int stage) {
   int first = 0;
   for (int s = 0; s < stage; ++s) first += partition[s];
@@ -126,7 +128,18 @@ double stage_params(const PlanContext& ctx, const std::vector<int>& partition, i
   return prefix[first + partition[stage]] - prefix[first];
 }
 
-}  // namespace
+double boundary_send_bytes(const PlanContext& ctx, int from, int to) {
+  // A pipeline micro-batch crosses the boundary; the side with fewer replicas moves the
+  // larger share per rank.
+  const PlanKey& k = ctx.key;
+  const int replicas = std::min(ctx.stage_dp(from), ctx.stage_dp(to));
+  return double(k.mbs) * k.dp / replicas * ctx.model->sequence * ctx.model->hidden * element_bytes(*ctx.model) / k.tp;
+}
+
+bool syncs_tied_embedding(const ModelSpec& model, int pp) {
+  return model.tied_embeddings && pp > 1 &&
+         std::any_of(model.units.begin(), model.units.end(), [](const LayerUnit& u) { return u.role == LayerRole::kPostProcess; });
+}
 
 double unit_params(const ModelSpec& m, const LayerUnit& unit, int tp) {
   const double h = m.hidden, f = m.ffn_hidden, v = m.vocab, kv_share = double(m.kv_heads) / m.heads;
@@ -216,23 +229,15 @@ std::vector<double> AnalyticPolicy::boundary_send_s(const PlanContext& ctx) cons
   const PlanKey& k = ctx.key;
   std::vector<double> sends;
   for (int b = 0; b + 1 < k.pp; ++b) {
-    // A pipeline micro-batch crosses the boundary; the side with fewer replicas moves the
-    // larger share per rank.
-    int replicas = std::min(ctx.stage_dp(b), ctx.stage_dp(b + 1));
-    double bytes = double(k.mbs) * k.dp / replicas * ctx.model->sequence * ctx.model->hidden *
-                   element_bytes(*ctx.model) / k.tp;
-    double slowest = 0;
+    const int replicas = std::min(ctx.stage_dp(b), ctx.stage_dp(b + 1));
+    const double bytes = boundary_send_bytes(ctx, b, b + 1);
     // The corner ranks of the stages meet every kind of link their ranks use; across zones
     // any pair may cross between two zones, so every pair is tried.
-    if (ctx.multi_zone) {
-      for (int d = 0; d < replicas; ++d)
-        for (int t = 0; t < k.tp; ++t)
-          slowest = std::max(slowest, link_between(ctx, b, ctx.stage_rank(b, d, t), ctx.stage_rank(b + 1, d, t)).seconds(bytes));
-    } else {
-      for (int d : {0, replicas - 1})
-        for (int t : {0, k.tp - 1})
-          slowest = std::max(slowest, link_between(ctx, b, ctx.stage_rank(b, d, t), ctx.stage_rank(b + 1, d, t)).seconds(bytes));
-    }
+    const int d_step = ctx.multi_zone ? 1 : std::max(1, replicas - 1), t_step = ctx.multi_zone ? 1 : std::max(1, k.tp - 1);
+    double slowest = 0;
+    for (int d = 0; d < replicas; d += d_step)
+      for (int t = 0; t < k.tp; t += t_step)
+        slowest = std::max(slowest, link_between(ctx, b, ctx.stage_rank(b, d, t), ctx.stage_rank(b + 1, d, t)).seconds(bytes));
     sends.push_back(slowest);
   }
   return sends;
@@ -450,9 +455,7 @@ double AnalyticPolicy::step_time_lower_bound(const PlanContext& ctx, const std::
 double AnalyticPolicy::embedding_allreduce_s(const PlanContext& ctx) const {
   const ModelSpec& m = *ctx.model;
   const PlanKey& k = ctx.key;
-  if (!m.tied_embeddings || k.pp == 1) return 0;
-  bool has_head = std::any_of(m.units.begin(), m.units.end(), [](const LayerUnit& u) { return u.role == LayerRole::kPostProcess; });
-  if (!has_head) return 0;
+  if (!syncs_tied_embedding(m, k.pp)) return 0;
   // Two ranks (first and last stage) all-reduce the fp32 embedding gradient: one exchange.
   const double bytes = 4.0 * m.hidden * m.vocab / k.tp;
   double seconds = link_between(ctx, 0, ctx.stage_rank(0, 0, 0), ctx.stage_rank(k.pp - 1, 0, 0)).seconds(bytes);

@@ -170,6 +170,15 @@ class AnalyticPolicy : public CostPolicy {
 
 /// Parameters of one pipeline unit of `model` on one GPU at tensor-parallel degree `tp`.
 double unit_params(const ModelSpec& model, const LayerUnit& unit, int tp);
+/// Parameters on one GPU of stage `stage` of `partition` (the memory model's prefix sums).
+double stage_params(const PlanContext& ctx, const std::vector<int>& partition, int stage);
+/// Bytes one rank sends across the pipeline boundary from stage `from` to stage `to`, one
+/// micro-batch's activations (or their gradients back): its 1/tp share of the side with fewer
+/// replicas.
+double boundary_send_bytes(const PlanContext& ctx, int from, int to);
+/// True when tied embeddings add an all-reduce between the first and the last stage: the
+/// model ties them, has an output head, and has more than one stage.
+bool syncs_tied_embedding(const ModelSpec& model, int pp);
 /// How a plan keeps activations: Megatron-LM's recomputation modes and sequence parallelism.
 struct ActivationMode {
   bool full_recompute = false;     ///< a transformer layer keeps only its input

@@ -46,12 +46,7 @@ StepTerms CostPolicy::step_terms(const PlanContext& ctx, const std::vector<int>&
   return terms;
 }
 
-double price_per_second_usd(const PlanContext& ctx) {
-  double usd = 0;
-  for (size_t type = 0; type < ctx.cluster->node_types.size(); ++type)
-    usd += ctx.cluster->node_types[type].price_usd_per_hour / 3600 * ctx.cluster->node_count(int(type));
-  return usd;
-}
+double price_per_second_usd(const PlanContext& ctx) { return ctx.cluster->price_usd_per_s(); }
 
 std::vector<PipelineEvent> pipeline_events(const PlanContext& ctx, const CostPolicy& policy,
                                            const std::vector<int>& partition) {

@@ -42,17 +42,14 @@ std::vector<ZoneTraffic> zone_traffic(const PlanContext& ctx, const std::vector<
   for (int b = 0; b < pp; ++b) {
     const int next = (b + 1) % pp, crossings = b + 1 < pp ? v : v - 1;  // the wrap only with interleaving
     if (crossings <= 0 || next == b) continue;
-    const int replicas = std::min(ctx.stage_dp(b), ctx.stage_dp(next));
-    const double per_rank = double(k.mbs) * k.dp / replicas * model.sequence * model.hidden * element / k.tp;
-    add_rank_pairs(ctx, b, next, 2.0 * m * crossings * per_rank, traffic);
+    add_rank_pairs(ctx, b, next, 2.0 * m * crossings * boundary_send_bytes(ctx, b, next), traffic);
   }
 
   // Data-parallel rings, on each stage's parameters.
-  for (int s = 0, first = 0; s < pp; first += partition[s], ++s) {
+  for (int s = 0; s < pp; ++s) {
     const double d = ctx.stage_dp(s);
     if (d < 2) continue;
-    double params = 0;
-    for (int u = first; u < first + partition[s]; ++u) params += unit_params(model, model.units[u], k.tp);
+    const double params = stage_params(ctx, partition, s);
     double per_edge = 0;
     if (k.zero_stage == 0) per_edge = 2 * (d - 1) / d * params * gradient;
     else if (k.zero_stage < 3) per_edge = (d - 1) / d * params * (gradient + element);
@@ -61,9 +58,7 @@ std::vector<ZoneTraffic> zone_traffic(const PlanContext& ctx, const std::vector<
   }
 
   // The tied embedding's all-reduce between the first and the last stage: each sends its share.
-  const bool has_head = std::any_of(model.units.begin(), model.units.end(),
-                                    [](const LayerUnit& u) { return u.role == LayerRole::kPostProcess; });
-  if (model.tied_embeddings && pp > 1 && has_head)
+  if (syncs_tied_embedding(model, pp))
     add_rank_pairs(ctx, 0, pp - 1, 2 * 4.0 * model.hidden * model.vocab / k.tp, traffic);
 
   std::vector<ZoneTraffic> out;

@@ -47,11 +47,12 @@ class BoundedSearch {
 
   /// False when no shape of `box` can reach the front.
   bool open(const ShapeBox& box) const {
-    if (floor_.gpus(box.lo) > most_gpus_ || !floor_.may_fit(box.hi)) return false;
+    const ClusterSpec& inventory = *input_.search.cluster;
+    if (shape_gpus(inventory, box.lo) > most_gpus_ || !floor_.may_fit(box.hi)) return false;
     const double floor_s = floor_.step_floor_s(box.hi);
     if (floor_s == std::numeric_limits<double>::infinity()) return false;
     return !cannot_reach_front(known_.front(), input_.constraints, floor_s,
-                               floor_.price_per_s(box.lo) * input_.search.iterations);
+                               shape_price_usd_per_s(inventory, box.lo) * input_.search.iterations);
   }
 
   /// Every layout of one shape, each as far as the front so far leaves it a chance.
@@ -115,14 +116,16 @@ class BoundedSearch {
   /// shape in the order they came.
   void refine_and_emit() {
     for (ShapeResults& shape : held_) {
-      ShapeWork work = shape_work(input_, shape.counts);
-      const SearchInput shape_input = input_for(input_, work);
-      const double usd_per_step_second = run_usd_per_step_second(*work.cluster, input_.search.iterations);
+      // The held results carry their layouts: only the shape's cluster is built again.
+      const ClusterSpec cluster = shape_cluster(*input_.search.cluster, shape.counts);
+      SearchInput shape_input = input_.search;
+      shape_input.cluster = &cluster;
+      const double usd_per_step_second = run_usd_per_step_second(cluster, input_.search.iterations);
       std::vector<size_t> all(shape.results.size());
       for (size_t j = 0; j < all.size(); ++j) all[j] = j;
       std::vector<size_t> refine = still_open(shape.results, shape.floors, all, usd_per_step_second);
       std::vector<CandidateResult> refined = evaluate_in_parallel(refine.size(), input_.search.threads, [&](size_t j) {
-        CandidateResult r = evaluate_candidate(shape_input, work.keys[shape.key_index[refine[j]]]);
+        CandidateResult r = evaluate_candidate(shape_input, shape.results[refine[j]].plan.key);
         drop_stage_detail(r);
         return r;
       });

@@ -42,6 +42,18 @@ ClusterSpec shape_cluster(const ClusterSpec& inventory, const NodeCounts& counts
   return cluster;
 }
 
+long long shape_gpus(const ClusterSpec& inventory, const NodeCounts& counts) {
+  long long gpus = 0;
+  for (size_t t = 0; t < counts.size(); ++t) gpus += 1LL * counts[t] * inventory.node_types[t].gpus_per_node;
+  return gpus;
+}
+
+double shape_price_usd_per_s(const ClusterSpec& inventory, const NodeCounts& counts) {
+  double usd = 0;
+  for (size_t t = 0; t < counts.size(); ++t) usd += inventory.node_types[t].price_usd_per_hour / 3600 * counts[t];
+  return usd;
+}
+
 std::string shape_label(const ClusterSpec& inventory, const NodeCounts& counts) {
   std::string label;
   for (size_t type = 0; type < counts.size(); ++type) {

@@ -23,6 +23,12 @@ double shape_count(const NodeCounts& limits);
 /// node-type order (FASOP lists A100 nodes first; placements rotate this list).
 ClusterSpec shape_cluster(const ClusterSpec& inventory, const NodeCounts& counts);
 
+/// GPUs of the shape with `counts` nodes of each inventory type (64 bits: counts may be large).
+long long shape_gpus(const ClusterSpec& inventory, const NodeCounts& counts);
+
+/// USD per second of the shape's nodes (shape_cluster(...).price_usd_per_s(), without building it).
+double shape_price_usd_per_s(const ClusterSpec& inventory, const NodeCounts& counts);
+
 /// "2xA100+3xA10": a shape in words, for labels and messages.
 std::string shape_label(const ClusterSpec& inventory, const NodeCounts& counts);
 

@@ -9,9 +9,8 @@ ShapeWork shape_work(const ParetoInput& input, const NodeCounts& counts) {
   ShapeWork work;
   // A shape with more GPUs than any layout has no layouts: skipped before its cluster is built,
   // so that a large inventory costs its shapes, not their nodes squared.
-  long long gpus = 0;
-  for (size_t t = 0; t < counts.size(); ++t) gpus += 1LL * counts[t] * input.search.cluster->node_types[t].gpus_per_node;
-  if (gpus > most_layout_gpus(*input.search.model, *input.search.cluster, input.search.space)) return work;
+  if (shape_gpus(*input.search.cluster, counts) > most_layout_gpus(*input.search.model, *input.search.cluster, input.search.space))
+    return work;
   work.cluster = std::make_unique<ClusterSpec>(shape_cluster(*input.search.cluster, counts));
   work.keys = enumerate_plan_keys(*input.search.model, *work.cluster, input.search.space);
   return work;
@@ -29,10 +28,7 @@ void drop_stage_detail(CandidateResult& result) {
 }
 
 double run_usd_per_step_second(const ClusterSpec& cluster, double iterations) {
-  double usd = 0;
-  for (size_t type = 0; type < cluster.node_types.size(); ++type)
-    usd += cluster.node_types[type].price_usd_per_hour / 3600 * cluster.node_count(int(type));
-  return usd * iterations;
+  return cluster.price_usd_per_s() * iterations;
 }
 
 bool cannot_reach_front(const std::vector<CandidateResult>& front, const PlanConstraints& constraints,

@@ -438,17 +438,32 @@ FloorPartition floor_partition(const PlanContext& ctx, const CostPolicy& policy)
   return {bound.partition, bound.value_s};
 }
 
-double coarse_step_time_floor_s(const PlanContext& ctx, const CostPolicy& policy) {
-  // Every unit at the fastest speed any stage has (over the few distinct stage types).
+namespace {
+
+/// Each unit at the fastest speed any stage has: the few distinct stage types, each unit's time
+/// on the fastest of them, and their sum.
+struct FastestStageUnits {
   std::vector<int> types;
+  std::vector<double> unit_s;
+  double whole_model_s = 0;
+};
+
+FastestStageUnits fastest_stage_units(const PlanContext& ctx) {
+  FastestStageUnits fastest;
   for (int type : ctx.stage_node_type)
-    if (std::find(types.begin(), types.end(), type) == types.end()) types.push_back(type);
-  double whole_model = 0;
+    if (std::find(fastest.types.begin(), fastest.types.end(), type) == fastest.types.end()) fastest.types.push_back(type);
+  fastest.unit_s.assign(ctx.num_units(), std::numeric_limits<double>::infinity());
   for (int u = 0; u < ctx.num_units(); ++u) {
-    double fastest = std::numeric_limits<double>::infinity();
-    for (int type : types) fastest = std::min(fastest, ctx.unit_compute_s[type][u]);
-    whole_model += fastest;
+    for (int type : fastest.types) fastest.unit_s[u] = std::min(fastest.unit_s[u], ctx.unit_compute_s[type][u]);
+    fastest.whole_model_s += fastest.unit_s[u];
   }
+  return fastest;
+}
+
+}  // namespace
+
+double coarse_step_time_floor_s(const PlanContext& ctx, const CostPolicy& policy) {
+  const double whole_model = fastest_stage_units(ctx).whole_model_s;
   // The pipeline runs the whole model once, and some stage m times its 1/pp share or more.
   return std::max(whole_model, ctx.num_microbatches * whole_model / ctx.pp()) + policy.embedding_allreduce_s(ctx);
 }
@@ -467,17 +482,11 @@ double stage_type_step_floor_s(const PlanContext& ctx, const CostPolicy& policy)
   // ref(u): the unit's time on the fastest stage type; each stage type is r_t times slower at
   // the least. Stage s takes at least r_(t_s) x the ref time of its units, and the step at least
   // m times that, so the ref time of the whole model is at most T / m x sum_s 1 / r_(t_s).
-  std::vector<int> types;
-  for (int type : ctx.stage_node_type)
-    if (std::find(types.begin(), types.end(), type) == types.end()) types.push_back(type);
-  std::vector<double> ref(ctx.num_units(), std::numeric_limits<double>::infinity());
-  double whole_model = 0;
-  for (int u = 0; u < ctx.num_units(); ++u) {
-    for (int type : types) ref[u] = std::min(ref[u], ctx.unit_compute_s[type][u]);
-    whole_model += ref[u];
-  }
+  const FastestStageUnits fastest = fastest_stage_units(ctx);
+  const std::vector<double>& ref = fastest.unit_s;
+  const double whole_model = fastest.whole_model_s;
   std::vector<double> ratio(ctx.cluster->node_types.size(), std::numeric_limits<double>::infinity());
-  for (int type : types)
+  for (int type : fastest.types)
     for (int u = 0; u < ctx.num_units(); ++u)
       if (ref[u] > 0) ratio[type] = std::min(ratio[type], ctx.unit_compute_s[type][u] / ref[u]);
   double capacity = 0;

@@ -148,12 +148,6 @@ double ShapeFloor::step_floor_s(const NodeCounts& counts) const {
   return std::max(work, path == kInf ? 0.0 : path);
 }
 
-double ShapeFloor::price_per_s(const NodeCounts& counts) const {
-  double usd = 0;
-  for (size_t t = 0; t < counts.size(); ++t) usd += counts[t] * inventory_->node_types[t].price_usd_per_hour / 3600;
-  return usd;
-}
-
 bool ShapeFloor::may_fit(const NodeCounts& counts) const {
   if (min_state_bytes_ <= 0) return true;
   double bytes = 0;
@@ -162,12 +156,6 @@ bool ShapeFloor::may_fit(const NodeCounts& counts) const {
     bytes += double(counts[t]) * type.gpus_per_node * type.gpu_memory_gib * kGibBytes;
   }
   return bytes >= min_state_bytes_;
-}
-
-long long ShapeFloor::gpus(const NodeCounts& counts) const {
-  long long gpus = 0;
-  for (size_t t = 0; t < counts.size(); ++t) gpus += 1LL * counts[t] * inventory_->node_types[t].gpus_per_node;
-  return gpus;
 }
 
 }  // namespace fasop

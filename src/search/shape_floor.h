@@ -36,14 +36,10 @@ class ShapeFloor {
   /// A floor under the step time of every layout on a shape with `counts` nodes of each type
   /// (infinity for a shape without nodes). Non-increasing in every count.
   double step_floor_s(const NodeCounts& counts) const;
-  /// USD per second of a shape's nodes.
-  double price_per_s(const NodeCounts& counts) const;
   /// False when the shape's GPUs together hold less memory than the model's weights,
   /// gradients and optimizer state need however they are sharded (the memory-aware policy's
   /// bytes per parameter): no plan on it fits. Non-decreasing in every count.
   bool may_fit(const NodeCounts& counts) const;
-  /// GPUs of a shape.
-  long long gpus(const NodeCounts& counts) const;
 
  private:
   /// One node type's compute at one (tp, micro-batch size).

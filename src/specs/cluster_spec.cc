@@ -21,6 +21,13 @@ int ClusterSpec::num_gpus() const {
   return gpus;
 }
 
+double ClusterSpec::price_usd_per_s() const {
+  double usd = 0;
+  for (size_t type = 0; type < node_types.size(); ++type)
+    usd += node_types[type].price_usd_per_hour / 3600 * node_count(int(type));
+  return usd;
+}
+
 int ClusterSpec::node_count(int node_type) const {
   return static_cast<int>(std::count(nodes.begin(), nodes.end(), node_type));
 }

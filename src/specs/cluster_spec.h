@@ -70,6 +70,8 @@ struct ClusterSpec {
   /// True when every node type has the same number of GPUs.
   bool uniform_gpus_per_node() const;
   int num_gpus() const;
+  /// USD per second of all its nodes.
+  double price_usd_per_s() const;
   int node_count(int node_type) const;
   /// Index of the node type called `name`, or -1.
   int find_node_type(const std::string& name) const;
