@@ -63,12 +63,17 @@ expect_error "too many cluster shapes" "1003003000 cluster shapes" search --mode
 # Interrupted: SIGINT or SIGTERM while the pareto table streams to its temporary file removes
 # it, and the exit is the signal's (130, 143). Python starts the search with SIGINT at its
 # default (a shell's background job ignores it) and signals it once the temporary file exists.
+# The search is the exhaustive one over llama2-70b's 375,840 candidates (about a minute), which
+# streams its table from the start: a search that ends before the poll sees the file would
+# test nothing (gpt2xl's, under a second on a fast machine, did exactly that).
+mixed_cluster="$(cd "$(dirname "$0")/../clusters" && pwd)/mixed-h100-a100-l4.yaml"
 for signal in INT TERM; do
   rm -rf "$work/sig"
   mkdir -p "$work/sig"
-  rc=$(cd "$work/sig" && python3 - "$bin" "$signal" <<'PY'
+  rc=$(cd "$work/sig" && python3 - "$bin" "$signal" "$mixed_cluster" <<'PY'
 import glob, os, signal, subprocess, sys, time
-search = subprocess.Popen([sys.argv[1], "search", "--model", "gpt2xl", "--pareto", "--hold-limit", "1", "--quiet"],
+search = subprocess.Popen([sys.argv[1], "search", "--model", "llama2-70b", "--cluster", sys.argv[3], "--pareto",
+                           "--exhaustive", "--hold-limit", "1", "--quiet"],
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 deadline = time.time() + 60
