@@ -7,6 +7,7 @@
 #include "costmodel/analytic_policy.h"
 #include "profiles/analytic_profile.h"
 #include "search/bounded_pareto.h"
+#include "search/pareto_steps.h"
 #include "search/shape_floor.h"
 #include "test_support.h"
 
@@ -110,4 +111,33 @@ TEST_CASE("the bounded search finds the exhaustive front: 4 node types, analytic
   CHECK(fronts.estimated < fronts.all / 2);
   CHECK(fronts.exhaustive.size() >= 2);
   check_same_front(fronts.exhaustive, fronts.bounded);
+}
+
+TEST_CASE("the time cap of a front: where cannot_reach_front starts to hold", "[pareto][bounded]") {
+  // Two plans on the front, cheapest first: 20 s at $50 and 10 s at $100; a shape that costs
+  // $4 a second of step. A floor of t seconds costs 4t: the 20 s plan rules it out from
+  // t = max(20, 50 / 4) = 20 on, the 10 s plan from max(10, 100 / 4) = 25: the cap is 20 (and
+  // the margins of kFloorMargin).
+  std::vector<CandidateResult> front(2);
+  front[0].estimate.step_time_s = 20, front[0].estimate.train_cost_usd = 50;
+  front[1].estimate.step_time_s = 10, front[1].estimate.train_cost_usd = 100;
+  PlanConstraints none;
+  const double cap = front_time_cap_s(front, none, 4);
+  CHECK(cap == Approx(20).epsilon(1e-5));
+  CHECK(cap >= 20);
+  CHECK(cannot_reach_front(front, none, cap, 4));
+  CHECK_FALSE(cannot_reach_front(front, none, 19.99, 4));
+  // At $1 a second the 10 s plan's cost no longer rules out early: max(10, 100) = 100, the 20 s
+  // plan's max(20, 50) = 50.
+  CHECK(front_time_cap_s(front, none, 1) == Approx(50).epsilon(1e-5));
+  // A step-time limit of 15 s caps it at 15; an empty front and no limit has no cap.
+  PlanConstraints limited;
+  limited.max_step_time_s = 15;
+  CHECK(front_time_cap_s(front, limited, 4) == Approx(15).epsilon(1e-5));
+  CHECK(cannot_reach_front(front, limited, front_time_cap_s(front, limited, 4), 4));
+  CHECK(front_time_cap_s({}, none, 4) == std::numeric_limits<double>::infinity());
+  // A run budget of $60 at $4 a second: 15 s.
+  PlanConstraints budget;
+  budget.max_cost_usd = 60;
+  CHECK(front_time_cap_s({}, budget, 4) == Approx(15).epsilon(1e-5));
 }

@@ -7,12 +7,16 @@
 #include <limits>
 #include <random>
 
+#include "costmodel/analytic_policy.h"
 #include "costmodel/estimate.h"
+#include "profiles/analytic_profile.h"
 #include "search/partitioner.h"
+#include "search/search_space.h"
 #include "test_support.h"
 
 using namespace fasop;
 using fasop::testing::compositions;
+using fasop::testing::PresetSpecs;
 using fasop::testing::Presets;
 using fasop::testing::SyntheticPipeline;
 
@@ -153,5 +157,51 @@ TEST_CASE("the step-time floor is below every partition, and the cheap partition
     CHECK(cheap_best <= step_time_s(ctx, p.policy, fasop_greedy_partition(ctx, p.policy)));
     CHECK(fitting_start_partition(ctx, p.policy).floor_s == floor);
     CHECK(step_time_s(ctx, p.policy, best_partition(ctx, p.policy)) <= cheap_best);
+  }
+}
+
+TEST_CASE("the floor counts what the backward pass recomputes, and stops at a cap", "[partitioner][floor]") {
+  // gpt2xl cut to 8 layers (10 units) on FASOP's 1 A100 + 7 A10 nodes, the analytic policy:
+  // tp 1, dp 8, pp 4, mbs 1, so m = 64 / 8 = 8 micro-batches and 84 partitions to try.
+  PresetSpecs specs("gpt2xl", "fasop-8nodes-heterogeneous");
+  specs.model.units.erase(specs.model.units.begin() + 9, specs.model.units.end() - 1);
+  REQUIRE(specs.model.num_units() == 10);
+  std::vector<ProfileSpec> profiles;
+  for (const NodeType& node : specs.cluster.node_types)
+    profiles.push_back(analytic_profile(specs.model, node, divisors(node.gpus_per_node), divisors(64)));
+  AnalyticPolicy policy;
+  const double s_len = 1024, h = 1600;  // gpt2xl's sequence and hidden size
+  struct Mode {
+    RecomputeMode mode;
+    double factor;  // forward 1/3 + backward 2/3 of the compute, plus what the backward redoes
+  };
+  for (Mode mode : {Mode{RecomputeMode::kNone, 1.0}, Mode{RecomputeMode::kSelective, 1 + s_len / (6 * h + s_len) / 3},
+                    Mode{RecomputeMode::kFull, 4.0 / 3}}) {
+    PlanKey key{1, 1, 8, 4, specs.cluster.nodes};
+    key.set_recompute(mode.mode);
+    PlanContext ctx = make_plan_context(specs.model, specs.cluster, {&profiles[0], &profiles[1]}, policy, key);
+    INFO("recompute mode " << int(mode.mode));
+    CHECK(policy.pass_time_factor(ctx) == Approx(mode.factor).epsilon(1e-9));
+    const FloorPartition floor = floor_partition(ctx, policy);
+    double best = std::numeric_limits<double>::infinity();
+    std::vector<int> prefix;
+    compositions(ctx.num_units(), 4, prefix,
+                 [&](const std::vector<int>& p) { best = std::min(best, step_time_s(ctx, policy, p)); });
+    CHECK(floor.floor_s <= best);
+    // The compute in the chains grows by the factor: the floor stays at 87-88% of the best
+    // partition with recomputation as without (with full recomputation it was 82% before it
+    // counted the recomputed forward).
+    CHECK(floor.floor_s >= 0.85 * best);
+    // A cap above the floor leaves it as it is; at or below it, the cap comes back alone.
+    for (double above : {1.5, 1 + 1e-6}) {
+      const FloorPartition capped = floor_partition(ctx, policy, floor.floor_s * above);
+      CHECK(capped.floor_s == floor.floor_s);
+      CHECK(capped.partition == floor.partition);
+    }
+    for (double below : {1.0, 0.9, 0.1}) {
+      const FloorPartition capped = floor_partition(ctx, policy, floor.floor_s * below);
+      CHECK(capped.floor_s == floor.floor_s * below);
+      CHECK(capped.partition.empty());
+    }
   }
 }

@@ -257,11 +257,8 @@ double AnalyticPolicy::bucketed_exposed_s(int buckets, double bucket_s, double w
   return std::max(0.0, exposed - slack_s);
 }
 
-void AnalyticPolicy::time_stage(const PlanContext& ctx, const std::vector<int>& partition, int s, int first,
-                                StageTiming& timing, StagePassParts& parts) const {
+void AnalyticPolicy::time_passes(const PlanContext& ctx, double compute, StageTiming& timing) {
   const PlanKey& k = ctx.key;
-  const int type = ctx.stage_node_type[s], count = partition[s];
-  const double compute = stage_compute_s(ctx.unit_compute_s[type], first, count);
   timing.forward_s = compute / 3;
   timing.backward_s = 2 * compute / 3 + (k.recompute ? compute / 3 : 0);
   // Selective recomputation repeats attention's core (QK^T, softmax, x V) in the backward
@@ -270,6 +267,22 @@ void AnalyticPolicy::time_stage(const PlanContext& ctx, const std::vector<int>& 
     const double s_len = ctx.model->sequence, h = ctx.model->hidden;
     timing.backward_s += compute / 3 * s_len / (6 * h + s_len);
   }
+}
+
+double AnalyticPolicy::pass_time_factor(const PlanContext& ctx) const {
+  StageTiming unit;
+  time_passes(ctx, 1.0, unit);
+  // time_passes of a real stage rounds differently from this x its compute: a floor keeps a
+  // margin far above that rounding.
+  return (unit.forward_s + unit.backward_s) * (1 - 1e-12);
+}
+
+void AnalyticPolicy::time_stage(const PlanContext& ctx, const std::vector<int>& partition, int s, int first,
+                                StageTiming& timing, StagePassParts& parts) const {
+  const PlanKey& k = ctx.key;
+  const int type = ctx.stage_node_type[s], count = partition[s];
+  const double compute = stage_compute_s(ctx.unit_compute_s[type], first, count);
+  time_passes(ctx, compute, timing);
   // The tensor-parallel communication in the units' times, in the same share of the passes
   // (a recomputed forward repeats its collectives).
   const double passes = timing.forward_s + timing.backward_s;

@@ -106,6 +106,7 @@ class AnalyticPolicy : public CostPolicy {
   const AnalyticOptions& options() const { return options_; }
   std::vector<int> stage_node_types(const PlanContext& ctx) const override;
   bool stage_type_is_slowest_rank() const override { return true; }
+  double pass_time_factor(const PlanContext& ctx) const override;
   std::vector<double> boundary_send_s(const PlanContext& ctx) const override;
   std::vector<StageTiming> stage_timings(const PlanContext& ctx, const std::vector<int>& partition) const override;
   /// 1F1B as simulated; with virtual stages (v > 1) Megatron-LM's interleaved 1F1B, every rank
@@ -162,6 +163,9 @@ class AnalyticPolicy : public CostPolicy {
   static constexpr double kOptimizerBytesPerParam = 34;
 
  private:
+  /// A stage's forward and backward kernels from its units' `compute` (1/3 and 2/3, plus what
+  /// the backward recomputes); time_stage adds the ZeRO-3 gathers and the sends.
+  static void time_passes(const PlanContext& ctx, double compute, StageTiming& timing);
   /// Stage `stage`'s timing (`first`: its first unit) and its parts.
   void time_stage(const PlanContext& ctx, const std::vector<int>& partition, int stage, int first,
                   StageTiming& timing, StagePassParts& parts) const;

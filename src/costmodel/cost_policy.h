@@ -68,6 +68,10 @@ class CostPolicy {
   /// True when stage_node_types gives each stage the slowest node type (by whole-model compute)
   /// among the nodes of its own ranks; a search's floors can then be tighter (shape_floor.h).
   virtual bool stage_type_is_slowest_rank() const { return false; }
+  /// A stage's forward plus backward seconds per micro-batch are at least this times its units'
+  /// compute (PlanContext::unit_compute_s): more than 1 where the backward pass recomputes. The
+  /// partition floors (partitioner.h) scale by it. 1 by default, as FASOP's passes are.
+  virtual double pass_time_factor(const PlanContext&) const { return 1; }
   /// Seconds to send one micro-batch's activations across boundary b, for each b < pp-1.
   virtual std::vector<double> boundary_send_s(const PlanContext& ctx) const = 0;
   /// Per-micro-batch timing of each stage of `partition`.

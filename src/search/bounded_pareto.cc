@@ -68,6 +68,8 @@ class BoundedSearch {
     // memory-aware policy's exact partition that fits) where they leave a chance.
     std::vector<double> floors(n, 0);
     std::vector<char> estimated(n, 0);
+    // Floors at or above this cannot reach the front: the exact floor's program stops there.
+    const double cap_s = front_time_cap_s(known_.front(), input_.constraints, usd_per_step_second);
     std::vector<CandidateResult> results = evaluate_in_parallel(n, input_.search.threads, [&](size_t i) {
       PlanContext ctx = make_plan_context(*shape_input.model, *shape_input.cluster, shape_input.profiles,
                                           *shape_input.policy, work.keys[i]);
@@ -75,7 +77,7 @@ class BoundedSearch {
       if (exclude_unfitting_ && !some_partition_may_fit(ctx)) return CandidateResult{};
       const double floor_s = stage_type_step_floor_s(ctx, *shape_input.policy);
       if (cannot_reach_front(known_.front(), input_.constraints, floor_s, usd_per_step_second)) return CandidateResult{};
-      const double exact_floor_s = std::max(floor_s, floor_partition(ctx, *shape_input.policy).floor_s);
+      const double exact_floor_s = std::max(floor_s, floor_partition(ctx, *shape_input.policy, cap_s).floor_s);
       if (cannot_reach_front(known_.front(), input_.constraints, exact_floor_s, usd_per_step_second))
         return CandidateResult{};
       double coarse = 0;

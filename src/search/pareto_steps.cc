@@ -47,6 +47,22 @@ bool cannot_reach_front(const std::vector<CandidateResult>& front, const PlanCon
   return std::prev(dearer)->estimate.step_time_s <= floor_s * (1 - kFloorMargin);
 }
 
+double front_time_cap_s(const std::vector<CandidateResult>& front, const PlanConstraints& constraints,
+                        double usd_per_step_second) {
+  const double inf = std::numeric_limits<double>::infinity();
+  // The time at which each clause of cannot_reach_front starts to hold, the least of them.
+  auto at_cost = [&](double usd) {
+    if (usd_per_step_second > 0) return usd / usd_per_step_second;
+    return usd > 0 ? inf : 0.0;
+  };
+  double cap = std::min(constraints.max_step_time_s * (1 + kFloorMargin), at_cost(constraints.max_cost_usd * (1 + kFloorMargin)));
+  for (const CandidateResult& point : front)
+    cap = std::min(cap, std::max(point.estimate.step_time_s, at_cost(point.estimate.train_cost_usd)) / (1 - kFloorMargin));
+  // The clauses' boundaries are strict or not: a step past them, checked, else no cap.
+  cap *= 1 + 1e-12;
+  return cap < inf && cannot_reach_front(front, constraints, cap, usd_per_step_second) ? cap : inf;
+}
+
 bool ruled_out(const FrontTracker& front, const PlanConstraints& constraints, const CandidateResult& result,
                double floor_s, double usd_per_step_second, bool memory_aware) {
   const PlanEstimate& e = result.estimate;

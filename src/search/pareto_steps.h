@@ -36,6 +36,12 @@ double run_usd_per_step_second(const ClusterSpec& cluster, double iterations);
 bool cannot_reach_front(const std::vector<CandidateResult>& front, const PlanConstraints& constraints,
                         double floor_s, double usd_per_step_second);
 
+/// A step time from which on cannot_reach_front holds (it only grows with the time), as low as
+/// the front and the constraints allow; infinity when none is known. A floor program may stop
+/// at it (floor_partition's cap).
+double front_time_cap_s(const std::vector<CandidateResult>& front, const PlanConstraints& constraints,
+                        double usd_per_step_second);
+
 /// True when `result`, whose step time cannot go below `floor_s`, could not reach `front`.
 /// A memory-aware policy's partition runs out of memory only where no partition fits, so such
 /// a candidate cannot meet --exclude-oom whatever its partition.

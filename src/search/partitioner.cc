@@ -224,35 +224,82 @@ double max_stage(const CutCosts& costs, const std::vector<int>& partition) {
 /// [u, n), counted from stage s's start; a stage [u, v) adds itself before the chains behind it.
 /// Stage 0 adds its all-reduce, which depends on its units. Sends do not depend on the units.
 struct LowerBoundPartition {
-  std::vector<int> partition;  ///< {} if no partition is valid
+  std::vector<int> partition;  ///< {} if no partition is valid, or none's bound is below the cap
   double value_s = 0;          ///< its lower bound: no partition's step time is below it
 };
 
-LowerBoundPartition min_lower_bound(const PlanContext& ctx, const CostPolicy& policy, const CutCosts& costs) {
+/// Where stage s may start when every stage's compute stays below `stage_cap`: at or after
+/// first[s] (the stages from s on can cover the rest) and at or before last[s] (the stages
+/// before s can reach it). Segments are ignored and the bounds kept loose where a unit is too
+/// dear for a stage's type, which only widens the ranges. Empty when no partition can.
+struct StageStarts {
+  std::vector<int> first, last;
+};
+
+StageStarts stage_starts(const CutCosts& costs, int pp, double stage_cap) {
+  const int n = static_cast<int>(costs.segment_start.size());
+  StageStarts starts;
+  if (stage_cap == std::numeric_limits<double>::infinity()) {  // every start the stage count allows
+    for (int s = 0; s <= pp; ++s) starts.first.push_back(s), starts.last.push_back(n - (pp - s));
+    return starts;
+  }
+  starts.first.assign(pp + 1, n);
+  starts.last.assign(pp + 1, 0);
+  // From a later start a stage ends no earlier, unless it cannot pass that start: so the latest
+  // end is the one from the latest start, or that start itself.
+  for (int s = 0; s < pp; ++s) {
+    int v = starts.last[s];
+    while (v < n && costs.stage(s, starts.last[s], v + 1) < stage_cap) ++v;
+    starts.last[s + 1] = std::max(v, s + 1);
+  }
+  for (int s = pp - 1; s >= 0; --s) {
+    int u = starts.first[s + 1];
+    while (u > 0 && costs.stage(s, u - 1, starts.first[s + 1]) < stage_cap) --u;
+    starts.first[s] = std::min(u, n - (pp - s));
+  }
+  if (starts.last[pp] < n || starts.first[0] > 0) return {};
+  return starts;
+}
+
+/// min_lower_bound below `cap_s`: stages that alone reach the cap are never tried, and when no
+/// partition's bound is below it the result has no partition and the cap as its value.
+LowerBoundPartition min_lower_bound(const PlanContext& ctx, const CostPolicy& policy, const CutCosts& costs,
+                                    double cap_s = std::numeric_limits<double>::infinity()) {
   const int n = static_cast<int>(costs.segment_start.size()), pp = ctx.pp(), m = ctx.num_microbatches;
   const double inf = std::numeric_limits<double>::infinity();
+  const LowerBoundPartition none{{}, cap_s};
+  // The embedding sync ends every chain: the chains before it must stay below cap_s minus it.
+  const double embedding_s = policy.embedding_allreduce_s(ctx), chain_cap_s = cap_s - embedding_s;
+  // A stage's passes take at least this x its units' compute (recomputation adds to it).
+  const double passes = policy.pass_time_factor(ctx);
+  // Widened a little, so that rounding never drops a stage the chains below keep.
+  const StageStarts starts = stage_starts(costs, pp, chain_cap_s / (m * passes) * (1 + 1e-9));
+  if (starts.first.empty()) return none;
   std::vector<int> probe(pp, 1);
   probe.back() = n - (pp - 1);
   const std::vector<StageTiming> sends = policy.stage_timings(ctx, probe);
   std::vector<double> pass(pp, 0);  // sends the chain crosses when it passes stage s
   for (int s = 0; s + 1 < pp; ++s) pass[s] = sends[s].forward_send_s + sends[s + 1].backward_send_s;
-  // best[s * (n+1) + u]; cut: where stage s ends. Reused by the thread's next layout.
+  // best[s * (n+1) + u]; cut: where stage s ends. Reused by the thread's next layout. A chain
+  // of cap_s or more counts as none: it stays inf.
   static thread_local std::vector<double> best;
   static thread_local std::vector<int> cut;
   best.assign(size_t(pp) * (n + 1), inf);
   cut.assign(size_t(pp) * (n + 1), -1);
   auto at = [n](int s, int u) { return size_t(s) * (n + 1) + u; };
-  for (int u = pp - 1; u < n; ++u)
-    if (costs.segment_start[u] == costs.segment_start[n - 1]) best[at(pp - 1, u)] = m * costs.stage(pp - 1, u, n);
+  for (int u = std::max(pp - 1, starts.first[pp - 1]); u <= starts.last[pp - 1] && u < n; ++u) {
+    const double chain = m * (costs.stage(pp - 1, u, n) * passes);
+    if (costs.segment_start[u] == costs.segment_start[n - 1] && chain < chain_cap_s) best[at(pp - 1, u)] = chain;
+  }
   for (int s = pp - 2; s >= 1; --s) {
     const double* prefix = costs.prefix[costs.stage_type[s]].data();
     const double* behind = &best[at(s + 1, 0)];
     const int* segment = costs.segment_start.data();
-    for (int u = s; u <= n - (pp - s); ++u) {
-      double here = inf;
+    for (int u = std::max(s, starts.first[s]); u <= std::min(n - (pp - s), starts.last[s]); ++u) {
+      double here = chain_cap_s;
       int here_cut = -1;
-      for (int v = u + 1; v <= n - (pp - 1 - s); ++v) {
-        double t = prefix[v] - prefix[u];
+      for (int v = std::max(u + 1, starts.first[s + 1]); v <= n - (pp - 1 - s); ++v) {
+        double t = (prefix[v] - prefix[u]) * passes;
         // The stage alone only grows with v: no longer stage can do better.
         if (m * t >= here || segment[v - 1] != segment[u]) break;
         double value = std::max(m * t, t + pass[s] + behind[v]);  // inf stays inf
@@ -261,14 +308,13 @@ LowerBoundPartition min_lower_bound(const PlanContext& ctx, const CostPolicy& po
           here_cut = v;
         }
       }
-      best[at(s, u)] = here;
-      cut[at(s, u)] = here_cut;
+      if (here_cut >= 0) best[at(s, u)] = here, cut[at(s, u)] = here_cut;
     }
   }
   std::vector<int> partition(pp, 0);
-  double best_total = inf;
-  for (int v = 1; v <= n - (pp - 1); ++v) {
-    double t = costs.stage(0, 0, v);
+  double best_total = chain_cap_s;
+  for (int v = std::max(1, starts.first[1]); v <= std::min(n - (pp - 1), starts.last[1]); ++v) {
+    double t = costs.stage(0, 0, v) * passes;
     if (m * t >= best_total || costs.segment_start[v - 1] != 0) break;
     double rest = best[at(1, v)];
     if (rest == inf) continue;
@@ -282,13 +328,13 @@ LowerBoundPartition min_lower_bound(const PlanContext& ctx, const CostPolicy& po
       partition[0] = v;
     }
   }
-  if (best_total == inf) return {};
+  if (partition[0] == 0) return none;
   for (int s = 1, u = partition[0]; s < pp; ++s) {
     int v = s == pp - 1 ? n : cut[at(s, u)];
     partition[s] = v - u;
     u = v;
   }
-  return {partition, best_total + policy.embedding_allreduce_s(ctx)};
+  return {partition, best_total + embedding_s};
 }
 
 }  // namespace
@@ -429,9 +475,11 @@ std::vector<std::vector<int>> fasop_partitions(const PlanContext& ctx, const Cos
   return out;
 }
 
-FloorPartition floor_partition(const PlanContext& ctx, const CostPolicy& policy) {
+FloorPartition floor_partition(const PlanContext& ctx, const CostPolicy& policy, double cap_s) {
   if (ctx.pp() == 1) return {{ctx.num_units()}, step_time_s(ctx, policy, {ctx.num_units()})};
-  LowerBoundPartition bound = min_lower_bound(ctx, policy, CutCosts(ctx));
+  LowerBoundPartition bound = min_lower_bound(ctx, policy, CutCosts(ctx), cap_s);
+  if (cap_s != std::numeric_limits<double>::infinity() && (bound.partition.empty() || bound.value_s >= cap_s))
+    return {{}, cap_s};
   if (bound.partition.empty())
     throw SpecError("pp " + std::to_string(ctx.pp()) + ": no partition gives every stage a unit of one segment; "
                     "use fewer stages");
@@ -463,7 +511,7 @@ FastestStageUnits fastest_stage_units(const PlanContext& ctx) {
 }  // namespace
 
 double coarse_step_time_floor_s(const PlanContext& ctx, const CostPolicy& policy) {
-  const double whole_model = fastest_stage_units(ctx).whole_model_s;
+  const double whole_model = fastest_stage_units(ctx).whole_model_s * policy.pass_time_factor(ctx);
   // The pipeline runs the whole model once, and some stage m times its 1/pp share or more.
   return std::max(whole_model, ctx.num_microbatches * whole_model / ctx.pp()) + policy.embedding_allreduce_s(ctx);
 }
@@ -484,7 +532,7 @@ double stage_type_step_floor_s(const PlanContext& ctx, const CostPolicy& policy)
   // m times that, so the ref time of the whole model is at most T / m x sum_s 1 / r_(t_s).
   const FastestStageUnits fastest = fastest_stage_units(ctx);
   const std::vector<double>& ref = fastest.unit_s;
-  const double whole_model = fastest.whole_model_s;
+  const double whole_model = fastest.whole_model_s * policy.pass_time_factor(ctx);
   std::vector<double> ratio(ctx.cluster->node_types.size(), std::numeric_limits<double>::infinity());
   for (int type : fastest.types)
     for (int u = 0; u < ctx.num_units(); ++u)

@@ -1,4 +1,5 @@
 #pragma once
+#include <limits>
 #include <set>
 #include <utility>
 #include <vector>
@@ -74,12 +75,15 @@ bool fits_memory(const PlanContext& ctx, const std::vector<int>& partition);
 std::vector<std::vector<int>> fasop_partitions(const PlanContext& ctx, const CostPolicy& policy);
 
 /// The exact minimiser of CostPolicy::step_time_lower_bound's chains over partitions (dynamic
-/// programming), and that minimum: a floor no partition's step time goes below.
+/// programming), and that minimum: a floor no partition's step time goes below. With a finite
+/// `cap_s`, a floor of cap_s or more comes back as cap_s with no partition, sooner: the program
+/// never tries a stage that alone reaches the cap (a search passes the time its front rules out).
 struct FloorPartition {
   std::vector<int> partition;
   double floor_s = 0;
 };
-FloorPartition floor_partition(const PlanContext& ctx, const CostPolicy& policy);
+FloorPartition floor_partition(const PlanContext& ctx, const CostPolicy& policy,
+                               double cap_s = std::numeric_limits<double>::infinity());
 
 /// A floor under every partition's step time without a dynamic program: the pipeline runs the
 /// whole model once and some stage at least m times its 1/pp share, each unit at the fastest
