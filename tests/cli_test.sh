@@ -13,6 +13,14 @@ printf 'name: x\nnode_types: [\n' > "$work/bad.yaml"
 expect_error "malformed YAML" "$work/bad.yaml" search --model bert --cluster "$work/bad.yaml" --out-dir "$work/a"
 sed 's/gpu: A10$/gpu: L4/' "$(dirname "$0")/../clusters/fasop-bert.yaml" > "$work/l4.yaml"
 expect_error "GPU type without a profile" "L4" search --model bert --cluster "$work/l4.yaml" --out-dir "$work/a"
+# Per-stage tp and uneven dp: a wrong count of degrees, and a batch that does not split without
+# the flag that allows it, each name the field and the fix.
+expect_error "--stage-tp of the wrong length" "give one tp per stage" estimate --model gpt2xl \
+  --cluster fasop-8nodes-heterogeneous --mbs 1 --tp 4 --dp 1 --pp 8 --stage-tp 4,4 --policy analytic
+expect_error "--stage-tp with the fasop policy" "--policy analytic" estimate --model gpt2xl \
+  --cluster fasop-8nodes-heterogeneous --mbs 1 --tp 4 --dp 1 --pp 8 --stage-tp 4,4,4,4,4,4,4,4
+expect_error "dp that does not divide the batch" "--uneven-dp" estimate --model gpt2xl \
+  --cluster fasop-8nodes-heterogeneous --mbs 1 --tp 1 --dp 3 --pp 8 --policy analytic --nodes A100=1 --nodes A10=5
 expect_error "degrees that do not fit" "--tp/--dp/--pp" estimate --model bert --mbs 4 --tp 1 --dp 2 --pp 4
 sed 's/^global_batch: 256/global_batch: 100/' "$(dirname "$0")/../configs/models/bert.yaml" > "$work/bert100.yaml"
 expect_error "dp not dividing the batch" "--dp" estimate --model "$work/bert100.yaml" --mbs 1 --tp 1 --dp 8 --pp 2

@@ -21,6 +21,8 @@ struct EstimateOptions {
   PlanKey key;
   std::vector<std::string> nodes;
   std::vector<int> stage_dp;
+  std::vector<int> stage_tp;
+  bool uneven_dp = false;
   std::string placement;
   std::string partition;
   bool json = false;
@@ -30,7 +32,7 @@ struct EstimateOptions {
 
 /// estimate --plan: the saved plan on its specs (or --cluster's, --profile-dir's), estimated again.
 void run_saved(const EstimateOptions& options, CLI::App& command) {
-  for (const char* own : {"--model", "--mbs", "--tp", "--dp", "--pp", "--nodes", "--stage-dp", "--placement",
+  for (const char* own : {"--model", "--mbs", "--tp", "--dp", "--pp", "--nodes", "--stage-dp", "--stage-tp", "--uneven-dp", "--placement",
                           "--partition", "--heterogeneous", "--zero", "--recompute", "--policy"})
     if (command.count(own)) throw SpecError(std::string("--plan: the plan gives ") + own + "; leave it out");
   PlanOverrides overrides;
@@ -103,6 +105,9 @@ void run(EstimateOptions options, CLI::App& command) {
   options.key.sequence_parallel = options.planner.sequence_parallel;
   if (!options.planner.virtual_stages.empty()) options.key.virtual_stages = options.planner.virtual_stages.front();
   options.key.stage_dp = options.stage_dp;
+  options.key.stage_tp = options.stage_tp;
+  // Only a plan that splits its batch unevenly is marked so: an even one stays as it was.
+  options.key.uneven_dp = options.uneven_dp && splits_batch_unevenly(setup->model.global_batch, options.key);
   validate_plan_key(setup->model, setup->cluster, options.key);
   std::vector<int> partition = options.partition.empty() ? std::vector<int>{} : parse_partition(options.partition);
   PartitionTiming timing = options.as_given ? PartitionTiming::kExact : PartitionTiming::kAsFasopReports;
@@ -138,6 +143,13 @@ void add_estimate_command(CLI::App& app) {
   command->add_option("--stage-dp", options->stage_dp,
                       "data-parallel degree of each stage, e.g. 4,4,8 (Metis-style; --dp is the largest)")
       ->delimiter(',');
+  command->add_option("--stage-tp", options->stage_tp,
+                      "tensor-parallel degree of each stage, e.g. 1,1,4,4 (Sailor-style; --tp is the largest; "
+                      "a node type's stages share one)")
+      ->delimiter(',');
+  command->add_flag("--uneven-dp", options->uneven_dp,
+                    "let dp (and mbs) not divide the global batch: replicas take floor or ceil of their share "
+                    "(Sailor-style)");
   command->add_option("--placement", options->placement,
                       "node types in rank order, comma-separated (default: the cluster's order)");
   command->add_option("--partition", options->partition,

@@ -21,8 +21,9 @@ RunPrediction predict_run(const LoadedPlan& loaded) {
   p.model_flops_per_step = model_flops_per_step(model, plan.global_batch);
   const std::string precision = peak_precision(model.dtype);
   bool every_peak = true;
-  for (const PlanStage& stage : plan.stages) {
-    const int gpus = plan.key.tp * stage.dp;
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const PlanStage& stage = plan.stages[s];
+    const int gpus = (plan.key.stage_tp.size() == plan.stages.size() ? plan.key.stage_tp[s] : plan.key.tp) * stage.dp;
     p.gpus += gpus;
     const int type = cluster.find_node_type(stage.node_type);
     const auto& peaks = cluster.node_types.at(type).gpu_data.peak_tflops;

@@ -35,6 +35,8 @@ struct SearchOptions {
   bool refine_all = false;
   bool exhaustive = false;
   bool per_stage_dp = false;
+  bool per_stage_tp = false;
+  bool uneven_dp = false;
   // Budgets (any search) and subsets
   double min_throughput = 0;     ///< iterations per second; 0: none
   double max_cost_per_step = 0;  ///< USD per step; 0: none
@@ -125,6 +127,8 @@ void run_search_command(const SearchOptions& options) {
   std::unique_ptr<PlannerSetup> setup = PlannerSetup::load(options.planner);
   setup->input.threads = options.threads;
   setup->input.space.per_stage_dp = options.per_stage_dp;
+  setup->input.space.per_stage_tp = options.per_stage_tp;
+  setup->input.space.uneven_dp = options.uneven_dp;
   if (setup->input.refine_top > 0) setup->input.refine_top = std::max<size_t>(options.top, 1);
   // A cluster larger than any layout is refused at once, not after enumerating its placements.
   if (setup->cluster.num_gpus() > most_layout_gpus(setup->model, setup->cluster, setup->input.space)) require_layouts(*setup, options.planner, 0);
@@ -188,6 +192,8 @@ ParetoInput inventory_input(const SearchOptions& options, PlannerSetup& setup) {
   setup.load_profiles(options.planner, input.limits);
   setup.input.threads = options.threads;
   setup.input.space.per_stage_dp = options.per_stage_dp;
+  setup.input.space.per_stage_tp = options.per_stage_tp;
+  setup.input.space.uneven_dp = options.uneven_dp;
   input.search = setup.input;
   input.constraints = budget_constraints(options, setup.input.iterations);
   if (setup.input.memory_aware) input.constraints.exclude_oom = true;
@@ -361,6 +367,12 @@ void add_search_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   command->add_flag("--stage-dp", options->per_stage_dp,
                     "also try a data-parallel degree per node type (Metis-style; with type-block placements)");
+  command->add_flag("--stage-tp", options->per_stage_tp,
+                    "also try a tensor-parallel degree per node type (Sailor-style; with type-block placements "
+                    "and the analytic policy)");
+  command->add_flag("--uneven-dp", options->uneven_dp,
+                    "also try dp and mbs that do not divide the global batch (Sailor-style; replicas take floor or "
+                    "ceil of their share, the step waits for the largest)");
   command->add_flag("--pareto", options->planner.pareto,
                     "search every cluster shape of the inventory (default: FASOP's 0..8 A100 and A10 nodes) "
                     "and write the cost-versus-time pareto front");

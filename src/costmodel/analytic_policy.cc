@@ -35,7 +35,7 @@ struct Link {
 
 int first_rank(const PlanContext& ctx, int stage) { return ctx.stage_first_rank(stage); }
 int last_rank(const PlanContext& ctx, int stage) {
-  return ctx.stage_first_rank(stage) + ctx.key.tp * ctx.stage_dp(stage) - 1;
+  return ctx.stage_first_rank(stage) + ctx.stage_tp(stage) * ctx.stage_dp(stage) - 1;
 }
 
 const NodeType& type_of_node(const PlanContext& ctx, int node) {
@@ -45,8 +45,9 @@ const NodeType& type_of_node(const PlanContext& ctx, int node) {
 /// How many of a node's GPUs (of type `ta`) share its network as stage `stage` sends (see
 /// link_between): those of the stage on the node, or for a ring its tp rings.
 double network_sharing(const PlanContext& ctx, int stage, const NodeType& ta, bool ring) {
-  const double on_node = std::min(ta.gpus_per_node, ctx.key.tp * ctx.stage_dp(stage));
-  return ring ? std::min<double>(ctx.key.tp, on_node) : on_node;
+  const int tp = ctx.stage_tp(stage);
+  const double on_node = std::min(ta.gpus_per_node, tp * ctx.stage_dp(stage));
+  return ring ? std::min<double>(tp, on_node) : on_node;
 }
 
 /// Bounds `link`, a network link between nodes of types `ta` and `tb` that `sharing` GPUs of a
@@ -93,7 +94,7 @@ double element_bytes(const ModelSpec& model) { return activation_bytes(model.dty
 /// The slowest link of stage `stage`'s data-parallel ring: its first and last rank meet every
 /// kind of link its ranks use (across zones, limit_ring_by_zones finds the slowest edge).
 Link dp_link(const PlanContext& ctx, int stage) {
-  const int first = ctx.stage_rank(stage, 0, 0), last = ctx.stage_rank(stage, ctx.stage_dp(stage) - 1, ctx.key.tp - 1);
+  const int first = ctx.stage_rank(stage, 0, 0), last = ctx.stage_rank(stage, ctx.stage_dp(stage) - 1, ctx.stage_tp(stage) - 1);
   Link link = link_between(ctx, stage, first, last, true);
   // A stage's ranks sit on consecutive nodes; each of its rings visits every one of them.
   link.ring_nodes = ctx.node_of(last) - ctx.node_of(first) + 1;
@@ -118,13 +119,18 @@ double total(const std::vector<double>& values) {
   return sum;
 }
 
+/// Fills the prefix sums of parameters and one sample's activations on a GPU of tp `tp`;
+/// returns the activations one layer recomputes at a time with full recomputation (else 0).
+double fill_memory_prefixes(const ModelSpec& m, const PlanKey& k, int tp, std::vector<double>& params,
+                            std::vector<double>& activations);
+
 /// Parameters of stage `stage` of `partition` on one GPU: the memory model's prefix sums.
 }  // namespace
 
 double stage_params(const PlanContext& ctx, const std::vector<int>& partition, int stage) {
   int first = 0;
   for (int s = 0; s < stage; ++s) first += partition[s];
-  const std::vector<double>& prefix = ctx.partition_memory->params_prefix;
+  const std::vector<double>& prefix = ctx.partition_memory->stage_params_prefix(stage);
   return prefix[first + partition[stage]] - prefix[first];
 }
 
@@ -133,7 +139,13 @@ double boundary_send_bytes(const PlanContext& ctx, int from, int to) {
   // larger share per rank.
   const PlanKey& k = ctx.key;
   const int replicas = std::min(ctx.stage_dp(from), ctx.stage_dp(to));
-  return double(k.mbs) * k.dp / replicas * ctx.model->sequence * ctx.model->hidden * element_bytes(*ctx.model) / k.tp;
+  // Megatron's scatter/gather of p2p tensors: each of tp lanes sends 1/tp of the activation and
+  // the receiving group all-gathers it on its node. Where the two stages' tp differ, every rank
+  // of the receiving stage needs the whole activation: lanes t < min(tp) pair up, each carries
+  // 1/min(tp) of it, and the side with more ranks scatters or gathers the rest on its node
+  // (not priced, as the gather of equal tp is not). Equal tp gives Megatron's 1/tp.
+  const int lanes = std::min(ctx.stage_tp(from), ctx.stage_tp(to));
+  return double(k.mbs) * k.dp / replicas * ctx.model->sequence * ctx.model->hidden * element_bytes(*ctx.model) / lanes;
 }
 
 bool syncs_tied_embedding(const ModelSpec& model, int pp) {
@@ -159,8 +171,10 @@ double unit_params(const ModelSpec& m, const LayerUnit& unit, int tp) {
   return 0;
 }
 
-ActivationMode activation_mode(const PlanKey& key) {
-  return {key.recompute, key.selective_recompute && !key.recompute, key.sequence_parallel && key.tp > 1};
+ActivationMode activation_mode(const PlanKey& key) { return activation_mode(key, key.tp); }
+
+ActivationMode activation_mode(const PlanKey& key, int tp) {
+  return {key.recompute, key.selective_recompute && !key.recompute, key.sequence_parallel && tp > 1};
 }
 
 double unit_activation_bytes(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs, const ActivationMode& mode) {
@@ -230,13 +244,14 @@ std::vector<double> AnalyticPolicy::boundary_send_s(const PlanContext& ctx) cons
   std::vector<double> sends;
   for (int b = 0; b + 1 < k.pp; ++b) {
     const int replicas = std::min(ctx.stage_dp(b), ctx.stage_dp(b + 1));
+    const int lanes = std::min(ctx.stage_tp(b), ctx.stage_tp(b + 1));  // see boundary_send_bytes
     const double bytes = boundary_send_bytes(ctx, b, b + 1);
     // The corner ranks of the stages meet every kind of link their ranks use; across zones
     // any pair may cross between two zones, so every pair is tried.
-    const int d_step = ctx.multi_zone ? 1 : std::max(1, replicas - 1), t_step = ctx.multi_zone ? 1 : std::max(1, k.tp - 1);
+    const int d_step = ctx.multi_zone ? 1 : std::max(1, replicas - 1), t_step = ctx.multi_zone ? 1 : std::max(1, lanes - 1);
     double slowest = 0;
     for (int d = 0; d < replicas; d += d_step)
-      for (int t = 0; t < k.tp; t += t_step)
+      for (int t = 0; t < lanes; t += t_step)
         slowest = std::max(slowest, link_between(ctx, b, ctx.stage_rank(b, d, t), ctx.stage_rank(b + 1, d, t)).seconds(bytes));
     sends.push_back(slowest);
   }
@@ -297,7 +312,7 @@ void AnalyticPolicy::time_stage(const PlanContext& ctx, const std::vector<int>& 
     // its gradients reduce-scattered after its backward, each a unit ahead of the compute:
     // the first unit's collectives wait, the rest hide under the pass as far as it lasts.
     const Link link = dp_link(ctx, s);
-    const std::vector<double>& prefix = ctx.partition_memory->params_prefix;
+    const std::vector<double>& prefix = ctx.partition_memory->stage_params_prefix(s);
     const double param_bytes = element_bytes(*ctx.model), grad_bytes = gradient_bytes(ctx.model->dtype);
     double gathers = 0, reduces = 0, first_gather = 0, last_gather = 0, first_reduce = 0;
     for (int u = first; u < first + count; ++u) {
@@ -469,13 +484,15 @@ double AnalyticPolicy::embedding_allreduce_s(const PlanContext& ctx) const {
   const ModelSpec& m = *ctx.model;
   const PlanKey& k = ctx.key;
   if (!syncs_tied_embedding(m, k.pp)) return 0;
-  // Two ranks (first and last stage) all-reduce the fp32 embedding gradient: one exchange.
-  const double bytes = 4.0 * m.hidden * m.vocab / k.tp;
+  // Two ranks (first and last stage) all-reduce the fp32 embedding gradient: one exchange. With
+  // different tp on the two, lanes t < min(tp) exchange 1/min(tp) each (as boundary_send_bytes).
+  const int lanes = std::min(ctx.stage_tp(0), ctx.stage_tp(k.pp - 1));
+  const double bytes = 4.0 * m.hidden * m.vocab / lanes;
   double seconds = link_between(ctx, 0, ctx.stage_rank(0, 0, 0), ctx.stage_rank(k.pp - 1, 0, 0)).seconds(bytes);
   // Across zones every replica's and lane's pair exchanges at once: the slowest ends it.
   if (ctx.multi_zone)
     for (int d = 0; d < std::min(ctx.stage_dp(0), ctx.stage_dp(k.pp - 1)); ++d)
-      for (int t = 0; t < k.tp; ++t)
+      for (int t = 0; t < lanes; ++t)
         seconds = std::max(seconds, link_between(ctx, 0, ctx.stage_rank(0, d, t), ctx.stage_rank(k.pp - 1, d, t)).seconds(bytes));
   return seconds;
 }
@@ -484,30 +501,55 @@ double AnalyticPolicy::egress_usd_per_step(const PlanContext& ctx, const std::ve
   return fasop::egress_usd_per_step(ctx, partition);
 }
 
+namespace {
+
+double fill_memory_prefixes(const ModelSpec& m, const PlanKey& k, int tp, std::vector<double>& params,
+                            std::vector<double>& activations) {
+  params.assign(m.units.size() + 1, 0);
+  activations.assign(m.units.size() + 1, 0);
+  const ActivationMode mode = activation_mode(k, tp);
+  double working_layer = 0;
+  for (size_t u = 0; u < m.units.size(); ++u) {
+    params[u + 1] = params[u] + unit_params(m, m.units[u], tp);
+    activations[u + 1] = activations[u] + unit_activation_bytes(m, m.units[u], tp, 1, mode);
+    if (k.recompute) {
+      ActivationMode recomputing = mode;
+      recomputing.full_recompute = false;
+      working_layer = std::max(working_layer, unit_activation_bytes(m, m.units[u], tp, 1, recomputing));
+    }
+  }
+  return working_layer;
+}
+
+}  // namespace
+
 std::optional<MemoryModel> AnalyticPolicy::memory_model(const PlanContext& ctx) const {
   const ModelSpec& m = *ctx.model;
   const PlanKey& k = ctx.key;
   MemoryModel model;
-  model.params_prefix.assign(m.units.size() + 1, 0);
-  model.activation_prefix.assign(m.units.size() + 1, 0);
   // Activations grow in proportion to the micro-batch: the prefix holds one sample's, and each
   // stage scales them by the samples it runs (stages may differ with per-stage dp).
-  double working_layer = 0;  // with recomputation, one layer's full activations at a time
-  for (size_t u = 0; u < m.units.size(); ++u) {
-    model.params_prefix[u + 1] = model.params_prefix[u] + unit_params(m, m.units[u], k.tp);
-    model.activation_prefix[u + 1] =
-        model.activation_prefix[u] + unit_activation_bytes(m, m.units[u], k.tp, 1, activation_mode(k));
-    if (k.recompute) {
-      ActivationMode recomputing = activation_mode(k);
-      recomputing.full_recompute = false;
-      working_layer = std::max(working_layer, unit_activation_bytes(m, m.units[u], k.tp, 1, recomputing));
+  const double largest_tp_working_layer = fill_memory_prefixes(m, k, k.tp, model.params_prefix, model.activation_prefix);
+  std::vector<double> working_layer(k.pp, largest_tp_working_layer);  // with recomputation: one layer's in full
+  for (int s = 0; s < k.pp && !k.stage_tp.empty(); ++s) {
+    // A table per distinct stage tp, in order of first use.
+    const auto seen = std::find(k.stage_tp.begin(), k.stage_tp.begin() + s, k.stage_tp[s]);
+    if (seen != k.stage_tp.begin() + s) {
+      model.stage_table.push_back(model.stage_table[seen - k.stage_tp.begin()]);
+      working_layer[s] = working_layer[seen - k.stage_tp.begin()];
+      continue;
     }
+    model.stage_table.push_back(static_cast<int>(model.table_params_prefix.size()));
+    model.table_params_prefix.emplace_back();
+    model.table_activation_prefix.emplace_back();
+    working_layer[s] = fill_memory_prefixes(m, k, k.stage_tp[s], model.table_params_prefix.back(),
+                                            model.table_activation_prefix.back());
   }
   for (int s = 0; s < k.pp; ++s) {
     const double samples = ctx.stage_mbs(s);
     model.bytes_per_param.push_back(bytes_per_param(k.zero_stage, ctx.stage_dp(s), m.dtype));
     model.in_flight.push_back(std::min(k.pp - s, ctx.num_microbatches) * samples);
-    model.fixed_bytes.push_back(kReservedBytes + working_layer * samples);
+    model.fixed_bytes.push_back(kReservedBytes + working_layer[s] * samples);
     double memory_gib = std::numeric_limits<double>::infinity();
     for (int node = ctx.node_of(first_rank(ctx, s)); node <= ctx.node_of(last_rank(ctx, s)); ++node)
       memory_gib = std::min(memory_gib, type_of_node(ctx, node).gpu_memory_gib);
@@ -524,7 +566,8 @@ std::vector<StageMemory> AnalyticPolicy::stage_memory(const PlanContext& ctx, co
     StageMemory mem;
     int end = first + partition[s];
     mem.gib = model.stage_bytes(s, first, end) / kGib;
-    mem.zero_gib = mem.gib - (model.params_prefix[end] - model.params_prefix[first]) *
+    const std::vector<double>& params = model.stage_params_prefix(s);
+    mem.zero_gib = mem.gib - (params[end] - params[first]) *
                                  (model.bytes_per_param[s] - zero3_per_param) / kGib;
     mem.limit_gib = model.limit_bytes[s] / kGib;
     stages.push_back(mem);

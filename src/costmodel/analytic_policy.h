@@ -178,7 +178,7 @@ double unit_params(const ModelSpec& model, const LayerUnit& unit, int tp);
 double stage_params(const PlanContext& ctx, const std::vector<int>& partition, int stage);
 /// Bytes one rank sends across the pipeline boundary from stage `from` to stage `to`, one
 /// micro-batch's activations (or their gradients back): its 1/tp share of the side with fewer
-/// replicas.
+/// replicas (1/min(tp) where the two stages' tp differ).
 double boundary_send_bytes(const PlanContext& ctx, int from, int to);
 /// True when tied embeddings add an all-reduce between the first and the last stage: the
 /// model ties them, has an output head, and has more than one stage.
@@ -192,6 +192,8 @@ struct ActivationMode {
 /// The mode of a plan (selective only without full recomputation, sequence parallelism only
 /// with tp > 1).
 ActivationMode activation_mode(const PlanKey& key);
+/// The mode on a stage of tensor-parallel degree `tp` (per-stage tp: sequence parallelism only where tp > 1).
+ActivationMode activation_mode(const PlanKey& key, int tp);
 /// Activation bytes one micro-batch leaves in one GPU's memory for unit `unit` (Korthikanti
 /// et al. 2022, Table 2, per mode; no score matrix with fused attention).
 double unit_activation_bytes(const ModelSpec& model, const LayerUnit& unit, int tp, int mbs, const ActivationMode& mode);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "costmodel/stage_tp_checks.h"
+#include "specs/batch_split.h"
 #include "specs/spec_error.h"
 
 namespace fasop {
@@ -26,14 +28,37 @@ void validate_stage_dp(const ModelSpec& model, const ClusterSpec& cluster, const
   }
   if (largest != key.dp) throw SpecError("--dp: with per-stage dp, dp is the largest stage's: " + str(largest));
   for (int d : key.stage_dp) {
-    if ((key.mbs * key.dp) % d != 0)
+    if ((key.mbs * key.dp) % d != 0 && !key.uneven_dp)
       throw SpecError("--stage-dp: a stage of " + str(d) + " replicas cannot split the pipeline's micro-batch of " +
-                      str(key.mbs * key.dp) + " samples (mbs x dp)");
+                      str(key.mbs * key.dp) + " samples (mbs x dp); pass --uneven-dp to let its replicas take unequal shares");
   }
-  if (gpus != cluster.num_gpus())
+  // With per-stage tp, validate_stage_tp_degrees counts the GPUs.
+  if (key.stage_tp.empty() && gpus != cluster.num_gpus())
     throw SpecError("--stage-dp: the stages take " + str(gpus) + " GPUs (tp x each stage's dp) but cluster '" +
                     cluster.name + "' has " + str(cluster.num_gpus()));
   (void)model;
+}
+
+/// The global batch against dp and mbs: they divide it (FASOP, Megatron), or with uneven dp
+/// (Sailor) every replica gets a sample and mbs is at most the largest replica's share.
+void validate_batch_split(const ModelSpec& model, const PlanKey& key) {
+  if (key.uneven_dp) {
+    const int largest_share = (model.global_batch + key.dp - 1) / key.dp;
+    if (key.dp > model.global_batch)
+      throw SpecError("--dp: " + str(key.dp) + " replicas but the global batch " + str(model.global_batch) +
+                      " of model '" + model.name + "' gives some none; choose at most " + str(model.global_batch));
+    if (key.mbs > largest_share)
+      throw SpecError("--mbs: " + str(key.mbs) + " is more than the largest replica's share " + str(largest_share) +
+                      " (global batch / dp, rounded up)");
+    return;
+  }
+  if (model.global_batch % key.dp != 0)
+    throw SpecError("--dp: " + str(key.dp) + " does not divide the global batch " + str(model.global_batch) +
+                    " of model '" + model.name + "'; pass --uneven-dp to let replicas take unequal shares");
+  if ((model.global_batch / key.dp) % key.mbs != 0)
+    throw SpecError("--mbs: " + str(key.mbs) + " does not divide the per-replica batch " +
+                    str(model.global_batch / key.dp) + " (global batch / dp); pass --uneven-dp to let replicas take "
+                    "unequal shares");
 }
 
 }  // namespace
@@ -41,18 +66,14 @@ void validate_stage_dp(const ModelSpec& model, const ClusterSpec& cluster, const
 void validate_plan_key(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key) {
   for (auto [name, value] : {std::pair{"mbs", key.mbs}, {"tp", key.tp}, {"dp", key.dp}, {"pp", key.pp}})
     if (value <= 0) throw SpecError(std::string("--") + name + ": must be positive, got " + str(value));
-  if (!key.stage_dp.empty()) {
-    validate_stage_dp(model, cluster, key);
-  } else if (key.tp * key.dp * key.pp != cluster.num_gpus())
+  if (!key.stage_dp.empty()) validate_stage_dp(model, cluster, key);
+  if (!key.stage_tp.empty())
+    validate_stage_tp_degrees(model, cluster, key);
+  else if (key.stage_dp.empty() && key.tp * key.dp * key.pp != cluster.num_gpus())
     throw SpecError("--tp/--dp/--pp: tp * dp * pp = " + str(key.tp * key.dp * key.pp) +
                     " but cluster '" + cluster.name + "' has " + str(cluster.num_gpus()) +
                     " GPUs; choose degrees whose product is " + str(cluster.num_gpus()));
-  if (model.global_batch % key.dp != 0)
-    throw SpecError("--dp: " + str(key.dp) + " does not divide the global batch " +
-                    str(model.global_batch) + " of model '" + model.name + "'");
-  if ((model.global_batch / key.dp) % key.mbs != 0)
-    throw SpecError("--mbs: " + str(key.mbs) + " does not divide the per-replica batch " +
-                    str(model.global_batch / key.dp) + " (global batch / dp)");
+  validate_batch_split(model, key);
   if (key.pp > model.num_units())
     throw SpecError("--pp: " + str(key.pp) + " stages but model '" + model.name + "' has only " +
                     str(model.num_units()) + " pipeline units");
@@ -67,7 +88,7 @@ void validate_plan_key(const ModelSpec& model, const ClusterSpec& cluster, const
   if (key.virtual_stages > 1) {
     // Megatron-LM's interleaved schedule: v equal model chunks on each of pp ranks, and whole
     // rounds of pp micro-batches.
-    const int chunks = key.pp * key.virtual_stages, micro_batches = model.global_batch / (key.mbs * key.dp);
+    const int chunks = key.pp * key.virtual_stages, micro_batches = slowest_replica_microbatches(model.global_batch, key);
     if (key.pp == 1 || model.num_transformer_layers() % chunks != 0)
       throw SpecError("virtual pipeline stages " + str(key.virtual_stages) + ": the interleaved schedule needs pp > 1 "
                       "and pp x v (" + str(chunks) + ") dividing model '" + model.name + "''s " +
@@ -87,6 +108,7 @@ void validate_plan_key(const ModelSpec& model, const ClusterSpec& cluster, const
                       "' nodes but cluster '" + cluster.name + "' has " +
                       str(cluster.node_count(int(t))));
   }
+  if (!key.stage_tp.empty()) validate_stage_tp_nodes(cluster, key);
 }
 
 PartitionFault find_partition_fault(const ModelSpec& model, int pp, const std::vector<int>& partition) {
@@ -134,7 +156,9 @@ PlanContext make_plan_context(const ModelSpec& model, const ClusterSpec& cluster
   ctx.model = &model;
   ctx.cluster = &cluster;
   ctx.key = key;
-  ctx.num_microbatches = model.global_batch / (key.dp * key.mbs);
+  if (!key.stage_tp.empty() && policy.name() == "fasop")
+    throw SpecError("--stage-tp: the fasop policy prices one tp on every stage; use --policy analytic");
+  ctx.num_microbatches = slowest_replica_microbatches(model.global_batch, key);
   ctx.gpus_per_node = cluster.gpus_per_node();
   ctx.multi_zone = cluster.multi_zone();
   if (!cluster.uniform_gpus_per_node())
@@ -148,6 +172,13 @@ PlanContext make_plan_context(const ModelSpec& model, const ClusterSpec& cluster
   std::vector<int> type_mbs(cluster.node_types.size(), key.mbs);
   for (int s = key.pp - 1; s >= 0 && !key.stage_dp.empty(); --s)
     type_mbs[key.node_order[ctx.node_of(ctx.stage_first_rank(s))]] = ctx.stage_mbs(s);
+  // With per-stage tp, a node type's stages share one tp (validate_stage_tp_nodes): its layers,
+  // their tp all-reduces included, are timed at it.
+  std::vector<int> type_tp(cluster.node_types.size(), key.tp);
+  for (int s = 0; s < key.pp && !key.stage_tp.empty(); ++s) {
+    const int first = ctx.stage_first_rank(s), last = first + ctx.stage_tp(s) * ctx.stage_dp(s) - 1;
+    for (int node = ctx.node_of(first); node <= ctx.node_of(last); ++node) type_tp[key.node_order[node]] = ctx.stage_tp(s);
+  }
   for (size_t type = 0; type < cluster.node_types.size(); ++type) {
     const ProfileSpec* profile = profiles[type];
     // Node types the layout does not place are never consulted.
@@ -162,12 +193,13 @@ PlanContext make_plan_context(const ModelSpec& model, const ClusterSpec& cluster
         tp_comm.push_back(tp_comm.back());
         continue;
       }
-      if (!profile->has(layer, key.tp))
+      const int tp = type_tp[type];
+      if (!profile->has(layer, tp))
         throw SpecError(profile->source + ": no forward time of layer type '" + layer + "' at tp " +
-                        str(key.tp) + "; profile it or choose another --tp");
+                        str(tp) + "; profile it or choose another --tp");
       // Backward as measured, else twice the forward (FASOP's assumption for its profiles).
-      units.push_back(profile->forward_backward_time_s(layer, key.tp, type_mbs[type]));
-      tp_comm.push_back(profile->tp_comm_time_s(layer, key.tp, type_mbs[type]));
+      units.push_back(profile->forward_backward_time_s(layer, tp, type_mbs[type]));
+      tp_comm.push_back(profile->tp_comm_time_s(layer, tp, type_mbs[type]));
     }
   }
   ctx.stage_node_type = policy.stage_node_types(ctx);

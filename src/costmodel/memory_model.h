@@ -14,10 +14,23 @@ struct MemoryModel {
   std::vector<double> in_flight;          ///< micro-batches whose activations a stage holds at once
   std::vector<double> fixed_bytes;        ///< per stage
   std::vector<double> limit_bytes;        ///< per stage: the memory of its GPU
+  /// Per-stage tp (PlanKey::stage_tp): stage s holds the parameters and activations of prefix
+  /// table stage_table[s], one table per tp, since a unit's share on a GPU is not one factor of
+  /// another tp's (norms stay whole). Empty: the two prefixes above serve every stage; with
+  /// tables they hold the largest tp's, the least any stage holds, as bounds need.
+  std::vector<int> stage_table;
+  std::vector<std::vector<double>> table_params_prefix, table_activation_prefix;
 
+  const std::vector<double>& stage_params_prefix(int stage) const {
+    return stage_table.empty() ? params_prefix : table_params_prefix[stage_table[stage]];
+  }
+  const std::vector<double>& stage_activation_prefix(int stage) const {
+    return stage_table.empty() ? activation_prefix : table_activation_prefix[stage_table[stage]];
+  }
   double stage_bytes(int stage, int first, int end) const {
-    return (params_prefix[end] - params_prefix[first]) * bytes_per_param[stage] +
-           (activation_prefix[end] - activation_prefix[first]) * in_flight[stage] + fixed_bytes[stage];
+    const std::vector<double>&params = stage_params_prefix(stage), &activations = stage_activation_prefix(stage);
+    return (params[end] - params[first]) * bytes_per_param[stage] +
+           (activations[end] - activations[first]) * in_flight[stage] + fixed_bytes[stage];
   }
   bool fits(int stage, int first, int end) const { return stage_bytes(stage, first, end) <= limit_bytes[stage]; }
 };

@@ -12,9 +12,9 @@ int PlanContext::node_of(int rank) const {
 }
 
 int PlanContext::stage_first_rank(int stage) const {
-  if (key.stage_dp.empty()) return stage * key.tp * key.dp;
+  if (key.stage_dp.empty() && key.stage_tp.empty()) return stage * key.tp * key.dp;
   int rank = 0;
-  for (int s = 0; s < stage; ++s) rank += key.tp * key.stage_dp[s];
+  for (int s = 0; s < stage; ++s) rank += stage_tp(s) * stage_dp(s);
   return rank;
 }
 

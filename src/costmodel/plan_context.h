@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "costmodel/memory_model.h"
+#include "specs/batch_split.h"
 #include "specs/cluster_spec.h"
 #include "specs/model_spec.h"
 #include "specs/plan.h"
@@ -19,7 +20,7 @@ struct PlanContext {
   const ModelSpec* model = nullptr;
   const ClusterSpec* cluster = nullptr;
   PlanKey key;
-  int num_microbatches = 0;  ///< global batch / (dp * mbs)
+  int num_microbatches = 0;  ///< global batch / (dp * mbs), the ceiling with uneven dp (batch_split.h)
   /// Forward+backward seconds of one micro-batch through each unit, per node type.
   std::vector<std::vector<double>> unit_compute_s;
   /// Of unit_compute_s, the tensor-parallel communication (exposed, or with overlap what it
@@ -36,13 +37,15 @@ struct PlanContext {
   int pp() const { return key.pp; }
   /// Data-parallel replicas of stage `stage` (key.stage_dp, or dp).
   int stage_dp(int stage) const { return key.stage_dp.empty() ? key.dp : key.stage_dp[stage]; }
-  /// Samples one GPU of stage `stage` runs per micro-batch.
-  int stage_mbs(int stage) const { return key.mbs * key.dp / stage_dp(stage); }
-  /// The first rank of stage `stage`: stages take contiguous ranks, tp x its dp each.
+  /// Tensor-parallel degree of stage `stage` (key.stage_tp, or tp).
+  int stage_tp(int stage) const { return key.stage_tp.empty() ? key.tp : key.stage_tp[stage]; }
+  /// Samples one GPU of stage `stage` runs per micro-batch (the most any of its replicas runs).
+  int stage_mbs(int stage) const { return replica_micro_batch(key, stage_dp(stage)); }
+  /// The first rank of stage `stage`: stages take contiguous ranks, its tp x its dp each.
   int stage_first_rank(int stage) const;
   /// The rank of replica `dp_index`, tensor-parallel lane `tp_index` of stage `stage`.
   int stage_rank(int stage, int dp_index, int tp_index) const {
-    return stage_first_rank(stage) + dp_index * key.tp + tp_index;
+    return stage_first_rank(stage) + dp_index * stage_tp(stage) + tp_index;
   }
   int num_units() const { return model->num_units(); }
   /// Node holding `rank`: ranks fill the nodes in order, each node's GPUs in turn.

@@ -18,11 +18,12 @@ void add(PairBytes& traffic, const std::string& a, const std::string& b, double 
 }
 
 /// Pairs of ranks, replica d and lane t of stage `from` and of stage `to` for d < the fewer
-/// replicas of the two, that sit in different zones: `bytes` each for each pair.
+/// replicas of the two and t < the smaller tp, that sit in different zones: `bytes` each for each pair.
 void add_rank_pairs(const PlanContext& ctx, int from, int to, double bytes, PairBytes& traffic) {
   const int replicas = std::min(ctx.stage_dp(from), ctx.stage_dp(to));
+  const int lanes = std::min(ctx.stage_tp(from), ctx.stage_tp(to));  // as boundary_send_bytes pairs them
   for (int d = 0; d < replicas; ++d)
-    for (int t = 0; t < ctx.key.tp; ++t) {
+    for (int t = 0; t < lanes; ++t) {
       const std::string &a = zone_of_rank(ctx, ctx.stage_rank(from, d, t)), &b = zone_of_rank(ctx, ctx.stage_rank(to, d, t));
       if (a != b) add(traffic, a, b, bytes);
     }
@@ -59,7 +60,8 @@ std::vector<ZoneTraffic> zone_traffic(const PlanContext& ctx, const std::vector<
 
   // The tied embedding's all-reduce between the first and the last stage: each sends its share.
   if (syncs_tied_embedding(model, pp))
-    add_rank_pairs(ctx, 0, pp - 1, 2 * 4.0 * model.hidden * model.vocab / k.tp, traffic);
+    add_rank_pairs(ctx, 0, pp - 1, 2 * 4.0 * model.hidden * model.vocab / std::min(ctx.stage_tp(0), ctx.stage_tp(pp - 1)),
+                   traffic);
 
   std::vector<ZoneTraffic> out;
   for (const auto& [pair, bytes] : traffic) {

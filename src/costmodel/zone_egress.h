@@ -30,7 +30,7 @@ template <typename Edge>
 void for_each_cross_zone_ring_edge(const PlanContext& ctx, int stage, Edge edge) {
   const int dp = ctx.stage_dp(stage);
   if (dp < 2) return;
-  for (int t = 0; t < ctx.key.tp; ++t)
+  for (int t = 0; t < ctx.stage_tp(stage); ++t)
     for (int d = 0; d < dp; ++d) {
       const int a = ctx.stage_rank(stage, d, t), b = ctx.stage_rank(stage, (d + 1) % dp, t);
       if (zone_of_rank(ctx, a) != zone_of_rank(ctx, b)) edge(a, b);

@@ -41,6 +41,8 @@ std::string atorch_strategy_py(const PlanFile& plan, const ModelSpec& model) {
   const PlanKey& key = plan.key;
   stage_boundaries(plan, model);  // throws unless the partition covers the model in pp stages
   require_no_megatron_features(plan, "this ATorch strategy");
+  require_uniform_tp(plan, "this ATorch strategy");
+  require_even_batch(plan, "this ATorch strategy");
 
   // The first module of each stage after the first. A stage that starts with a non-layer unit
   // (T5's decoder embedding) starts at its stack's first layer; one that starts with the

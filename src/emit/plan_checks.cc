@@ -33,6 +33,19 @@ void require_uniform_dp(const PlanFile& plan, const std::string& framework) {
                       " runs dp on every stage alike. Re-plan without per-stage dp");
 }
 
+void require_uniform_tp(const PlanFile& plan, const std::string& framework) {
+  for (int t : plan.key.stage_tp)
+    if (t != plan.key.tp)
+      throw SpecError(plan_where(plan) + "stages have different tensor-parallel degrees (stage_tp); " + framework +
+                      " runs one tp on every stage (Sailor's own runtime runs such plans). Re-plan without --stage-tp");
+}
+
+void require_even_batch(const PlanFile& plan, const std::string& framework) {
+  if (plan.key.uneven_dp)
+    throw SpecError(plan_where(plan) + "replicas take unequal shares of the global batch (uneven_dp); " + framework +
+                    " requires the global batch divisible by micro-batch x dp. Re-plan without --uneven-dp");
+}
+
 void require_no_megatron_features(const PlanFile& plan, const std::string& framework) {
   const PlanKey& key = plan.key;
   std::string feature = key.sequence_parallel && key.tp > 1                   ? "sequence parallelism"

@@ -21,6 +21,14 @@ std::vector<int> stage_boundaries(const PlanFile& plan, const ModelSpec& model);
 /// `framework` cannot run.
 void require_uniform_dp(const PlanFile& plan, const std::string& framework);
 
+/// Throws SpecError when the plan gives stages different tensor-parallel degrees (stage_tp),
+/// which `framework` cannot run: none of the shipped emitters' frameworks can.
+void require_uniform_tp(const PlanFile& plan, const std::string& framework);
+
+/// Throws SpecError when the plan splits the global batch unevenly over its replicas
+/// (uneven_dp), which `framework` cannot run.
+void require_even_batch(const PlanFile& plan, const std::string& framework);
+
 /// Throws SpecError when the plan uses what only Megatron-LM runs (sequence parallelism,
 /// selective recomputation, the interleaved schedule), naming it: `framework` would silently
 /// run another plan than the one priced.

@@ -234,6 +234,8 @@ std::string slapo_schedule_py(const PlanFile& plan, const ModelSpec& model) {
   const SlapoFamily names = family_of(model.family);
   stage_boundaries(plan, model);  // throws unless the partition covers the model in pp stages
   require_no_megatron_features(plan, "this Slapo schedule");
+  require_uniform_tp(plan, "this Slapo schedule");
+  require_even_batch(plan, "this Slapo schedule");
   if (key.tp > 1) {
     check_divides(key.tp, model.heads, "the attention heads", model);
     check_divides(key.tp, model.kv_heads > 0 ? model.kv_heads : model.heads, "the key/value heads", model);

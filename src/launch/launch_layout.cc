@@ -32,9 +32,9 @@ LaunchLayout make_launch_layout(const PlanFile& plan, const ClusterSpec& cluster
 RankCoordinates coordinates_of_rank(const PlanFile& plan, int rank) {
   RankCoordinates r;
   r.rank = rank;
-  const int tp = plan.key.tp;
   int stage_first = 0;
   for (int stage = 0; stage < plan.key.pp; ++stage) {
+    const int tp = plan.key.stage_tp.empty() ? plan.key.tp : plan.key.stage_tp[stage];
     const int ranks = tp * (plan.key.stage_dp.empty() ? plan.key.dp : plan.key.stage_dp[stage]);
     if (rank < stage_first + ranks || stage + 1 == plan.key.pp) {
       r.stage = stage;

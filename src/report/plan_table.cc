@@ -41,6 +41,12 @@ std::string json_string(const std::string& s) {
   return out + "\"";
 }
 
+/// " stage tp [..]" and " uneven dp" where the plan has them (Sailor's layouts); else nothing,
+/// so that other plans read as before.
+std::string sailor_layout_text(const PlanKey& k) {
+  return (k.stage_tp.empty() ? "" : " stage tp " + partition_text(k.stage_tp)) + (k.uneven_dp ? " uneven dp" : "");
+}
+
 }  // namespace
 
 std::string best_plans_table(const ClusterSpec& cluster, const std::vector<CandidateResult>& results,
@@ -60,7 +66,8 @@ std::string best_plans_table(const ClusterSpec& cluster, const std::vector<Candi
                   fixed(e.price_per_step_usd, 6).c_str(), oom, e.train_cost_usd,
                   short_placement(cluster, r.plan.key.node_order).c_str(),
                   (partition_text(r.plan.partition) +
-                   (r.plan.key.stage_dp.empty() ? "" : " stage dp " + partition_text(r.plan.key.stage_dp)))
+                   (r.plan.key.stage_dp.empty() ? "" : " stage dp " + partition_text(r.plan.key.stage_dp)) +
+                   sailor_layout_text(r.plan.key))
                       .c_str());
     out << line;
   }
@@ -79,7 +86,7 @@ std::string plan_summary(const ClusterSpec& inventory, const CandidateResult& r)
          (k.zero_stage ? " ZeRO-" + std::to_string(k.zero_stage) : "") + (k.recompute ? " recompute" : "") +
          (k.selective_recompute && !k.recompute ? " selective recompute" : "") + (k.sequence_parallel ? " SP" : "") +
          (k.virtual_stages > 1 ? " v" + std::to_string(k.virtual_stages) : "") +
-         (k.stage_dp.empty() ? "" : " stage dp " + partition_text(k.stage_dp)) +
+         (k.stage_dp.empty() ? "" : " stage dp " + partition_text(k.stage_dp)) + sailor_layout_text(k) +
          ", placement " +
          short_placement(inventory, k.node_order) + ", partition " + partition_text(r.plan.partition);
 }
@@ -95,7 +102,7 @@ std::string estimate_text(const ModelSpec& model, const ClusterSpec& cluster, co
   const PlanKey& k = r.plan.key;
   std::ostringstream out;
   out << "model " << model.name << " on cluster " << cluster.name << ": mbs " << k.mbs << ", tp " << k.tp
-      << ", dp " << k.dp << ", pp " << k.pp << "\n"
+      << ", dp " << k.dp << ", pp " << k.pp << sailor_layout_text(k) << "\n"
       << "placement            " << placement_text(cluster, k.node_order) << "\n"
       << "partition            " << partition_text(r.plan.partition) << "\n"
       << "step time            " << fixed(e.step_time_s, 6) << " s\n"
@@ -141,6 +148,8 @@ std::string estimate_json(const ModelSpec& model, const ClusterSpec& cluster, co
   placement += "]";
   out << "{\"model\": " << json_string(model.name) << ", \"cluster\": " << json_string(cluster.name)
       << ", \"mbs\": " << k.mbs << ", \"tp\": " << k.tp << ", \"dp\": " << k.dp << ", \"pp\": " << k.pp
+      << (k.stage_tp.empty() ? "" : ", \"stage_tp\": " + partition_text(k.stage_tp))
+      << (k.uneven_dp ? ", \"uneven_dp\": true" : "")
       << ", \"placement\": " << placement << ", \"partition\": " << partition_text(r.plan.partition)
       << ", \"step_time\": " << num(e.step_time_s) << ", \"pipeline_time\": " << num(e.pipeline_time_s)
       << ", \"dp_allreduce_time\": " << num(e.dp_allreduce_s)

@@ -5,7 +5,9 @@
 #include <sstream>
 
 #include "report/number_format.h"
+#include "report/fasop_csv.h"
 #include "report/plan_table.h"
+#include "specs/batch_split.h"
 
 namespace fasop {
 namespace {
@@ -47,9 +49,9 @@ std::vector<std::string> stage_labels(const ModelSpec& model, const ClusterSpec&
   const PlanKey& key = result.plan.key;
   for (size_t s = 0; s < result.estimate.stages.size(); ++s) {
     const StageReport& r = result.estimate.stages[s];
-    int dp = key.stage_dp.empty() ? key.dp : key.stage_dp[s];
+    int dp = key.stage_dp.empty() ? key.dp : key.stage_dp[s], tp = key.stage_tp.empty() ? key.tp : key.stage_tp[s];
     labels.push_back("stage " + std::to_string(s) + ": " + cluster.node_types[r.node_type].gpu + " x" +
-                     std::to_string(dp * key.tp) + ", " + stage_layers_text(model, r.first_unit, r.num_units));
+                     std::to_string(dp * tp) + ", " + stage_layers_text(model, r.first_unit, r.num_units));
   }
   return labels;
 }
@@ -62,10 +64,11 @@ std::string plan_view_text(const PlanFile& plan, const ModelSpec& model, const C
   out << "plan " << plan.source << ": model " << model.name << " on " << cluster.name << " (" << plan.policy
       << " policy)\n"
       << "layout: tp " << key.tp << ", dp " << key.dp << ", pp " << key.pp << ", micro-batch " << key.mbs << " ("
-      << model.global_batch / (key.mbs * key.dp) << " micro-batches of the global batch " << model.global_batch
-      << "), ZeRO " << key.zero_stage << ", recomputation " << recompute_name(key.recompute_mode())
+      << slowest_replica_microbatches(model.global_batch, key) << " micro-batches of the global batch "
+      << model.global_batch << (key.uneven_dp ? " on the replica with the most, dp uneven" : "") << "), ZeRO " << key.zero_stage << ", recomputation " << recompute_name(key.recompute_mode())
       << (key.sequence_parallel ? ", sequence parallelism" : "")
-      << (key.virtual_stages > 1 ? ", " + std::to_string(key.virtual_stages) + " virtual stages a rank" : "") << "\n"
+      << (key.virtual_stages > 1 ? ", " + std::to_string(key.virtual_stages) + " virtual stages a rank" : "")
+      << (key.stage_tp.empty() ? "" : ", tp per stage " + partition_text(key.stage_tp)) << "\n"
       << "nodes in rank order: " << node_order_text(plan.node_order) << "\n\n";
   char line[400];
   std::snprintf(line, sizeof line, "%-5s %-8s %-5s %4s %12s %12s %10s %9s  %s\n", "stage", "units", "gpu", "gpus",
@@ -73,10 +76,10 @@ std::string plan_view_text(const PlanFile& plan, const ModelSpec& model, const C
   out << line;
   for (size_t s = 0; s < e.stages.size(); ++s) {
     const StageReport& r = e.stages[s];
-    int dp = key.stage_dp.empty() ? key.dp : key.stage_dp[s];
+    int dp = key.stage_dp.empty() ? key.dp : key.stage_dp[s], tp = key.stage_tp.empty() ? key.tp : key.stage_tp[s];
     std::string units = std::to_string(r.first_unit) + "-" + std::to_string(r.first_unit + r.num_units - 1);
     std::snprintf(line, sizeof line, "%5zu %-8s %-5s %4d %12.6f %12.6f %10.3f %9.2f  %s\n", s, units.c_str(),
-                  cluster.node_types[r.node_type].gpu.c_str(), dp * key.tp, r.compute_s, r.end_s, r.memory.gib,
+                  cluster.node_types[r.node_type].gpu.c_str(), dp * tp, r.compute_s, r.end_s, r.memory.gib,
                   r.memory.limit_gib, stage_layers_text(model, r.first_unit, r.num_units).c_str());
     out << line;
   }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <functional>
 
+#include "specs/batch_split.h"
+
 namespace fasop {
 
 std::vector<int> divisors(int n) {
@@ -15,50 +17,110 @@ std::vector<int> divisors(int n) {
 namespace {
 
 
-/// The layouts with a dp per node type of `placement` (type blocks): each type's GPUs form
-/// stages of tp x its dp; the pipeline micro-batch (mbs x the largest dp) splits over every
-/// stage's replicas. Layouts whose types all share one dp are the uniform ones, left out.
+/// Whether mbs x dp samples may split `gbs` unevenly, and if not whether they split it evenly.
+bool batch_splits(int gbs, int mbs, int dp, bool uneven) {
+  return uneven ? dp <= gbs && mbs <= (gbs + dp - 1) / dp : gbs % dp == 0 && (gbs / dp) % mbs == 0;
+}
+
+/// The node-type blocks of a type-block placement: their node types and GPUs, in rank order.
+struct TypeBlocks {
+  std::vector<int> types, gpus;
+  TypeBlocks(const ClusterSpec& cluster, const std::vector<int>& placement) {
+    for (size_t n = 0; n < placement.size(); ++n) {
+      if (n == 0 || placement[n] != placement[n - 1]) types.push_back(placement[n]), gpus.push_back(0);
+      gpus.back() += cluster.node_types[placement[n]].gpus_per_node;
+    }
+  }
+};
+
+/// The tps a block of node type `type` may take: divisors of its node's GPUs (capped at FASOP's
+/// max_tp) that split whole heads beyond FASOP's space.
+std::vector<int> block_tps(const ModelSpec& model, const ClusterSpec& cluster, int type, const SearchSpaceOptions& options) {
+  const int node = cluster.node_types[type].gpus_per_node;
+  std::vector<int> tps;
+  for (int tp : divisors(options.max_tp > 0 ? std::min(node, options.max_tp) : node))
+    if (options.max_tp > 0 || (model.heads % tp == 0 && model.kv_heads % tp == 0)) tps.push_back(tp);
+  return tps;
+}
+
+/// The layouts with a tp (`type_tp`, one per block) and a dp per node type of `placement`
+/// (type blocks): each type's GPUs form stages of its tp x its dp; the pipeline micro-batch (mbs
+/// x the largest dp) splits over every stage's replicas. Without `vary_dp` every block takes one
+/// dp; layouts uniform in both tp and dp are the plain ones, left out.
 template <typename Add>
-void add_per_type_dp_layouts(const ModelSpec& model, const ClusterSpec& cluster, const std::vector<int>& placement,
-                             int max_tp, bool fasop_tp, Add add) {
-  std::vector<int> blocks, block_gpus;  // node types in placement order, and their GPUs
-  for (size_t n = 0; n < placement.size(); ++n) {
-    if (n == 0 || placement[n] != placement[n - 1]) blocks.push_back(placement[n]), block_gpus.push_back(0);
-    block_gpus.back() += cluster.node_types[placement[n]].gpus_per_node;
-  }
-  if (blocks.size() < 2) return;
+void add_block_layouts(const ModelSpec& model, const TypeBlocks& blocks, const std::vector<int>& type_tp, bool vary_dp,
+                       bool uneven, Add add) {
   const int gbs = model.global_batch;
-  for (int tp : divisors(max_tp)) {
-    if (!fasop_tp && (model.heads % tp != 0 || model.kv_heads % tp != 0)) continue;
-    std::vector<int> type_dp(blocks.size(), 1);
-    // Every choice of each block's dp (a divisor of its GPUs / tp that divides the batch).
-    std::function<void(size_t)> choose = [&](size_t i) {
-      if (i == blocks.size()) {
-        int largest = *std::max_element(type_dp.begin(), type_dp.end());
-        if (std::all_of(type_dp.begin(), type_dp.end(), [&](int d) { return d == largest; })) return;
-        std::vector<int> stage_dp;
-        for (size_t b = 0; b < blocks.size(); ++b)
-          stage_dp.insert(stage_dp.end(), block_gpus[b] / (tp * type_dp[b]), type_dp[b]);
-        int pp = static_cast<int>(stage_dp.size());
-        if (pp > model.num_transformer_layers()) return;
-        for (int mbs : divisors(gbs / largest)) {
-          int samples = mbs * largest;  // a pipeline micro-batch
-          if (std::any_of(type_dp.begin(), type_dp.end(), [&](int d) { return samples % d != 0; })) continue;
-          PlanKey key{mbs, tp, largest, pp, placement};
-          key.stage_dp = stage_dp;
-          add(key);
-        }
-        return;
+  const bool uniform_tp = std::all_of(type_tp.begin(), type_tp.end(), [&](int t) { return t == type_tp[0]; });
+  std::vector<int> type_dp(blocks.types.size(), 1);
+  // Every choice of each block's dp (a divisor of its GPUs / tp that divides the batch).
+  std::function<void(size_t)> choose = [&](size_t i) {
+    if (i == blocks.types.size()) {
+      const int largest = *std::max_element(type_dp.begin(), type_dp.end());
+      const bool uniform_dp = std::all_of(type_dp.begin(), type_dp.end(), [&](int d) { return d == largest; });
+      if (uniform_dp && uniform_tp) return;
+      std::vector<int> stage_dp, stage_tp;
+      for (size_t b = 0; b < blocks.types.size(); ++b) {
+        const int stages = blocks.gpus[b] / (type_tp[b] * type_dp[b]);
+        stage_dp.insert(stage_dp.end(), stages, type_dp[b]);
+        stage_tp.insert(stage_tp.end(), stages, type_tp[b]);
       }
-      if (block_gpus[i] % tp != 0) return;
-      for (int d : divisors(block_gpus[i] / tp)) {
-        if (gbs % d != 0) continue;
-        type_dp[i] = d;
-        choose(i + 1);
+      int pp = static_cast<int>(stage_dp.size());
+      if (pp > model.num_transformer_layers()) return;
+      for (int mbs : divisors(uneven ? gbs : gbs / largest)) {
+        if (uneven && mbs > (gbs + largest - 1) / largest) break;
+        int samples = mbs * largest;  // a pipeline micro-batch
+        if (!uneven && std::any_of(type_dp.begin(), type_dp.end(), [&](int d) { return samples % d != 0; })) continue;
+        PlanKey key{mbs, *std::max_element(type_tp.begin(), type_tp.end()), largest, pp, {}};
+        if (!uniform_dp) key.stage_dp = stage_dp;
+        if (!uniform_tp) key.stage_tp = stage_tp;
+        key.uneven_dp = splits_batch_unevenly(gbs, key);
+        add(key);
       }
-    };
-    choose(0);
-  }
+      return;
+    }
+    if (blocks.gpus[i] % type_tp[i] != 0) return;
+    for (int d : divisors(blocks.gpus[i] / type_tp[i])) {
+      if (!(uneven ? d <= gbs : gbs % d == 0) || (!vary_dp && i > 0 && d != type_dp[0])) continue;
+      type_dp[i] = d;
+      choose(i + 1);
+    }
+  };
+  choose(0);
+}
+
+/// The layouts with a dp per node type of `placement` at every uniform tp (Metis-style), then
+/// with --stage-tp those whose blocks take different tps (Sailor-style; a dp per block too
+/// with per_stage_dp).
+template <typename Add>
+void add_per_type_layouts(const ModelSpec& model, const ClusterSpec& cluster, const std::vector<int>& placement,
+                          int max_tp, const SearchSpaceOptions& options, Add add) {
+  const TypeBlocks blocks(cluster, placement);
+  if (blocks.types.size() < 2) return;
+  const bool fasop_tp = options.max_tp > 0;
+  auto with_placement = [&](PlanKey key) {
+    key.node_order = placement;
+    add(key);
+  };
+  if (options.per_stage_dp)
+    for (int tp : divisors(max_tp)) {
+      if (!fasop_tp && (model.heads % tp != 0 || model.kv_heads % tp != 0)) continue;
+      add_block_layouts(model, blocks, std::vector<int>(blocks.types.size(), tp), true, options.uneven_dp, with_placement);
+    }
+  if (!options.per_stage_tp) return;
+  std::vector<int> type_tp(blocks.types.size());
+  std::function<void(size_t)> choose = [&](size_t i) {
+    if (i == blocks.types.size()) {
+      if (std::any_of(type_tp.begin(), type_tp.end(), [&](int t) { return t != type_tp[0]; }))
+        add_block_layouts(model, blocks, type_tp, options.per_stage_dp, options.uneven_dp, with_placement);
+      return;
+    }
+    for (int tp : block_tps(model, cluster, blocks.types[i], options)) {
+      type_tp[i] = tp;
+      choose(i + 1);
+    }
+  };
+  choose(0);
 }
 
 }  // namespace
@@ -121,7 +183,7 @@ std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSp
   // Megatron-LM's interleaved schedule: v equal chunks a rank, whole rounds of pp micro-batches.
   auto interleaves = [&](const PlanKey& key, int v) {
     return v == 1 || (key.pp > 1 && model.num_transformer_layers() % (key.pp * v) == 0 &&
-                      (gbs / (key.mbs * key.dp)) % key.pp == 0);
+                      slowest_replica_microbatches(gbs, key) % key.pp == 0);
   };
   auto add = [&](PlanKey key) {
     if (!options.fixed.matches(key)) return;
@@ -147,13 +209,15 @@ std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSp
         if (!fasop_tp && (model.heads % tp != 0 || model.kv_heads % tp != 0)) continue;
         for (int dp : divisors(gpus / tp)) {
           int pp = gpus / (tp * dp);
-          if (gbs % dp != 0 || pp > model.num_transformer_layers() || (gbs / dp) % mbs != 0) continue;
-          add(PlanKey{mbs, tp, dp, pp, placement});
+          if (pp > model.num_transformer_layers() || !batch_splits(gbs, mbs, dp, options.uneven_dp)) continue;
+          PlanKey key{mbs, tp, dp, pp, placement};
+          key.uneven_dp = splits_batch_unevenly(gbs, key);
+          add(key);
         }
       }
     }
-    if (options.per_stage_dp && options.placements == PlacementKind::kTypeBlocks)
-      add_per_type_dp_layouts(model, cluster, placement, max_tp, fasop_tp, add);
+    if ((options.per_stage_dp || options.per_stage_tp) && options.placements == PlacementKind::kTypeBlocks)
+      add_per_type_layouts(model, cluster, placement, max_tp, options, add);
   }
   return keys;
 }

@@ -39,6 +39,13 @@ struct SearchSpaceOptions {
   /// Also try a data-parallel degree per node type (Metis-style): with type-block placements,
   /// each type's GPUs form whole stages of tp x that type's dp.
   bool per_stage_dp = false;
+  /// Also try a tensor-parallel degree per node type (Sailor-style, type-block placements):
+  /// each type's GPUs form whole stages of its tp x its dp (one dp, or with per_stage_dp a dp
+  /// per type too).
+  bool per_stage_tp = false;
+  /// Also try dp degrees (and micro-batch sizes) that do not divide the global batch
+  /// (Sailor-style; PlanKey::uneven_dp): mbs at most the largest replica's share.
+  bool uneven_dp = false;
   FixedDims fixed;  ///< only layouts with these degrees
 
   /// Everything beyond FASOP: tp up to a node, ZeRO 0-3, recomputation off and on, type blocks.
@@ -67,7 +74,10 @@ long long most_layout_gpus(const ModelSpec& model, const ClusterSpec& cluster, c
 /// is at most the number of transformer layers, and mbs divides the global batch / dp; then
 /// each ZeRO stage and recomputation setting of `options`. Beyond FASOP's space (max_tp 0), tp
 /// must also divide the attention heads and key/value heads. With per_stage_dp, after each
-/// placement's uniform layouts come those with a dp per node type (not all equal).
+/// placement's uniform layouts come those with a dp per node type (not all equal); with
+/// per_stage_tp then those with a tp per node type (not all equal). With uneven_dp, dp and mbs
+/// need not divide the batch: dp may be any of the degrees above up to the batch, mbs any divisor
+/// of the batch up to the largest replica's share (ceil(batch / dp)).
 std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSpec& cluster,
                                          const SearchSpaceOptions& options = {});
 

@@ -42,6 +42,14 @@ struct PlanKey {
   /// stage_dp[s] replicas of tp GPUs; dp is the largest, and a pipeline micro-batch of
   /// mbs x dp samples is split over each stage's replicas (mbs x dp / stage_dp[s] each).
   std::vector<int> stage_dp = {};
+  /// Sailor-style tensor parallelism per stage (empty: tp on every stage). Stage s then has
+  /// stage_tp[s] x its dp GPUs (tp lanes fastest in rank order); tp is the largest. A node
+  /// type's stages share one tp (its layers are timed at it).
+  std::vector<int> stage_tp = {};
+  /// Sailor-style uneven data parallelism: mbs x dp need not divide the global batch (nor a
+  /// stage's replicas the pipeline micro-batch); replicas take the floor or the ceiling of their
+  /// share and the step waits for the one with the most micro-batches (batch_split.h).
+  bool uneven_dp = false;
 
   RecomputeMode recompute_mode() const {
     return recompute ? RecomputeMode::kFull : selective_recompute ? RecomputeMode::kSelective : RecomputeMode::kNone;
