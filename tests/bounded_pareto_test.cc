@@ -5,6 +5,8 @@
 #include <deque>
 
 #include "costmodel/analytic_policy.h"
+#include "costmodel/make_context.h"
+#include "costmodel/unit_times.h"
 #include "profiles/analytic_profile.h"
 #include "search/bounded_pareto.h"
 #include "search/pareto_steps.h"
@@ -140,4 +142,26 @@ TEST_CASE("the time cap of a front: where cannot_reach_front starts to hold", "[
   PlanConstraints budget;
   budget.max_cost_usd = 60;
   CHECK(front_time_cap_s({}, budget, 4) == Approx(15).epsilon(1e-5));
+}
+
+TEST_CASE("unit times looked up once per search give the contexts of looking them up each time", "[pareto][bounded]") {
+  AnalyticInventory inv("llama2-7b", "mixed-h100-a100-l4", 32, {2, 2, 2});
+  const UnitTimeTable table(inv.model, inv.input.search.profiles, {1, 2, 4, 8}, {1, 2, 4});
+  // Two H100 nodes, then two L4 nodes: tp 2, dp 4, pp 4, mbs 2.
+  ClusterSpec shape = inv.cluster;
+  shape.nodes = {0, 0, 2, 2};
+  PlanKey key{2, 2, 4, 4, shape.nodes};
+  const PlanContext looked_up = make_plan_context(inv.model, shape, inv.input.search.profiles, inv.policy, key);
+  const PlanContext tabled = make_plan_context(inv.model, shape, inv.input.search.profiles, inv.policy, key, &table);
+  CHECK(tabled.unit_compute_s == looked_up.unit_compute_s);
+  CHECK(tabled.unit_tp_comm_s == looked_up.unit_tp_comm_s);
+  CHECK(step_time_s(tabled, inv.policy, {9, 8, 8, 9}) == step_time_s(looked_up, inv.policy, {9, 8, 8, 9}));
+  // The H100's layer at tp 2, mbs 2 is the profile's own figure; an mbs never tabled, another
+  // profile than the table's, or an unknown node type find nothing.
+  const UnitTimes* h100 = table.find(0, inv.input.search.profiles[0], 2, 2);
+  REQUIRE(h100 != nullptr);
+  CHECK(h100->compute_s[1] == inv.input.search.profiles[0]->forward_backward_time_s(inv.model.units[1].type, 2, 2));
+  CHECK(table.find(0, inv.input.search.profiles[0], 2, 8) == nullptr);
+  CHECK(table.find(0, inv.input.search.profiles[1], 2, 2) == nullptr);
+  CHECK(table.find(7, inv.input.search.profiles[0], 2, 2) == nullptr);
 }

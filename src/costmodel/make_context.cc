@@ -151,7 +151,7 @@ void validate_partition(const ModelSpec& model, const PlanKey& key, const std::v
 
 PlanContext make_plan_context(const ModelSpec& model, const ClusterSpec& cluster,
                               const NodeTypeProfiles& profiles, const CostPolicy& policy,
-                              const PlanKey& key) {
+                              const PlanKey& key, const UnitTimeTable* unit_times) {
   PlanContext ctx;
   ctx.model = &model;
   ctx.cluster = &cluster;
@@ -184,23 +184,15 @@ PlanContext make_plan_context(const ModelSpec& model, const ClusterSpec& cluster
     // Node types the layout does not place are never consulted.
     if (!profile || std::find(key.node_order.begin(), key.node_order.end(), int(type)) == key.node_order.end())
       continue;
-    std::vector<double>& units = ctx.unit_compute_s[type];
-    std::vector<double>& tp_comm = ctx.unit_tp_comm_s[type];
-    for (size_t u = 0; u < model.units.size(); ++u) {
-      const std::string& layer = model.units[u].type;
-      if (u > 0 && layer == model.units[u - 1].type) {  // runs of one layer type: look up once
-        units.push_back(units.back());
-        tp_comm.push_back(tp_comm.back());
-        continue;
-      }
-      const int tp = type_tp[type];
-      if (!profile->has(layer, tp))
-        throw SpecError(profile->source + ": no forward time of layer type '" + layer + "' at tp " +
-                        str(tp) + "; profile it or choose another --tp");
-      // Backward as measured, else twice the forward (FASOP's assumption for its profiles).
-      units.push_back(profile->forward_backward_time_s(layer, tp, type_mbs[type]));
-      tp_comm.push_back(profile->tp_comm_time_s(layer, tp, type_mbs[type]));
+    const int tp = type_tp[type];
+    if (const UnitTimes* tabled = unit_times ? unit_times->find(int(type), profile, tp, type_mbs[type]) : nullptr) {
+      ctx.unit_compute_s[type] = tabled->compute_s;
+      ctx.unit_tp_comm_s[type] = tabled->tp_comm_s;
+      continue;
     }
+    UnitTimes looked_up = profile_unit_times(model, *profile, tp, type_mbs[type]);
+    ctx.unit_compute_s[type] = std::move(looked_up.compute_s);
+    ctx.unit_tp_comm_s[type] = std::move(looked_up.tp_comm_s);
   }
   ctx.stage_node_type = policy.stage_node_types(ctx);
   ctx.boundary_send_s = policy.boundary_send_s(ctx);

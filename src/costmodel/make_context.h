@@ -3,6 +3,7 @@
 
 #include "costmodel/cost_policy.h"
 #include "costmodel/plan_context.h"
+#include "costmodel/unit_times.h"
 
 namespace fasop {
 
@@ -24,9 +25,10 @@ PartitionFault find_partition_fault(const ModelSpec& model, int pp, const std::v
 void validate_partition(const ModelSpec& model, const PlanKey& key, const std::vector<int>& partition);
 
 /// Computes what a layout's cost depends on besides its partition. `profiles` holds one
-/// profile per node type (null for node types with no node in the cluster).
+/// profile per node type (null for node types with no node in the cluster). `unit_times`, if
+/// given, holds the profiles' unit times looked up before (a search's), else they are looked up.
 PlanContext make_plan_context(const ModelSpec& model, const ClusterSpec& cluster,
                               const NodeTypeProfiles& profiles, const CostPolicy& policy,
-                              const PlanKey& key);
+                              const PlanKey& key, const UnitTimeTable* unit_times = nullptr);
 
 }  // namespace fasop

@@ -13,6 +13,13 @@
 namespace fasop {
 namespace {
 
+/// The most GPUs a node of the inventory has: no tp is larger.
+int largest_node_gpus(const ClusterSpec& inventory) {
+  int gpus = 1;
+  for (const NodeType& type : inventory.node_types) gpus = std::max(gpus, type.gpus_per_node);
+  return gpus;
+}
+
 /// Shapes whose every count lies between two corners.
 struct ShapeBox {
   NodeCounts lo, hi;
@@ -43,7 +50,9 @@ class BoundedSearch {
                input.search.memory_aware && input.constraints.exclude_oom),
         known_(input.constraints),
         exclude_unfitting_(input.search.memory_aware && input.constraints.exclude_oom),
-        most_gpus_(most_layout_gpus(*input.search.model, *input.search.cluster, input.search.space)) {}
+        most_gpus_(most_layout_gpus(*input.search.model, *input.search.cluster, input.search.space)),
+        unit_times_(*input.search.model, input.search.profiles, divisors(largest_node_gpus(*input.search.cluster)),
+                    divisors(input.search.model->global_batch)) {}
 
   /// False when no shape of `box` can reach the front.
   bool open(const ShapeBox& box) const {
@@ -72,7 +81,7 @@ class BoundedSearch {
     const double cap_s = front_time_cap_s(known_.front(), input_.constraints, usd_per_step_second);
     std::vector<CandidateResult> results = evaluate_in_parallel(n, input_.search.threads, [&](size_t i) {
       PlanContext ctx = make_plan_context(*shape_input.model, *shape_input.cluster, shape_input.profiles,
-                                          *shape_input.policy, work.keys[i]);
+                                          *shape_input.policy, work.keys[i], &unit_times_);
       // Plans that cannot fit are never admitted where plans must fit.
       if (exclude_unfitting_ && !some_partition_may_fit(ctx)) return CandidateResult{};
       const double floor_s = stage_type_step_floor_s(ctx, *shape_input.policy);
@@ -180,6 +189,8 @@ class BoundedSearch {
   FrontTracker known_;
   bool exclude_unfitting_;
   long long most_gpus_;
+  /// The profiles' unit times at every tp and micro-batch size, looked up once for all shapes.
+  const UnitTimeTable unit_times_;
   ParetoStats stats_;
 };
 
