@@ -36,7 +36,8 @@ run_case() {  # run_case NAME ARGS...: the summary lines, wall time and peak mem
 }
 
 sailor_plan() {  # sailor_plan NODES_A NODES_B DP: Sailor's A100 plan on that many nodes of zones a and b
-  local a=$1 b=$2 dp=$3 cluster="$out/sailor-$a-$b.yaml"
+  local a=$1 b=$2 dp=$3
+  local cluster="$out/sailor-$a-$b.yaml"  # a second `local`: one expands its words before assigning
   # The sailor-budget inventory with only Sailor's A100 nodes.
   awk -v a="$a" -v b="$b" '
     /^nodes:/ { print; if (a > 0) print "  - {type: a2-highgpu-4g-us-central1-a, count: " a "}"; if (b > 0) print "  - {type: a2-highgpu-4g-us-central1-b, count: " b "}"; skip = 1; next }

@@ -7,9 +7,13 @@ start=$(date +%s%N)
 "$@" &
 pid=$!
 peak=0
+# The command and its children (a wrapper such as `timeout` runs the real work in a child): the
+# largest of their peaks.
 while kill -0 "$pid" 2>/dev/null; do
-  hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$pid/status" 2>/dev/null || true)
-  [ -n "$hwm" ] && [ "$hwm" -gt "$peak" ] && peak=$hwm
+  for p in "$pid" $(cat "/proc/$pid/task/$pid/children" 2>/dev/null || true); do
+    hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$p/status" 2>/dev/null || true)
+    [ -n "$hwm" ] && [ "$hwm" -gt "$peak" ] && peak=$hwm
+  done
   sleep 0.1
 done
 wait "$pid"
