@@ -39,9 +39,9 @@ void validate_stage_dp(const ModelSpec& model, const ClusterSpec& cluster, const
   (void)model;
 }
 
-/// The global batch against dp and mbs: they divide it (FASOP, Megatron), or with uneven dp
-/// (Sailor) every replica gets a sample and mbs is at most the largest replica's share.
+/// The global batch against dp and mbs (batch_split_allowed), and where they fail, why.
 void validate_batch_split(const ModelSpec& model, const PlanKey& key) {
+  if (batch_split_allowed(model.global_batch, key.mbs, key.dp, key.uneven_dp)) return;
   if (key.uneven_dp) {
     const int largest_share = (model.global_batch + key.dp - 1) / key.dp;
     if (key.dp > model.global_batch)

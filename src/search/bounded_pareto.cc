@@ -13,13 +13,6 @@
 namespace fasop {
 namespace {
 
-/// The most GPUs a node of the inventory has: no tp is larger.
-int largest_node_gpus(const ClusterSpec& inventory) {
-  int gpus = 1;
-  for (const NodeType& type : inventory.node_types) gpus = std::max(gpus, type.gpus_per_node);
-  return gpus;
-}
-
 /// Shapes whose every count lies between two corners.
 struct ShapeBox {
   NodeCounts lo, hi;
@@ -51,7 +44,7 @@ class BoundedSearch {
         known_(input.constraints),
         exclude_unfitting_(input.search.memory_aware && input.constraints.exclude_oom),
         most_gpus_(most_layout_gpus(*input.search.model, *input.search.cluster, input.search.space)),
-        unit_times_(*input.search.model, input.search.profiles, divisors(largest_node_gpus(*input.search.cluster)),
+        unit_times_(*input.search.model, input.search.profiles, divisors(largest_tp(*input.search.cluster, input.search.space)),
                     divisors(input.search.model->global_batch)) {}
 
   /// False when no shape of `box` can reach the front.

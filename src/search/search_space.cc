@@ -17,11 +17,6 @@ std::vector<int> divisors(int n) {
 namespace {
 
 
-/// Whether mbs x dp samples may split `gbs` unevenly, and if not whether they split it evenly.
-bool batch_splits(int gbs, int mbs, int dp, bool uneven) {
-  return uneven ? dp <= gbs && mbs <= (gbs + dp - 1) / dp : gbs % dp == 0 && (gbs / dp) % mbs == 0;
-}
-
 /// The node-type blocks of a type-block placement: their node types and GPUs, in rank order.
 struct TypeBlocks {
   std::vector<int> types, gpus;
@@ -209,7 +204,7 @@ std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSp
         if (!fasop_tp && (model.heads % tp != 0 || model.kv_heads % tp != 0)) continue;
         for (int dp : divisors(gpus / tp)) {
           int pp = gpus / (tp * dp);
-          if (pp > model.num_transformer_layers() || !batch_splits(gbs, mbs, dp, options.uneven_dp)) continue;
+          if (pp > model.num_transformer_layers() || !batch_split_allowed(gbs, mbs, dp, options.uneven_dp)) continue;
           PlanKey key{mbs, tp, dp, pp, placement};
           key.uneven_dp = splits_batch_unevenly(gbs, key);
           add(key);

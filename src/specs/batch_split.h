@@ -5,6 +5,14 @@
 
 namespace fasop {
 
+/// Whether dp replicas may split the global batch in micro-batches of mbs: evenly (dp divides
+/// it and mbs the per-replica batch, as FASOP and Megatron-LM need) or, with `uneven`, every
+/// replica at least a sample and mbs at most the largest replica's share, ceil(global / dp).
+inline bool batch_split_allowed(int global_batch, int mbs, int dp, bool uneven) {
+  if (uneven) return dp <= global_batch && mbs <= (global_batch + dp - 1) / dp;
+  return global_batch % dp == 0 && (global_batch / dp) % mbs == 0;
+}
+
 /// Micro-batches a step, as the slowest replica runs them. Convention: the global batch goes
 /// to the dp replicas as evenly as it can (each takes floor or ceil of global / dp samples),
 /// each runs its share in micro-batches of mbs (the last one possibly short, priced whole),
