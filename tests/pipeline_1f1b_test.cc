@@ -109,3 +109,33 @@ TEST_CASE("one stage's timeline is its forwards and backwards in turn", "[pipeli
   CHECK(events[3].start_s == Approx(4.0));
   CHECK(events[3].end_s == Approx(6.0));
 }
+
+TEST_CASE("skipping repeated steady rounds gives the full simulation's times", "[pipeline]") {
+  // simulate_1f1b jumps over steady rounds once they repeat; simulate_1f1b_events simulates
+  // every round. Their last backwards must agree to rounding, on random stages (some tied,
+  // some with sends, some too short a run to reach a period) up to FASOP-sized runs.
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> time(0.5, 2.0);
+  int jumped = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    const int pp = 2 + int(rng() % 24), m = 1 + int(rng() % 600);
+    std::vector<StageTiming> stages(pp);
+    for (StageTiming& s : stages) {
+      const double f = trial % 3 == 0 ? 1.0 : time(rng);  // a third with every stage tied
+      s.forward_s = f;
+      s.backward_s = trial % 5 == 0 ? time(rng) : 2 * f;
+      if (trial % 2) s.forward_send_s = 0.1 * time(rng), s.backward_send_s = 0.1 * time(rng);
+    }
+    const PipelineResult fast = simulate_1f1b(stages, m);
+    std::vector<double> last_backward_end(pp, 0);
+    for (const PipelineEvent& e : simulate_1f1b_events(stages, m))
+      if (e.kind == PipelineEvent::Kind::kBackward && e.microbatch == m - 1) last_backward_end[e.stage] = e.end_s;
+    INFO("trial " << trial << " pp " << pp << " m " << m);
+    REQUIRE(fast.stage_end_s.size() == size_t(pp));
+    for (int s = 0; s < pp; ++s) REQUIRE(fast.stage_end_s[s] == Approx(last_backward_end[s]).epsilon(1e-11));
+    REQUIRE(fast.pipeline_s == Approx(last_backward_end[0]).epsilon(1e-11));
+    jumped += m > 4 * pp + 8 && fast.pipeline_s != last_backward_end[0];
+  }
+  INFO("long runs whose rounding shows the jump: " << jumped);
+  CHECK(jumped > 300);  // the jump was taken in many long runs
+}

@@ -508,15 +508,19 @@ double fill_memory_prefixes(const ModelSpec& m, const PlanKey& k, int tp, std::v
   params.assign(m.units.size() + 1, 0);
   activations.assign(m.units.size() + 1, 0);
   const ActivationMode mode = activation_mode(k, tp);
-  double working_layer = 0;
+  ActivationMode recomputing = mode;
+  recomputing.full_recompute = false;
+  double working_layer = 0, unit_param = 0, unit_bytes = 0;
   for (size_t u = 0; u < m.units.size(); ++u) {
-    params[u + 1] = params[u] + unit_params(m, m.units[u], tp);
-    activations[u + 1] = activations[u] + unit_activation_bytes(m, m.units[u], tp, 1, mode);
-    if (k.recompute) {
-      ActivationMode recomputing = mode;
-      recomputing.full_recompute = false;
-      working_layer = std::max(working_layer, unit_activation_bytes(m, m.units[u], tp, 1, recomputing));
+    // Layers repeat: a unit like the one before has its sizes (every search layout asks).
+    const LayerUnit& unit = m.units[u];
+    if (u == 0 || unit.role != m.units[u - 1].role || unit.cross_attention != m.units[u - 1].cross_attention) {
+      unit_param = unit_params(m, unit, tp);
+      unit_bytes = unit_activation_bytes(m, unit, tp, 1, mode);
+      if (k.recompute) working_layer = std::max(working_layer, unit_activation_bytes(m, unit, tp, 1, recomputing));
     }
+    params[u + 1] = params[u] + unit_param;
+    activations[u + 1] = activations[u] + unit_bytes;
   }
   return working_layer;
 }

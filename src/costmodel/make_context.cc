@@ -149,9 +149,8 @@ void validate_partition(const ModelSpec& model, const PlanKey& key, const std::v
   }
 }
 
-PlanContext make_plan_context(const ModelSpec& model, const ClusterSpec& cluster,
-                              const NodeTypeProfiles& profiles, const CostPolicy& policy,
-                              const PlanKey& key, const UnitTimeTable* unit_times) {
+PlanContext make_layout_context(const ModelSpec& model, const ClusterSpec& cluster, const CostPolicy& policy,
+                                const PlanKey& key) {
   PlanContext ctx;
   ctx.model = &model;
   ctx.cluster = &cluster;
@@ -165,6 +164,15 @@ PlanContext make_plan_context(const ModelSpec& model, const ClusterSpec& cluster
     for (int type : key.node_order)
       ctx.node_rank_end.push_back((ctx.node_rank_end.empty() ? 0 : ctx.node_rank_end.back()) +
                                   cluster.node_types[type].gpus_per_node);
+  ctx.partition_memory = policy.memory_model(ctx);
+  return ctx;
+}
+
+void add_stage_times(PlanContext& ctx, const NodeTypeProfiles& profiles, const CostPolicy& policy,
+                     const UnitTimeTable* unit_times) {
+  const ModelSpec& model = *ctx.model;
+  const ClusterSpec& cluster = *ctx.cluster;
+  const PlanKey& key = ctx.key;
   ctx.unit_compute_s.resize(cluster.node_types.size());
   ctx.unit_tp_comm_s.resize(cluster.node_types.size());
   // With per-stage dp, a node type's stages share one dp (the search never lets a stage straddle
@@ -196,7 +204,13 @@ PlanContext make_plan_context(const ModelSpec& model, const ClusterSpec& cluster
   }
   ctx.stage_node_type = policy.stage_node_types(ctx);
   ctx.boundary_send_s = policy.boundary_send_s(ctx);
-  ctx.partition_memory = policy.memory_model(ctx);
+}
+
+PlanContext make_plan_context(const ModelSpec& model, const ClusterSpec& cluster,
+                              const NodeTypeProfiles& profiles, const CostPolicy& policy,
+                              const PlanKey& key, const UnitTimeTable* unit_times) {
+  PlanContext ctx = make_layout_context(model, cluster, policy, key);
+  add_stage_times(ctx, profiles, policy, unit_times);
   return ctx;
 }
 

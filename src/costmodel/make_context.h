@@ -24,6 +24,17 @@ PartitionFault find_partition_fault(const ModelSpec& model, int pp, const std::v
 /// Checks a partition against the layout and the model; throws SpecError naming the field.
 void validate_partition(const ModelSpec& model, const PlanKey& key, const std::vector<int>& partition);
 
+/// The part of a layout's context that needs no profile: the key, its rank layout and (for a
+/// memory-aware policy) its memory model; enough for some_partition_may_fit to rule a layout
+/// out before its unit times are looked up. add_stage_times completes it.
+PlanContext make_layout_context(const ModelSpec& model, const ClusterSpec& cluster, const CostPolicy& policy,
+                                const PlanKey& key);
+
+/// Completes a layout context (make_layout_context) with the unit times of its node types,
+/// each stage's node type and the sends between stages. `profiles` and `unit_times` as below.
+void add_stage_times(PlanContext& ctx, const NodeTypeProfiles& profiles, const CostPolicy& policy,
+                     const UnitTimeTable* unit_times = nullptr);
+
 /// Computes what a layout's cost depends on besides its partition. `profiles` holds one
 /// profile per node type (null for node types with no node in the cluster). `unit_times`, if
 /// given, holds the profiles' unit times looked up before (a search's), else they are looked up.

@@ -1,6 +1,7 @@
 #include "costmodel/pipeline_1f1b.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace fasop {
 namespace {
@@ -42,8 +43,11 @@ class Timeline {
 /// One run of the schedule: the stages' timings, and the events as they are decided.
 class Simulation {
  public:
-  Simulation(const std::vector<StageTiming>& stages, int m)
-      : stages_(stages), pp_(static_cast<int>(stages.size())), m_(m), warmup_{pp_, m}, t_(pp_, m) {}
+  /// `skip_periodic`: run() may jump over steady rounds once they repeat (see
+  /// skip_periodic_rounds); events() then misses theirs.
+  Simulation(const std::vector<StageTiming>& stages, int m, bool skip_periodic)
+      : stages_(stages), pp_(static_cast<int>(stages.size())), m_(m), skip_periodic_(skip_periodic), warmup_{pp_, m},
+        t_(pp_, m) {}
 
   /// The run's boxes (call after run()).
   std::vector<PipelineEvent> events() {
@@ -78,6 +82,7 @@ class Simulation {
       while (first > 0 && warmup_[first - 1] <= m_ - 1 - j) --first;
       for (int s = first; s < pp_; ++s) steady_forward(s, j);
       for (int s = pp_ - 1; s >= first; --s) steady_backward(s, j);
+      if (skip_periodic_) j = skip_periodic_rounds(j);
     }
     for (int j = 0; j < m_; ++j) {
       int last = -1;  // stages [0, last] drain backward j: warmup_[s] >= m-j
@@ -91,6 +96,52 @@ class Simulation {
   }
 
  private:
+  /// Calls visit(event at round a, the same event at round b) for every event that a steady
+  /// round in which every stage is active writes. Round a + 1 reads only round a's (and events
+  /// it writes itself, or that are never written and read as 0).
+  template <typename Visit>
+  void for_each_round_event(int a, int b, Visit visit) {
+    for (int s = 0; s < pp_; ++s) {
+      const int ka = a + warmup_[s], kb = b + warmup_[s];
+      visit(t_.forward_end(s, ka), t_.forward_end(s, kb));
+      visit(t_.backward_end(s, a), t_.backward_end(s, b));
+      if (s + 1 < pp_) {
+        visit(t_.forward_send_end(s, ka), t_.forward_send_end(s, kb));
+        visit(t_.forward_recv_end(s + 1, ka), t_.forward_recv_end(s + 1, kb));
+        visit(t_.backward_recv_posted(s, a), t_.backward_recv_posted(s, b));
+      }
+      if (s > 0) {
+        visit(t_.backward_send_end(s, a), t_.backward_send_end(s, b));
+        visit(t_.backward_recv_end(s - 1, a), t_.backward_recv_end(s - 1, b));
+        visit(t_.forward_recv_posted(s, ka + 1), t_.forward_recv_posted(s, kb + 1));
+      }
+    }
+  }
+
+  /// A steady round in which every stage is active maps the events of the round before by max
+  /// and + only, so once round j is round j - 1 shifted by one period (every event later by the
+  /// same time), every later such round is too. The rounds up to the last but one such round
+  /// are then skipped: that round is written as round j shifted (the rounds between stay unset,
+  /// nothing after reads them) and the simulation goes on from there. Returns the last round
+  /// done. Shifts count as equal within 1e-12 of the times, a rounding error's size, so the
+  /// jump moves the result by no more than about that share of the step.
+  int skip_periodic_rounds(int j) {
+    const int last_full = m_ - pp_;    // the last round with every stage active (warmup_[0] = pp - 1)
+    const int target = last_full - 1;  // round last_full also posts stage 0's next receive: simulated
+    // The transient lasts about pp rounds; past a few times that, rounds are no longer checked.
+    if (j < 2 || j + 2 > target || j > 8 * pp_ + 8) return j;
+    const double period = t_.backward_end(0, j) - t_.backward_end(0, j - 1);
+    if (!(period > 0)) return j;
+    bool periodic = true;
+    for_each_round_event(j, j - 1, [&](double now, double before) {
+      periodic = periodic && std::abs(now - before - period) <= 1e-12 * std::max(std::abs(now), period);
+    });
+    if (!periodic) return j;
+    const double shift_s = (target - j) * period;
+    for_each_round_event(target, j, [&](double& at_target, double at_j) { at_target = at_j + shift_s; });
+    return target;
+  }
+
   /// Stage s sends micro-batch j's activations once `ready`.
   void send_forward(int s, int j, double ready) {
     t_.forward_send_end(s, j) = ready + stages_[s].forward_send_s;
@@ -163,6 +214,7 @@ class Simulation {
 
   const std::vector<StageTiming>& stages_;
   int pp_, m_;
+  bool skip_periodic_;
   /// Warm-up forwards of each stage: min(pp-s-1, m).
   struct Warmup {
     int pp, m;
@@ -178,7 +230,7 @@ PipelineResult simulate_1f1b(const std::vector<StageTiming>& stages, int m) {
     double seconds = m * (stages[0].forward_s + stages[0].backward_s);
     return {seconds, {seconds}};
   }
-  return Simulation(stages, m).run();
+  return Simulation(stages, m, /*skip_periodic=*/true).run();
 }
 
 std::vector<PipelineEvent> simulate_1f1b_events(const std::vector<StageTiming>& stages, int m) {
@@ -193,7 +245,7 @@ std::vector<PipelineEvent> simulate_1f1b_events(const std::vector<StageTiming>& 
     }
     return events;
   }
-  Simulation simulation(stages, m);
+  Simulation simulation(stages, m, /*skip_periodic=*/false);
   simulation.run();
   return simulation.events();
 }

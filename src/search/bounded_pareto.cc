@@ -73,10 +73,11 @@ class BoundedSearch {
     // Floors at or above this cannot reach the front: the exact floor's program stops there.
     const double cap_s = front_time_cap_s(known_.front(), input_.constraints, usd_per_step_second);
     std::vector<CandidateResult> results = evaluate_in_parallel(n, input_.search.threads, [&](size_t i) {
-      PlanContext ctx = make_plan_context(*shape_input.model, *shape_input.cluster, shape_input.profiles,
-                                          *shape_input.policy, work.keys[i], &unit_times_);
-      // Plans that cannot fit are never admitted where plans must fit.
+      // Plans that cannot fit are never admitted where plans must fit: most layouts of a large
+      // model are ruled out so, before their unit times are looked up.
+      PlanContext ctx = make_layout_context(*shape_input.model, *shape_input.cluster, *shape_input.policy, work.keys[i]);
       if (exclude_unfitting_ && !some_partition_may_fit(ctx)) return CandidateResult{};
+      add_stage_times(ctx, shape_input.profiles, *shape_input.policy, &unit_times_);
       const double floor_s = stage_type_step_floor_s(ctx, *shape_input.policy);
       if (cannot_reach_front(known_.front(), input_.constraints, floor_s, usd_per_step_second)) return CandidateResult{};
       const double exact_floor_s = std::max(floor_s, floor_partition(ctx, *shape_input.policy, cap_s).floor_s);
