@@ -549,6 +549,9 @@ std::optional<MemoryModel> AnalyticPolicy::memory_model(const PlanContext& ctx) 
     working_layer[s] = fill_memory_prefixes(m, k, k.stage_tp[s], model.table_params_prefix.back(),
                                             model.table_activation_prefix.back());
   }
+  for (std::vector<double>* per_stage :
+       {&model.bytes_per_param, &model.in_flight, &model.fixed_bytes, &model.limit_bytes})
+    per_stage->reserve(k.pp);
   for (int s = 0; s < k.pp; ++s) {
     const double samples = ctx.stage_mbs(s);
     model.bytes_per_param.push_back(bytes_per_param(k.zero_stage, ctx.stage_dp(s), m.dtype));
