@@ -21,6 +21,11 @@ expect_error "--stage-tp with the fasop policy" "--policy analytic" estimate --m
   --cluster fasop-8nodes-heterogeneous --mbs 1 --tp 4 --dp 1 --pp 8 --stage-tp 4,4,4,4,4,4,4,4
 expect_error "dp that does not divide the batch" "--uneven-dp" estimate --model gpt2xl \
   --cluster fasop-8nodes-heterogeneous --mbs 1 --tp 1 --dp 3 --pp 8 --policy analytic --nodes A100=1 --nodes A10=5
+# The speed split (Metis-style) only under the analytic policy: FASOP's runs a stage at one speed.
+expect_error "--speed-split with the fasop policy" "--speed-split" estimate --model gpt2xl \
+  --cluster fasop-8nodes-heterogeneous --mbs 1 --tp 4 --dp 1 --pp 8 --speed-split
+expect_error "search --speed-split with the fasop policy" "--speed-split" search --model gpt2xl \
+  --cluster fasop-8nodes-heterogeneous --speed-split --out-dir "$work/a"
 expect_error "degrees that do not fit" "--tp/--dp/--pp" estimate --model bert --mbs 4 --tp 1 --dp 2 --pp 4
 sed 's/^global_batch: 256/global_batch: 100/' "$(dirname "$0")/../configs/models/bert.yaml" > "$work/bert100.yaml"
 expect_error "dp not dividing the batch" "--dp" estimate --model "$work/bert100.yaml" --mbs 1 --tp 1 --dp 8 --pp 2

@@ -106,11 +106,7 @@ TEST_CASE("per-stage tp: uniform stage_tp is the plain plan, exactly", "[analyti
     const PlanContext b = make_plan_context(l.model, l.cluster, {&h100, &a100, &l4}, policy, uniform);
     const std::vector<int> partition = exact_fitting_partition(a).partition;
     const PlanEstimate x = estimate_plan(a, policy, partition), y = estimate_plan(b, policy, partition);
-    CHECK(y.step_time_s == x.step_time_s);
-    CHECK(y.pipeline_time_s == x.pipeline_time_s);
-    CHECK(y.dp_allreduce_s == x.dp_allreduce_s);
-    CHECK(y.memory.oom_gpumem_gib == x.memory.oom_gpumem_gib);
-    CHECK(y.price_per_step_usd == x.price_per_step_usd);
+    check_same_estimate(x, y);
     CHECK(b.boundary_send_s == a.boundary_send_s);
     CHECK(exact_fitting_partition(b).partition == partition);
   }

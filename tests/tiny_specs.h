@@ -1,14 +1,26 @@
 #pragma once
 // A model, a cluster and profiles small enough to price plans by hand (stage_tp_test.cc,
 // uneven_dp_test.cc).
+#include <catch2/catch.hpp>
+
 #include <string>
 
 #include "costmodel/analytic_policy.h"
+#include "costmodel/estimate.h"
 #include "specs/cluster_spec.h"
 #include "specs/model_spec.h"
 #include "specs/profile_spec.h"
 
 namespace fasop::testing::tiny {
+
+/// Two estimates that must be the same plan's, to the bit: a variant that changes nothing.
+inline void check_same_estimate(const PlanEstimate& x, const PlanEstimate& y) {
+  CHECK(y.step_time_s == x.step_time_s);
+  CHECK(y.pipeline_time_s == x.pipeline_time_s);
+  CHECK(y.dp_allreduce_s == x.dp_allreduce_s);
+  CHECK(y.memory.oom_gpumem_gib == x.memory.oom_gpumem_gib);
+  CHECK(y.price_per_step_usd == x.price_per_step_usd);
+}
 
 /// A model small enough to price by hand: 4 transformer layers, h 1024, f 4096, s 512, 16
 /// heads, bf16, fused attention, global batch 8, no embedding or head.

@@ -23,6 +23,7 @@ struct EstimateOptions {
   std::vector<int> stage_dp;
   std::vector<int> stage_tp;
   bool uneven_dp = false;
+  bool speed_split = false;
   std::string placement;
   std::string partition;
   bool json = false;
@@ -32,7 +33,7 @@ struct EstimateOptions {
 
 /// estimate --plan: the saved plan on its specs (or --cluster's, --profile-dir's), estimated again.
 void run_saved(const EstimateOptions& options, CLI::App& command) {
-  for (const char* own : {"--model", "--mbs", "--tp", "--dp", "--pp", "--nodes", "--stage-dp", "--stage-tp", "--uneven-dp", "--placement",
+  for (const char* own : {"--model", "--mbs", "--tp", "--dp", "--pp", "--nodes", "--stage-dp", "--stage-tp", "--uneven-dp", "--speed-split", "--placement",
                           "--partition", "--heterogeneous", "--zero", "--recompute", "--policy"})
     if (command.count(own)) throw SpecError(std::string("--plan: the plan gives ") + own + "; leave it out");
   PlanOverrides overrides;
@@ -108,6 +109,7 @@ void run(EstimateOptions options, CLI::App& command) {
   options.key.stage_tp = options.stage_tp;
   // Only a plan that splits its batch unevenly is marked so: an even one stays as it was.
   options.key.uneven_dp = options.uneven_dp && splits_batch_unevenly(setup->model.global_batch, options.key);
+  options.key.speed_split = options.speed_split;
   validate_plan_key(setup->model, setup->cluster, options.key);
   std::vector<int> partition = options.partition.empty() ? std::vector<int>{} : parse_partition(options.partition);
   PartitionTiming timing = options.as_given ? PartitionTiming::kExact : PartitionTiming::kAsFasopReports;
@@ -150,6 +152,9 @@ void add_estimate_command(CLI::App& app) {
   command->add_flag("--uneven-dp", options->uneven_dp,
                     "let dp (and mbs) not divide the global batch: replicas take floor or ceil of their share "
                     "(Sailor-style)");
+  command->add_flag("--speed-split", options->speed_split,
+                    "split each stage's micro-batch over its replicas by their speed where they sit on several "
+                    "node types (Metis-style; analytic policy)");
   command->add_option("--placement", options->placement,
                       "node types in rank order, comma-separated (default: the cluster's order)");
   command->add_option("--partition", options->partition,

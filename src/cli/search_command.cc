@@ -11,6 +11,7 @@
 #include "cli/planner_options.h"
 #include "cli/progress_line.h"
 #include "cli/saved_plan.h"
+#include "costmodel/speed_split_checks.h"
 #include "report/atomic_file.h"
 #include "report/fasop_csv.h"
 #include "report/pareto_report.h"
@@ -37,6 +38,7 @@ struct SearchOptions {
   bool per_stage_dp = false;
   bool per_stage_tp = false;
   bool uneven_dp = false;
+  bool speed_split = false;
   // Budgets (any search) and subsets
   double min_throughput = 0;     ///< iterations per second; 0: none
   double max_cost_per_step = 0;  ///< USD per step; 0: none
@@ -122,6 +124,14 @@ bool has_budget(const PlanConstraints& c) {
 
 std::string constraints_text(const PlanConstraints& c);
 
+/// --speed-split: the speed-split variants join the space, where the policy can price them.
+void set_speed_split(const SearchOptions& options, PlannerSetup& setup) {
+  PlanKey split;
+  split.speed_split = options.speed_split;
+  validate_speed_split_policy(split, setup.policy_name);
+  setup.input.space.speed_split = options.speed_split;
+}
+
 void run_search_command(const SearchOptions& options) {
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<PlannerSetup> setup = PlannerSetup::load(options.planner);
@@ -129,6 +139,7 @@ void run_search_command(const SearchOptions& options) {
   setup->input.space.per_stage_dp = options.per_stage_dp;
   setup->input.space.per_stage_tp = options.per_stage_tp;
   setup->input.space.uneven_dp = options.uneven_dp;
+  set_speed_split(options, *setup);
   if (setup->input.refine_top > 0) setup->input.refine_top = std::max<size_t>(options.top, 1);
   // A cluster larger than any layout is refused at once, not after enumerating its placements.
   if (setup->cluster.num_gpus() > most_layout_gpus(setup->model, setup->cluster, setup->input.space)) require_layouts(*setup, options.planner, 0);
@@ -194,6 +205,7 @@ ParetoInput inventory_input(const SearchOptions& options, PlannerSetup& setup) {
   setup.input.space.per_stage_dp = options.per_stage_dp;
   setup.input.space.per_stage_tp = options.per_stage_tp;
   setup.input.space.uneven_dp = options.uneven_dp;
+  set_speed_split(options, setup);
   input.search = setup.input;
   input.constraints = budget_constraints(options, setup.input.iterations);
   if (setup.input.memory_aware) input.constraints.exclude_oom = true;
@@ -373,6 +385,9 @@ void add_search_command(CLI::App& app) {
   command->add_flag("--uneven-dp", options->uneven_dp,
                     "also try dp and mbs that do not divide the global batch (Sailor-style; replicas take floor or "
                     "ceil of their share, the step waits for the largest)");
+  command->add_flag("--speed-split", options->speed_split,
+                    "also try, where a stage's replicas sit on several node types, splitting its micro-batch over "
+                    "them by speed (Metis-style; analytic policy)");
   command->add_flag("--pareto", options->planner.pareto,
                     "search every cluster shape of the inventory (default: FASOP's 0..8 A100 and A10 nodes) "
                     "and write the cost-versus-time pareto front");

@@ -6,6 +6,7 @@
 
 #include "costmodel/fasop_policy.h"
 #include "costmodel/pipeline_1f1b.h"
+#include "costmodel/speed_split_stage.h"
 #include "costmodel/zone_egress.h"
 #include "specs/precision.h"
 
@@ -296,13 +297,17 @@ void AnalyticPolicy::time_stage(const PlanContext& ctx, const std::vector<int>& 
                                 StageTiming& timing, StagePassParts& parts) const {
   const PlanKey& k = ctx.key;
   const int type = ctx.stage_node_type[s], count = partition[s];
-  const double compute = stage_compute_s(ctx.unit_compute_s[type], first, count);
+  // A speed-split stage takes its slowest replica's time for its share of the micro-batch.
+  const StageSplit split = ctx.splits_stage(s) ? split_stage(ctx, s, first, count) : StageSplit{};
+  const double compute = ctx.splits_stage(s) ? split.split.time_s : stage_compute_s(ctx.unit_compute_s[type], first, count);
   time_passes(ctx, compute, timing);
   // The tensor-parallel communication in the units' times, in the same share of the passes
   // (a recomputed forward repeats its collectives).
   const double passes = timing.forward_s + timing.backward_s;
   const bool tp_known = size_t(type) < ctx.unit_tp_comm_s.size() && !ctx.unit_tp_comm_s[type].empty();
-  const double tp = tp_known ? stage_compute_s(ctx.unit_tp_comm_s[type], first, count) : 0;
+  const double tp = ctx.splits_stage(s) ? split.tp_comm_s
+                    : tp_known          ? stage_compute_s(ctx.unit_tp_comm_s[type], first, count)
+                                        : 0;
   parts.tp_comm_s = compute > 0 ? tp * passes / compute : 0;
   parts.compute_s = passes - parts.tp_comm_s;
   parts.gather_s = parts.overlap_s = 0;
@@ -553,7 +558,8 @@ std::optional<MemoryModel> AnalyticPolicy::memory_model(const PlanContext& ctx) 
        {&model.bytes_per_param, &model.in_flight, &model.fixed_bytes, &model.limit_bytes})
     per_stage->reserve(k.pp);
   for (int s = 0; s < k.pp; ++s) {
-    const double samples = ctx.stage_mbs(s);
+    // A speed-split stage holds the activations of its busiest replica's share.
+    const double samples = ctx.splits_stage(s) ? ctx.split_memory_samples[s] : ctx.stage_mbs(s);
     model.bytes_per_param.push_back(bytes_per_param(k.zero_stage, ctx.stage_dp(s), m.dtype));
     model.in_flight.push_back(std::min(k.pp - s, ctx.num_microbatches) * samples);
     model.fixed_bytes.push_back(kReservedBytes + working_layer[s] * samples);

@@ -97,6 +97,18 @@ struct StageSync {
 ///   ZeRO-3 all over dp; activations per Korthikanti et al. for the micro-batches a 1F1B
 ///   stage holds (min(pp - stage, m)), only each layer's input with full recomputation;
 ///   full recomputation repeats the forward inside the backward pass.
+/// - speed split (PlanKey::speed_split, Metis): a stage whose replicas sit on several node
+///   types splits its pipeline micro-batch by speed (speed_split.h) for its own units, and takes
+///   the slowest replica's time; each replica's layers at its own type's times at its share.
+///   Its GPUs hold the activations of its busiest replica's share in its split of the whole
+///   model's units (the memory model stays linear in a stage's units, as the partitioners need;
+///   that is the split of the stage's own units wherever every unit's time scales alike with
+///   the samples, as in a model of transformer layers alone), within the least memory of its
+///   nodes. Its sends and all-reduce move the plain plan's bytes over the plain plan's links (an
+///   assumption: Metis reshards the activations between stages, which we price as the plain
+///   plan's sends), though less of the all-reduce hides under the split stage's shorter
+///   backward pass; its optimizer step and overlap slowdown are its slowest type's, as without
+///   the split.
 /// Simplifications: with interleaving, the windows W and F are a rank's whole backward and
 /// forward of one micro-batch (all its chunks); a stage's buckets are of equal size.
 class AnalyticPolicy : public CostPolicy {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "costmodel/speed_split_checks.h"
+#include "costmodel/speed_split_stage.h"
 #include "costmodel/stage_tp_checks.h"
 #include "specs/batch_split.h"
 #include "specs/spec_error.h"
@@ -109,6 +111,7 @@ void validate_plan_key(const ModelSpec& model, const ClusterSpec& cluster, const
                       str(cluster.node_count(int(t))));
   }
   if (!key.stage_tp.empty()) validate_stage_tp_nodes(cluster, key);
+  validate_speed_split_nodes(cluster, key);
 }
 
 PartitionFault find_partition_fault(const ModelSpec& model, int pp, const std::vector<int>& partition) {
@@ -157,6 +160,7 @@ PlanContext make_layout_context(const ModelSpec& model, const ClusterSpec& clust
   ctx.key = key;
   if (!key.stage_tp.empty() && policy.name() == "fasop")
     throw SpecError("--stage-tp: the fasop policy prices one tp on every stage; use --policy analytic");
+  validate_speed_split_policy(key, policy.name());
   ctx.num_microbatches = slowest_replica_microbatches(model.global_batch, key);
   ctx.gpus_per_node = cluster.gpus_per_node();
   ctx.multi_zone = cluster.multi_zone();
@@ -203,6 +207,10 @@ void add_stage_times(PlanContext& ctx, const NodeTypeProfiles& profiles, const C
     ctx.unit_tp_comm_s[type] = std::move(looked_up.tp_comm_s);
   }
   ctx.stage_node_type = policy.stage_node_types(ctx);
+  add_speed_split_stages(ctx, profiles, type_tp);
+  // A speed-split stage holds its busiest replica's share, known only now; the layout's model
+  // (the even share, less memory) served only to rule out layouts that cannot fit even so.
+  if (ctx.key.speed_split) ctx.partition_memory = policy.memory_model(ctx);
   ctx.boundary_send_s = policy.boundary_send_s(ctx);
 }
 

@@ -26,7 +26,9 @@ void validate_partition(const ModelSpec& model, const PlanKey& key, const std::v
 
 /// The part of a layout's context that needs no profile: the key, its rank layout and (for a
 /// memory-aware policy) its memory model; enough for some_partition_may_fit to rule a layout
-/// out before its unit times are looked up. add_stage_times completes it.
+/// out before its unit times are looked up (a speed-split stage's model there counts the even
+/// share of its micro-batch, a floor; add_stage_times, which completes the context, counts the
+/// busiest replica's).
 PlanContext make_layout_context(const ModelSpec& model, const ClusterSpec& cluster, const CostPolicy& policy,
                                 const PlanKey& key);
 

@@ -34,7 +34,30 @@ struct PlanContext {
   /// The stages' memory as the policy models it, where partitions must fit (CostPolicy::memory_model).
   std::optional<MemoryModel> partition_memory;
 
+  /// PlanKey::speed_split (speed_split_stage.h): per stage whose replicas sit on several node
+  /// types, each replica's node type in dp order; empty for a stage on one type (it runs at
+  /// stage_node_type's pace) and for every stage without the split.
+  std::vector<std::vector<int>> split_replica_types;
+  /// Per node type that such a stage uses, its units' times at every sample count n from 0 to
+  /// the pipeline micro-batch (mbs x dp), as prefix sums: [type][n][u] is units [0, u) on n
+  /// samples (forward + backward; and the tensor-parallel communication in it).
+  std::vector<std::vector<std::vector<double>>> split_compute_prefix_s, split_tp_comm_prefix_s;
+  /// Per split stage, per unit: a floor under the unit's time in any split (the partitioners' floors).
+  std::vector<std::vector<double>> split_floor_unit_s;
+  /// Per split stage: the samples of its busiest replica in its split of the whole model's units
+  /// (the memory model's activations).
+  std::vector<int> split_memory_samples;
+
   int pp() const { return key.pp; }
+  /// True where stage `stage` splits its micro-batch by speed.
+  bool splits_stage(int stage) const {
+    return size_t(stage) < split_replica_types.size() && !split_replica_types[stage].empty();
+  }
+  /// Each unit's time on stage `stage` as the partitioners' floors take it: its node type's, or
+  /// for a split stage split_floor_unit_s.
+  const std::vector<double>& stage_floor_unit_s(int stage) const {
+    return splits_stage(stage) ? split_floor_unit_s[stage] : unit_compute_s[stage_node_type[stage]];
+  }
   /// Data-parallel replicas of stage `stage` (key.stage_dp, or dp).
   int stage_dp(int stage) const { return key.stage_dp.empty() ? key.dp : key.stage_dp[stage]; }
   /// Tensor-parallel degree of stage `stage` (key.stage_tp, or tp).

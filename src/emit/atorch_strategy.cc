@@ -43,6 +43,7 @@ std::string atorch_strategy_py(const PlanFile& plan, const ModelSpec& model) {
   require_no_megatron_features(plan, "this ATorch strategy");
   require_uniform_tp(plan, "this ATorch strategy");
   require_even_batch(plan, "this ATorch strategy");
+  require_no_speed_split(plan, "this ATorch strategy");
 
   // The first module of each stage after the first. A stage that starts with a non-layer unit
   // (T5's decoder embedding) starts at its stack's first layer; one that starts with the

@@ -13,6 +13,7 @@ std::string deepspeed_config_json(const PlanFile& plan, const ModelSpec& model) 
   require_uniform_dp(plan, "DeepSpeed");
   require_uniform_tp(plan, "DeepSpeed");
   require_even_batch(plan, "DeepSpeed");
+  require_no_speed_split(plan, "DeepSpeed");
   require_no_megatron_features(plan, "DeepSpeed");
   // DeepSpeed checks train_batch_size == micro x gradient_accumulation_steps x dp world size
   // (DeepSpeedConfig._batch_assertion), so the division must be exact.

@@ -144,6 +144,7 @@ std::vector<std::string> megatron_args(const PlanFile& plan, const ModelSpec& mo
   require_uniform_dp(plan, "Megatron-LM");
   require_uniform_tp(plan, "Megatron-LM");
   require_even_batch(plan, "Megatron-LM");
+  require_no_speed_split(plan, "Megatron-LM");
   if (key.mbs <= 0 || key.dp <= 0 || plan.global_batch % (key.mbs * key.dp) != 0)
     throw SpecError(plan_where(plan) + "global batch " + std::to_string(plan.global_batch) +
                     " is not a multiple of micro-batch " + std::to_string(key.mbs) + " x dp " +

@@ -46,6 +46,13 @@ void require_even_batch(const PlanFile& plan, const std::string& framework) {
                     " requires the global batch divisible by micro-batch x dp. Re-plan without --uneven-dp");
 }
 
+void require_no_speed_split(const PlanFile& plan, const std::string& framework) {
+  if (plan.key.speed_split)
+    throw SpecError(plan_where(plan) + "stages split their micro-batch over replicas by speed (speed_split); " +
+                    framework + " gives every replica the same share (Metis's own runtime runs such plans). "
+                    "Re-plan without --speed-split");
+}
+
 void require_no_megatron_features(const PlanFile& plan, const std::string& framework) {
   const PlanKey& key = plan.key;
   std::string feature = key.sequence_parallel && key.tp > 1                   ? "sequence parallelism"

@@ -29,6 +29,11 @@ void require_uniform_tp(const PlanFile& plan, const std::string& framework);
 /// (uneven_dp), which `framework` cannot run.
 void require_even_batch(const PlanFile& plan, const std::string& framework);
 
+/// Throws SpecError when the plan splits a stage's micro-batch over its replicas by speed
+/// (speed_split, Metis's own runtime), which `framework` cannot run: none of the shipped
+/// emitters' frameworks can.
+void require_no_speed_split(const PlanFile& plan, const std::string& framework);
+
 /// Throws SpecError when the plan uses what only Megatron-LM runs (sequence parallelism,
 /// selective recomputation, the interleaved schedule), naming it: `framework` would silently
 /// run another plan than the one priced.

@@ -236,6 +236,7 @@ std::string slapo_schedule_py(const PlanFile& plan, const ModelSpec& model) {
   require_no_megatron_features(plan, "this Slapo schedule");
   require_uniform_tp(plan, "this Slapo schedule");
   require_even_batch(plan, "this Slapo schedule");
+  require_no_speed_split(plan, "this Slapo schedule");
   if (key.tp > 1) {
     check_divides(key.tp, model.heads, "the attention heads", model);
     check_divides(key.tp, model.kv_heads > 0 ? model.kv_heads : model.heads, "the key/value heads", model);

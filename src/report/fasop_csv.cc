@@ -90,9 +90,9 @@ void append_fasop_csv_row(std::string& row, const ClusterSpec& cluster, const Ca
     // which keeps the columns of the tables FASOP's tools read.
     row += std::string(",") + recompute_name(k.recompute_mode()) + (k.sequence_parallel ? "+sp" : "") +
            (k.virtual_stages > 1 ? "+v" + std::to_string(k.virtual_stages) : "") + ",";
-    // Per-stage tp and uneven dp ride on the stage_dp column ("[2, 1] tp [1, 4] uneven"), which
-    // keeps the columns as they were.
-    if (!k.stage_dp.empty() || !k.stage_tp.empty() || k.uneven_dp) {
+    // Per-stage tp, uneven dp and the speed split ride on the stage_dp column ("[2, 1] tp [1, 4]
+    // uneven speed"), which keeps the columns as they were.
+    if (!k.stage_dp.empty() || !k.stage_tp.empty() || k.uneven_dp || k.speed_split) {
       row += '"';
       if (!k.stage_dp.empty()) append_partition(row, k.stage_dp);
       if (!k.stage_tp.empty()) {
@@ -100,6 +100,7 @@ void append_fasop_csv_row(std::string& row, const ClusterSpec& cluster, const Ca
         append_partition(row, k.stage_tp);
       }
       if (k.uneven_dp) row += k.stage_dp.empty() && k.stage_tp.empty() ? "uneven" : " uneven";
+      if (k.speed_split) row += k.stage_dp.empty() && k.stage_tp.empty() && !k.uneven_dp ? "speed" : " speed";
       row += '"';
     }
   }

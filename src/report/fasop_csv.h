@@ -11,7 +11,7 @@ namespace fasop {
 /// with a num_<gpu> column per node type where FASOP has num_a100 and num_a10.
 /// With `plan_dims`, three more columns close each row: zero_stage, recompute and stage_dp (each
 /// stage's dp where it differs per stage, else empty; then "tp [..]" with per-stage tp and
-/// "uneven" with uneven dp): the dimensions beyond FASOP's space;
+/// "uneven" with uneven dp, "speed" with the speed split): the dimensions beyond FASOP's space;
 /// FASOP's own tables stay byte for byte FASOP's.
 std::string fasop_csv(const ClusterSpec& cluster, const std::vector<CandidateResult>& results, bool plan_dims = false);
 /// The table's header line and one row (each ending in a newline), for streaming it.

@@ -41,10 +41,11 @@ std::string json_string(const std::string& s) {
   return out + "\"";
 }
 
-/// " stage tp [..]" and " uneven dp" where the plan has them (Sailor's layouts); else nothing,
-/// so that other plans read as before.
+/// " stage tp [..]", " uneven dp" and " speed split" where the plan has them (Sailor's and
+/// Metis's layouts); else nothing, so that other plans read as before.
 std::string sailor_layout_text(const PlanKey& k) {
-  return (k.stage_tp.empty() ? "" : " stage tp " + partition_text(k.stage_tp)) + (k.uneven_dp ? " uneven dp" : "");
+  return (k.stage_tp.empty() ? "" : " stage tp " + partition_text(k.stage_tp)) + (k.uneven_dp ? " uneven dp" : "") +
+         (k.speed_split ? " speed split" : "");
 }
 
 }  // namespace
@@ -150,6 +151,7 @@ std::string estimate_json(const ModelSpec& model, const ClusterSpec& cluster, co
       << ", \"mbs\": " << k.mbs << ", \"tp\": " << k.tp << ", \"dp\": " << k.dp << ", \"pp\": " << k.pp
       << (k.stage_tp.empty() ? "" : ", \"stage_tp\": " + partition_text(k.stage_tp))
       << (k.uneven_dp ? ", \"uneven_dp\": true" : "")
+      << (k.speed_split ? ", \"speed_split\": true" : "")
       << ", \"placement\": " << placement << ", \"partition\": " << partition_text(r.plan.partition)
       << ", \"step_time\": " << num(e.step_time_s) << ", \"pipeline_time\": " << num(e.pipeline_time_s)
       << ", \"dp_allreduce_time\": " << num(e.dp_allreduce_s)

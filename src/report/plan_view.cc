@@ -68,7 +68,8 @@ std::string plan_view_text(const PlanFile& plan, const ModelSpec& model, const C
       << model.global_batch << (key.uneven_dp ? " on the replica with the most, dp uneven" : "") << "), ZeRO " << key.zero_stage << ", recomputation " << recompute_name(key.recompute_mode())
       << (key.sequence_parallel ? ", sequence parallelism" : "")
       << (key.virtual_stages > 1 ? ", " + std::to_string(key.virtual_stages) + " virtual stages a rank" : "")
-      << (key.stage_tp.empty() ? "" : ", tp per stage " + partition_text(key.stage_tp)) << "\n"
+      << (key.stage_tp.empty() ? "" : ", tp per stage " + partition_text(key.stage_tp))
+      << (key.speed_split ? ", micro-batches split by speed where a stage mixes node types" : "") << "\n"
       << "nodes in rank order: " << node_order_text(plan.node_order) << "\n\n";
   char line[400];
   std::snprintf(line, sizeof line, "%-5s %-8s %-5s %4s %12s %12s %10s %9s  %s\n", "stage", "units", "gpu", "gpus",

@@ -39,7 +39,8 @@ class BoundedSearch {
   BoundedSearch(const ParetoInput& input, CandidateSink& sink)
       : input_(input),
         sink_(sink),
-        floor_(input.search, input.search.policy->stage_type_is_slowest_rank(),
+        // A speed split runs a mixed stage faster than its slowest type: the floor counts every type.
+        floor_(input.search, input.search.policy->stage_type_is_slowest_rank() && !input.search.space.speed_split,
                input.search.memory_aware && input.constraints.exclude_oom),
         known_(input.constraints),
         exclude_unfitting_(input.search.memory_aware && input.constraints.exclude_oom),

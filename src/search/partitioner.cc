@@ -141,18 +141,23 @@ namespace {
 
 /// What the dynamic programs need: prefix sums of unit compute at each stage's speed, and where
 /// each unit's segment starts (a stage [first, end) is allowed iff first and end-1 share it).
+/// A speed-split stage counts its units' floor times (PlanContext::stage_floor_unit_s): the
+/// floors stay floors, and the exact partitioners' seeds balance them.
 struct CutCosts {
-  std::vector<std::vector<double>> prefix;  ///< prefix[t][u]: units [0, u) at node type t's speed
-  std::vector<int> stage_type;              ///< node type of each stage
+  std::vector<std::vector<double>> prefix;  ///< prefix[t][u]: units [0, u) at node type t's speed (then split stages')
+  std::vector<int> stage_type;              ///< each stage's table: its node type, or a split stage's own
   std::vector<int> segment_start;
 
   explicit CutCosts(const PlanContext& ctx) : stage_type(ctx.stage_node_type) {
     const int n = ctx.num_units();
     prefix.resize(ctx.unit_compute_s.size());
-    for (int t : stage_type) {
+    for (int s = 0; s < ctx.pp(); ++s) {
+      if (ctx.splits_stage(s)) stage_type[s] = int(prefix.size()), prefix.emplace_back();
+      const int t = stage_type[s];
       if (!prefix[t].empty()) continue;
+      const std::vector<double>& units = ctx.stage_floor_unit_s(s);
       prefix[t].assign(n + 1, 0);
-      for (int u = 0; u < n; ++u) prefix[t][u + 1] = prefix[t][u] + ctx.unit_compute_s[t][u];
+      for (int u = 0; u < n; ++u) prefix[t][u + 1] = prefix[t][u] + units[u];
     }
     segment_start.resize(n);
     for (int u = 0; u < n; ++u)
@@ -503,9 +508,19 @@ FastestStageUnits fastest_stage_units(const PlanContext& ctx) {
   fastest.unit_s.assign(ctx.num_units(), std::numeric_limits<double>::infinity());
   for (int u = 0; u < ctx.num_units(); ++u) {
     for (int type : fastest.types) fastest.unit_s[u] = std::min(fastest.unit_s[u], ctx.unit_compute_s[type][u]);
+    for (int s = 0; s < ctx.pp(); ++s)  // a speed-split stage may run a unit faster than its slowest type
+      if (ctx.splits_stage(s)) fastest.unit_s[u] = std::min(fastest.unit_s[u], ctx.split_floor_unit_s[s][u]);
     fastest.whole_model_s += fastest.unit_s[u];
   }
   return fastest;
+}
+
+/// The least ratio of `units` to `ref`, unit by unit (units without ref time apart).
+double least_ratio(const std::vector<double>& units, const std::vector<double>& ref) {
+  double ratio = std::numeric_limits<double>::infinity();
+  for (size_t u = 0; u < ref.size(); ++u)
+    if (ref[u] > 0) ratio = std::min(ratio, units[u] / ref[u]);
+  return ratio;
 }
 
 }  // namespace
@@ -538,7 +553,8 @@ double stage_type_step_floor_s(const PlanContext& ctx, const CostPolicy& policy)
     for (int u = 0; u < ctx.num_units(); ++u)
       if (ref[u] > 0) ratio[type] = std::min(ratio[type], ctx.unit_compute_s[type][u] / ref[u]);
   double capacity = 0;
-  for (int type : ctx.stage_node_type) capacity += 1 / ratio[type];
+  for (int s = 0; s < ctx.pp(); ++s)
+    capacity += 1 / (ctx.splits_stage(s) ? least_ratio(ctx.split_floor_unit_s[s], ref) : ratio[ctx.stage_node_type[s]]);
   const double work = capacity > 0 ? ctx.num_microbatches * whole_model / capacity : 0;
   return std::max(whole_model, work) + policy.embedding_allreduce_s(ctx);
 }

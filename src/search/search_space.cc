@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "costmodel/speed_split_checks.h"
 #include "specs/batch_split.h"
 
 namespace fasop {
@@ -182,6 +183,7 @@ std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSp
   };
   auto add = [&](PlanKey key) {
     if (!options.fixed.matches(key)) return;
+    const bool split_variant = options.speed_split && speed_split_applies(cluster, key);
     for (int zero : options.zero_stages) {
       if (zero > 0 && key.dp == 1) continue;  // nothing to shard
       for (RecomputeMode recompute : options.recompute)
@@ -194,6 +196,10 @@ std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSp
             key.sequence_parallel = sp;
             key.virtual_stages = v;
             keys.push_back(key);
+            if (!split_variant) continue;
+            key.speed_split = true;
+            keys.push_back(key);
+            key.speed_split = false;
           }
         }
     }

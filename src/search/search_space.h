@@ -46,6 +46,9 @@ struct SearchSpaceOptions {
   /// Also try dp degrees (and micro-batch sizes) that do not divide the global batch
   /// (Sailor-style; PlanKey::uneven_dp): mbs at most the largest replica's share.
   bool uneven_dp = false;
+  /// Also try, for each layout where some stage's replicas sit on several node types, its
+  /// speed-split variant (Metis-style; PlanKey::speed_split).
+  bool speed_split = false;
   FixedDims fixed;  ///< only layouts with these degrees
 
   /// Everything beyond FASOP: tp up to a node, ZeRO 0-3, recomputation off and on, type blocks.
@@ -77,7 +80,9 @@ long long most_layout_gpus(const ModelSpec& model, const ClusterSpec& cluster, c
 /// placement's uniform layouts come those with a dp per node type (not all equal); with
 /// per_stage_tp then those with a tp per node type (not all equal). With uneven_dp, dp and mbs
 /// need not divide the batch: dp may be any of the degrees above up to the batch, mbs any divisor
-/// of the batch up to the largest replica's share (ceil(batch / dp)).
+/// of the batch up to the largest replica's share (ceil(batch / dp)). With speed_split, each
+/// layout where some stage mixes node types (speed_split_applies) is followed by its speed-split
+/// variant.
 std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSpec& cluster,
                                          const SearchSpaceOptions& options = {});
 

@@ -50,6 +50,12 @@ struct PlanKey {
   /// stage's replicas the pipeline micro-batch); replicas take the floor or the ceiling of their
   /// share and the step waits for the one with the most micro-batches (batch_split.h).
   bool uneven_dp = false;
+  /// Metis-style speed split: in a stage whose data-parallel replicas sit on different node
+  /// types, the stage's samples per pipeline micro-batch (mbs x dp, over its stage_dp[s]
+  /// replicas with per-stage dp) go to its replicas in proportion to their speed, so that the
+  /// slowest replica's time is least (costmodel/speed_split.h); a stage on one node type is
+  /// unchanged. Off: every replica of a stage takes the same share at its slowest type's pace.
+  bool speed_split = false;
 
   RecomputeMode recompute_mode() const {
     return recompute ? RecomputeMode::kFull : selective_recompute ? RecomputeMode::kSelective : RecomputeMode::kNone;

@@ -80,6 +80,7 @@ std::string plan_file_yaml(const PlanFile& plan) {
   if (!plan.key.stage_dp.empty()) out << "stage_dp: " << flow_list(plan.key.stage_dp) << "\n";
   if (!plan.key.stage_tp.empty()) out << "stage_tp: " << flow_list(plan.key.stage_tp) << "\n";
   if (plan.key.uneven_dp) out << "uneven_dp: true    # replicas take floor or ceil of their share of the batch\n";
+  if (plan.key.speed_split) out << "speed_split: true    # a stage's replicas on several node types split its micro-batch by speed\n";
   out << "node_order: [";
   for (size_t i = 0; i < plan.node_order.size(); ++i) out << (i ? ", " : "") << quoted(plan.node_order[i]);
   out << "]    # node type of each node, in rank order\n"
@@ -109,7 +110,7 @@ PlanFile parse_plan_file(const std::string& yaml_text, const std::string& source
   plan.source = source;
   root.only_keys({"version", "model", "cluster", "profile_dir", "policy", "overlap_dp_allreduce", "overlap_tp_comm",
                   "overlap_param_gather", "nodes", "global_batch", "micro_batch", "tp", "dp", "pp", "zero_stage",
-                  "recompute", "sequence_parallel", "virtual_stages", "stage_dp", "stage_tp", "uneven_dp", "node_order", "partition", "stages",
+                  "recompute", "sequence_parallel", "virtual_stages", "stage_dp", "stage_tp", "uneven_dp", "speed_split", "node_order", "partition", "stages",
                   "estimate"});
   if (int version = root.child("version").as<int>("a whole number"); version != 1)
     root.child("version").fail("unknown version " + std::to_string(version) + "; this fasop-cpp reads version 1");
@@ -149,6 +150,7 @@ PlanFile parse_plan_file(const std::string& yaml_text, const std::string& source
   if (root.child("stage_dp").present()) plan.key.stage_dp = positive_list(root.child("stage_dp"), kMaxGlobalBatch);
   if (root.child("stage_tp").present()) plan.key.stage_tp = positive_list(root.child("stage_tp"), kMaxGpusPerNode);
   if (root.child("uneven_dp").present()) plan.key.uneven_dp = root.child("uneven_dp").as<bool>("true or false");
+  if (root.child("speed_split").present()) plan.key.speed_split = root.child("speed_split").as<bool>("true or false");
   for (const Field& item : root.child("node_order").items("list of node type names", true))
     plan.node_order.push_back(item.text());
   plan.partition = positive_list(root.child("partition"), kMaxUnits);
