@@ -126,9 +126,7 @@ std::string constraints_text(const PlanConstraints& c);
 
 /// --speed-split: the speed-split variants join the space, where the policy can price them.
 void set_speed_split(const SearchOptions& options, PlannerSetup& setup) {
-  PlanKey split;
-  split.speed_split = options.speed_split;
-  validate_speed_split_policy(split, setup.policy_name);
+  validate_speed_split_policy(options.speed_split, setup.policy_name);
   setup.input.space.speed_split = options.speed_split;
 }
 

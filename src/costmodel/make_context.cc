@@ -154,20 +154,12 @@ void validate_partition(const ModelSpec& model, const PlanKey& key, const std::v
 
 PlanContext make_layout_context(const ModelSpec& model, const ClusterSpec& cluster, const CostPolicy& policy,
                                 const PlanKey& key) {
-  PlanContext ctx;
-  ctx.model = &model;
-  ctx.cluster = &cluster;
-  ctx.key = key;
   if (!key.stage_tp.empty() && policy.name() == "fasop")
     throw SpecError("--stage-tp: the fasop policy prices one tp on every stage; use --policy analytic");
-  validate_speed_split_policy(key, policy.name());
+  validate_speed_split_policy(key.speed_split, policy.name());
+  PlanContext ctx = rank_layout_context(cluster, key);
+  ctx.model = &model;
   ctx.num_microbatches = slowest_replica_microbatches(model.global_batch, key);
-  ctx.gpus_per_node = cluster.gpus_per_node();
-  ctx.multi_zone = cluster.multi_zone();
-  if (!cluster.uniform_gpus_per_node())
-    for (int type : key.node_order)
-      ctx.node_rank_end.push_back((ctx.node_rank_end.empty() ? 0 : ctx.node_rank_end.back()) +
-                                  cluster.node_types[type].gpus_per_node);
   ctx.partition_memory = policy.memory_model(ctx);
   return ctx;
 }

@@ -11,6 +11,19 @@ int PlanContext::node_of(int rank) const {
   return int(std::upper_bound(node_rank_end.begin(), node_rank_end.end(), rank) - node_rank_end.begin());
 }
 
+PlanContext rank_layout_context(const ClusterSpec& cluster, const PlanKey& key) {
+  PlanContext ctx;
+  ctx.cluster = &cluster;
+  ctx.key = key;
+  ctx.gpus_per_node = cluster.gpus_per_node();
+  ctx.multi_zone = cluster.multi_zone();
+  if (!cluster.uniform_gpus_per_node())
+    for (int type : key.node_order)
+      ctx.node_rank_end.push_back((ctx.node_rank_end.empty() ? 0 : ctx.node_rank_end.back()) +
+                                  cluster.node_types[type].gpus_per_node);
+  return ctx;
+}
+
 int PlanContext::stage_first_rank(int stage) const {
   if (key.stage_dp.empty() && key.stage_tp.empty()) return stage * key.tp * key.dp;
   int rank = 0;

@@ -83,4 +83,8 @@ struct PlanContext {
   bool multi_zone = false;
 };
 
+/// A context of `key` on `cluster`'s nodes with only its rank layout (stage_rank, node_of, the
+/// stages' dp and tp): what to ask where a rank sits, without profiles or a model.
+PlanContext rank_layout_context(const ClusterSpec& cluster, const PlanKey& key);
+
 }  // namespace fasop

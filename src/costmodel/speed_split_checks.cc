@@ -7,50 +7,28 @@
 namespace fasop {
 namespace {
 
-int tp_of(const PlanKey& key, int stage) { return key.stage_tp.empty() ? key.tp : key.stage_tp[stage]; }
-int dp_of(const PlanKey& key, int stage) { return key.stage_dp.empty() ? key.dp : key.stage_dp[stage]; }
-
-/// The node holding `rank`, nodes in `key`'s rank order (`starts`: where each node's ranks start).
-int node_at(const std::vector<int>& starts, int rank) {
-  return int(std::upper_bound(starts.begin(), starts.end(), rank) - starts.begin()) - 1;
-}
-
 bool mixes(const std::vector<int>& types) {
   return std::any_of(types.begin(), types.end(), [&](int t) { return t != types.front(); });
 }
 
 }  // namespace
 
-std::vector<std::vector<int>> replica_node_types(const ClusterSpec& cluster, const PlanKey& key) {
-  std::vector<int> starts{0};
-  for (int type : key.node_order) starts.push_back(starts.back() + cluster.node_types[type].gpus_per_node);
-  std::vector<std::vector<int>> types(key.pp);
-  for (int s = 0, first = 0; s < key.pp; first += tp_of(key, s) * dp_of(key, s), ++s) {
-    const int tp = tp_of(key, s);
-    for (int r = 0; r < dp_of(key, s); ++r) {
-      const int a = node_at(starts, first + r * tp), b = node_at(starts, first + r * tp + tp - 1);
-      int type = key.node_order[a];
+std::vector<std::vector<int>> replica_node_types(const PlanContext& layout) {
+  std::vector<std::vector<int>> types(layout.pp());
+  for (int s = 0; s < layout.pp(); ++s)
+    for (int r = 0; r < layout.stage_dp(s); ++r) {
+      const int a = layout.node_of(layout.stage_rank(s, r, 0));
+      const int b = layout.node_of(layout.stage_rank(s, r, layout.stage_tp(s) - 1));
+      int type = layout.key.node_order[a];
       for (int node = a + 1; node <= b; ++node)
-        if (key.node_order[node] != type) type = -1;
+        if (layout.key.node_order[node] != type) type = -1;
       types[s].push_back(type);
     }
-  }
   return types;
 }
 
-bool speed_split_applies(const ClusterSpec& cluster, const PlanKey& key) {
-  bool some_stage_mixes = false;
-  for (const std::vector<int>& stage : replica_node_types(cluster, key)) {
-    if (std::find(stage.begin(), stage.end(), -1) != stage.end()) return false;
-    some_stage_mixes = some_stage_mixes || mixes(stage);
-  }
-  return some_stage_mixes;
-}
-
-void validate_speed_split_nodes(const ClusterSpec& cluster, const PlanKey& key) {
-  if (!key.speed_split) return;
-  const std::vector<std::vector<int>> types = replica_node_types(cluster, key);
-  for (int s = 0; s < key.pp; ++s)
+void require_one_type_per_replica(const std::vector<std::vector<int>>& types) {
+  for (size_t s = 0; s < types.size(); ++s)
     for (size_t r = 0; r < types[s].size(); ++r)
       if (types[s][r] < 0)
         throw SpecError("--speed-split: replica " + std::to_string(r) + " of stage " + std::to_string(s) +
@@ -58,8 +36,21 @@ void validate_speed_split_nodes(const ClusterSpec& cluster, const PlanKey& key) 
                         "on one node type, or drop --speed-split");
 }
 
-void validate_speed_split_policy(const PlanKey& key, const std::string& policy_name) {
-  if (key.speed_split && policy_name == "fasop")
+bool speed_split_applies(const ClusterSpec& cluster, const PlanKey& key) {
+  bool some_stage_mixes = false;
+  for (const std::vector<int>& stage : replica_node_types(rank_layout_context(cluster, key))) {
+    if (std::find(stage.begin(), stage.end(), -1) != stage.end()) return false;
+    some_stage_mixes = some_stage_mixes || mixes(stage);
+  }
+  return some_stage_mixes;
+}
+
+void validate_speed_split_nodes(const ClusterSpec& cluster, const PlanKey& key) {
+  if (key.speed_split) require_one_type_per_replica(replica_node_types(rank_layout_context(cluster, key)));
+}
+
+void validate_speed_split_policy(bool speed_split, const std::string& policy_name) {
+  if (speed_split && policy_name == "fasop")
     throw SpecError("--speed-split: the fasop policy runs every replica of a stage at one speed; use --policy analytic");
 }
 

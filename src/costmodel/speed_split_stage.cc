@@ -49,8 +49,8 @@ double range_s(const std::vector<std::vector<double>>& prefix, int samples, int 
 void add_speed_split_stages(PlanContext& ctx, const NodeTypeProfiles& profiles, const std::vector<int>& type_tp) {
   const PlanKey& key = ctx.key;
   if (!key.speed_split) return;
-  validate_speed_split_nodes(*ctx.cluster, key);
-  const std::vector<std::vector<int>> replicas = replica_node_types(*ctx.cluster, key);
+  const std::vector<std::vector<int>> replicas = replica_node_types(ctx);
+  require_one_type_per_replica(replicas);
   const size_t types = ctx.cluster->node_types.size();
   const int samples = key.mbs * key.dp;  // the pipeline micro-batch every stage splits
   ctx.split_replica_types.assign(key.pp, {});

@@ -549,9 +549,7 @@ double stage_type_step_floor_s(const PlanContext& ctx, const CostPolicy& policy)
   const std::vector<double>& ref = fastest.unit_s;
   const double whole_model = fastest.whole_model_s * policy.pass_time_factor(ctx);
   std::vector<double> ratio(ctx.cluster->node_types.size(), std::numeric_limits<double>::infinity());
-  for (int type : fastest.types)
-    for (int u = 0; u < ctx.num_units(); ++u)
-      if (ref[u] > 0) ratio[type] = std::min(ratio[type], ctx.unit_compute_s[type][u] / ref[u]);
+  for (int type : fastest.types) ratio[type] = least_ratio(ctx.unit_compute_s[type], ref);
   double capacity = 0;
   for (int s = 0; s < ctx.pp(); ++s)
     capacity += 1 / (ctx.splits_stage(s) ? least_ratio(ctx.split_floor_unit_s[s], ref) : ratio[ctx.stage_node_type[s]]);
