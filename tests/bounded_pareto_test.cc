@@ -115,6 +115,121 @@ TEST_CASE("the bounded search finds the exhaustive front: 4 node types, analytic
   check_same_front(fronts.exhaustive, fronts.bounded);
 }
 
+/// Each shape's fastest plan that fits (infinity where none does), by estimating every layout.
+std::vector<double> best_fitting_times(const ParetoInput& input, const std::vector<NodeCounts>& shapes) {
+  std::vector<double> best;
+  for (const NodeCounts& counts : shapes) {
+    ShapeWork work = shape_work(input, counts);
+    double fastest = std::numeric_limits<double>::infinity();
+    for (const PlanKey& key : work.keys) {
+      const CandidateResult r = evaluate_candidate(input_for(input, work), key);
+      if (!r.estimate.memory.is_oom) fastest = std::min(fastest, r.estimate.step_time_s);
+    }
+    best.push_back(fastest);
+  }
+  return best;
+}
+
+TEST_CASE("shape floors lie under every shape's fastest fitting plan, and memory raises them", "[pareto][bounded]") {
+  // Every shape of 0..2 nodes of three types: the floor of its time, and of its price x time
+  // alone and in boxes, is at most what its fastest plan that fits takes.
+  AnalyticInventory inv("llama2-7b", "mixed-h100-a100-l4", 16, {2, 2, 2});
+  const ShapeFloor floor(inv.input.search, true, true);
+  const std::vector<NodeCounts> shapes = cluster_shapes(inv.input.limits);
+  const std::vector<double> best = best_fitting_times(inv.input, shapes);
+  double least_cost = std::numeric_limits<double>::infinity();
+  size_t fitting = 0;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    INFO("shape " << shapes[i][0] << "," << shapes[i][1] << "," << shapes[i][2]);
+    const double price = shape_price_usd_per_s(inv.cluster, shapes[i]);
+    if (best[i] == std::numeric_limits<double>::infinity()) continue;
+    ++fitting;
+    CHECK(floor.may_fit(shapes[i]));
+    CHECK(floor.step_floor_s(shapes[i]) <= best[i] * (1 + 1e-9));
+    CHECK(floor.step_cost_floor_usd(shapes[i], shapes[i]) <= price * best[i] * (1 + 1e-9));
+    least_cost = std::min(least_cost, price * best[i]);
+  }
+  CHECK(fitting > shapes.size() / 2);
+  // The whole inventory as one box: no shape's price x time is under its floor.
+  CHECK(floor.step_cost_floor_usd({0, 0, 0}, inv.input.limits) <= least_cost * (1 + 1e-9));
+
+  // llama2-70b on four H100 nodes: it fits only at large tp, small micro-batches or with
+  // recomputation, slower per sample than the ideal configuration. The memory-aware floor
+  // sees that: more than a tenth above the floor that ignores memory.
+  AnalyticInventory big("llama2-70b", "mixed-h100-a100-l4", 64, {4, 0, 0});
+  const ShapeFloor aware(big.input.search, true, true), unaware(big.input.search, true, false);
+  CHECK(aware.step_floor_s({4, 0, 0}) > 1.1 * unaware.step_floor_s({4, 0, 0}));
+  const double fastest = best_fitting_times(big.input, {{4, 0, 0}})[0];
+  CHECK(aware.step_floor_s({4, 0, 0}) <= fastest);
+}
+
+TEST_CASE("a search for the cheapest or the fastest plan keeps the best few and rules out by one measure", "[pareto][bounded]") {
+  // Plans (seconds, dollars): A (10, 5), B (8, 5), C (20, 3), D (5, 9).
+  std::vector<CandidateResult> plans(4);
+  const double points[4][2] = {{10, 5}, {8, 5}, {20, 3}, {5, 9}};
+  for (size_t i = 0; i < 4; ++i) {
+    plans[i].estimate.step_time_s = points[i][0];
+    plans[i].estimate.train_cost_usd = points[i][1];
+    plans[i].plan.partition = {1};
+  }
+  PlanConstraints none;
+  std::vector<CandidateResult> chunk = plans;
+  FrontTracker cheapest(none, Ranking::kCheapest, 2);
+  cheapest.consume(chunk, {0, 1, 2, 3});
+  // C, then B (A costs as much but is slower); the bound is B's $5 at any time.
+  REQUIRE(cheapest.front().size() == 2);
+  CHECK(cheapest.front()[0].estimate.step_time_s == 20);
+  CHECK(cheapest.front()[1].estimate.step_time_s == 8);
+  REQUIRE(cheapest.bound().size() == 1);
+  CHECK(cheapest.bound()[0].estimate.train_cost_usd == 5);
+  CHECK(cannot_reach_front(cheapest.bound(), none, 100, 0.051));  // $5.10, however slow
+  CHECK_FALSE(cannot_reach_front(cheapest.bound(), none, 100, 0.049));
+  // Under 15 s a step, C is not admitted: B, then A.
+  PlanConstraints limited;
+  limited.max_step_time_s = 15;
+  FrontTracker within(limited, Ranking::kCheapest, 2);
+  chunk = plans;
+  within.consume(chunk, {0, 1, 2, 3});
+  REQUIRE(within.front().size() == 2);
+  CHECK(within.front()[0].estimate.step_time_s == 8);
+  CHECK(within.front()[1].estimate.step_time_s == 10);
+  // The fastest, keeping one: D; a floor of 5.1 s cannot beat it at any price, 4.9 s can.
+  FrontTracker fastest(none, Ranking::kFastest, 1);
+  chunk = plans;
+  fastest.consume(chunk, {0, 1, 2, 3});
+  REQUIRE(fastest.front().size() == 1);
+  CHECK(fastest.front()[0].estimate.train_cost_usd == 9);
+  CHECK(cannot_reach_front(fastest.bound(), none, 5.1, 0));
+  CHECK_FALSE(cannot_reach_front(fastest.bound(), none, 4.9, 0));
+  // Before `keep` plans are known nothing is ruled out.
+  FrontTracker early(none, Ranking::kCheapest, 5);
+  chunk = plans;
+  early.consume(chunk, {0, 1, 2, 3});
+  CHECK(early.bound().empty());
+}
+
+TEST_CASE("the bounded search for the cheapest and the fastest plan finds the exhaustive front's ends", "[pareto][bounded]") {
+  AnalyticInventory inv("llama2-7b", "mixed-1024gpu", 16, {1, 2, 1, 2});
+  const Fronts fronts = both_fronts(inv.input);
+  REQUIRE(fronts.exhaustive.size() >= 2);
+  // The cheapest plan within the middle front plan's time, and the fastest within its cost:
+  // the front's points at those limits.
+  const CandidateResult& middle = fronts.exhaustive[fronts.exhaustive.size() / 2];
+  for (Ranking ranking : {Ranking::kCheapest, Ranking::kFastest}) {
+    ParetoInput in = inv.input;
+    in.ranking = ranking;
+    in.keep = 1;
+    if (ranking == Ranking::kCheapest) in.constraints.max_step_time_s = middle.estimate.step_time_s;
+    else in.constraints.max_cost_usd = middle.estimate.train_cost_usd;
+    FrontTracker best(in.constraints, ranking, 1);
+    const ParetoStats stats = run_bounded_pareto_search(in, best);
+    CHECK(stats.candidates <= fronts.estimated);
+    REQUIRE(best.front().size() == 1);
+    CHECK(best.front()[0].estimate.step_time_s == middle.estimate.step_time_s);
+    CHECK(best.front()[0].estimate.train_cost_usd == middle.estimate.train_cost_usd);
+  }
+}
+
 TEST_CASE("the time cap of a front: where cannot_reach_front starts to hold", "[pareto][bounded]") {
   // Two plans on the front, cheapest first: 20 s at $50 and 10 s at $100; a shape that costs
   // $4 a second of step. A floor of t seconds costs 4t: the 20 s plan rules it out from

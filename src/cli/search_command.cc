@@ -216,12 +216,16 @@ ParetoInput inventory_input(const SearchOptions& options, PlannerSetup& setup) {
 void run_subset_command(const SearchOptions& options) {
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<PlannerSetup> setup = PlannerSetup::load_specs(options.planner);
-  const ParetoInput input = inventory_input(options, *setup);
+  ParetoInput input = inventory_input(options, *setup);
   const bool by_cost = options.objective.empty()
                            ? input.constraints.max_step_time_s < std::numeric_limits<double>::infinity() &&
                                  !(input.constraints.max_cost_usd < std::numeric_limits<double>::infinity())
                            : options.objective == "cost";
-  FrontTracker front(input.constraints);
+  // Only the best plans are kept: a subset is ruled out once its floor cannot beat the last of
+  // them on the objective alone, not only when a plan beats it on both time and cost.
+  input.ranking = by_cost ? Ranking::kCheapest : Ranking::kFastest;
+  input.keep = std::max<size_t>({options.top, options.rank, 1});
+  FrontTracker front(input.constraints, input.ranking, input.keep);
   ProgressLine line(!options.planner.quiet, "search");
   ParetoStats stats = run_bounded_pareto_search(input, front, [&](double settled, double total, size_t candidates) {
     if (line.due())
@@ -232,12 +236,10 @@ void run_subset_command(const SearchOptions& options) {
   if (front.front().empty())
     throw SpecError("no plan on any subset of cluster '" + setup->cluster.name + "' meets the budget (" +
                     constraints_text(input.constraints) + "); relax it");
-  // The front holds the best plan of every trade-off: cheapest first, or fastest first.
-  std::vector<CandidateResult> ranked = front.front();
-  if (!by_cost) std::reverse(ranked.begin(), ranked.end());
+  const std::vector<CandidateResult>& ranked = front.front();  // best first
   std::string name = setup->model.report_name + (options.planner.heterogeneous ? "_heterogeneous" : "") + "_subset";
   std::string path = options.out_dir + "/" + name + ".csv";
-  save_ranked_plan(options, *setup, ranked, by_cost ? "on the front, cheapest first" : "on the front, fastest first");
+  save_ranked_plan(options, *setup, ranked, by_cost ? "kept, cheapest first" : "kept, fastest first");
   write_file_atomically(path, fasop_csv(setup->cluster, ranked, setup->input.memory_aware));
   const CandidateResult& best = ranked.front();
   std::cout << "model " << setup->model.name << " on subsets of cluster " << setup->cluster.name << " ("
@@ -250,11 +252,11 @@ void run_subset_command(const SearchOptions& options) {
             << shape_label(setup->cluster, counts_of(setup->cluster, best.plan.key.node_order)) << " of "
             << shape_label(setup->cluster, input.limits) << "; " << 1 / best.estimate.step_time_s
             << " iterations/s, $" << best.estimate.price_per_step_usd << " a step\n"
-            << "the front under the budget (" << ranked.size() << " plans, "
-            << (by_cost ? "cheapest" : "fastest") << " first):\n"
+            << "the " << ranked.size() << " best plans under the budget (" << (by_cost ? "cheapest" : "fastest")
+            << " first):\n"
             << best_plans_table(setup->cluster, ranked, std::min(options.top, ranked.size())) << "wrote " << path << "\n";
   if (!options.save_plan.empty())
-    std::cout << "wrote " << options.save_plan << " (plan " << options.rank << " of the front)\n";
+    std::cout << "wrote " << options.save_plan << " (plan " << options.rank << " of them)\n";
 }
 
 void run_pareto_command(const SearchOptions& options) {

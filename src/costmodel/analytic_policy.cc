@@ -14,8 +14,7 @@ namespace fasop {
 namespace {
 
 constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
-// An estimate: the CUDA context, NCCL buffers and allocator slack each GPU loses.
-constexpr double kReservedBytes = 1.0 * kGib;
+constexpr double kReservedBytes = kReservedGpuBytes;
 
 /// One link between two ranks: its latency and bandwidth as one rank sees it.
 struct Link {
@@ -271,6 +270,13 @@ double AnalyticPolicy::bucketed_exposed_s(int buckets, double bucket_s, double w
   const double k = buckets;
   const double exposed = std::max(bucket_s, k * bucket_s - window_s * (k - 1) / k);
   return std::max(0.0, exposed - slack_s);
+}
+
+double recompute_time_factor(const ModelSpec& model, const ActivationMode& mode) {
+  // time_passes's passes for a compute of 1.
+  if (mode.full_recompute) return 4.0 / 3;
+  const double s_len = model.sequence, h = model.hidden;
+  return mode.selective ? 1 + s_len / (6 * h + s_len) / 3 : 1;
 }
 
 void AnalyticPolicy::time_passes(const PlanContext& ctx, double compute, StageTiming& timing) {

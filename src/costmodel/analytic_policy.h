@@ -184,6 +184,10 @@ class AnalyticPolicy : public CostPolicy {
   AnalyticOptions options_;
 };
 
+/// What each GPU loses to the CUDA context, NCCL buffers and allocator slack (an estimate), in
+/// the analytic memory model.
+constexpr double kReservedGpuBytes = 1.0 * 1024 * 1024 * 1024;
+
 /// Parameters of one pipeline unit of `model` on one GPU at tensor-parallel degree `tp`.
 double unit_params(const ModelSpec& model, const LayerUnit& unit, int tp);
 /// Parameters on one GPU of stage `stage` of `partition` (the memory model's prefix sums).
@@ -206,6 +210,10 @@ struct ActivationMode {
 ActivationMode activation_mode(const PlanKey& key);
 /// The mode on a stage of tensor-parallel degree `tp` (per-stage tp: sequence parallelism only where tp > 1).
 ActivationMode activation_mode(const PlanKey& key, int tp);
+/// Forward + backward time under `mode` over the same without recomputation (full
+/// recomputation repeats the forward, selective attention's core), as AnalyticPolicy times
+/// passes.
+double recompute_time_factor(const ModelSpec& model, const ActivationMode& mode);
 /// Activation bytes one micro-batch leaves in one GPU's memory for unit `unit` (Korthikanti
 /// et al. 2022, Table 2, per mode; no score matrix with fused attention).
 double unit_activation_bytes(const ModelSpec& model, const LayerUnit& unit, int tp, int mbs, const ActivationMode& mode);

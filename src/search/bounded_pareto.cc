@@ -42,7 +42,7 @@ class BoundedSearch {
         // A speed split runs a mixed stage faster than its slowest type: the floor counts every type.
         floor_(input.search, input.search.policy->stage_type_is_slowest_rank() && !input.search.space.speed_split,
                input.search.memory_aware && input.constraints.exclude_oom),
-        known_(input.constraints),
+        known_(input.constraints, input.ranking, input.keep),
         exclude_unfitting_(input.search.memory_aware && input.constraints.exclude_oom),
         most_gpus_(most_layout_gpus(*input.search.model, *input.search.cluster, input.search.space)),
         unit_times_(*input.search.model, input.search.profiles, divisors(largest_tp(*input.search.cluster, input.search.space)),
@@ -54,8 +54,8 @@ class BoundedSearch {
     if (shape_gpus(inventory, box.lo) > most_gpus_ || !floor_.may_fit(box.hi)) return false;
     const double floor_s = floor_.step_floor_s(box.hi);
     if (floor_s == std::numeric_limits<double>::infinity()) return false;
-    return !cannot_reach_front(known_.front(), input_.constraints, floor_s,
-                               shape_price_usd_per_s(inventory, box.lo) * input_.search.iterations);
+    return !cannot_reach_front_at(known_.bound(), input_.constraints, floor_s,
+                                  floor_.step_cost_floor_usd(box.lo, box.hi) * input_.search.iterations);
   }
 
   /// Every layout of one shape, each as far as the front so far leaves it a chance.
@@ -72,7 +72,7 @@ class BoundedSearch {
     std::vector<double> floors(n, 0);
     std::vector<char> estimated(n, 0);
     // Floors at or above this cannot reach the front: the exact floor's program stops there.
-    const double cap_s = front_time_cap_s(known_.front(), input_.constraints, usd_per_step_second);
+    const double cap_s = front_time_cap_s(known_.bound(), input_.constraints, usd_per_step_second);
     std::vector<CandidateResult> results = evaluate_in_parallel(n, input_.search.threads, [&](size_t i) {
       // Plans that cannot fit are never admitted where plans must fit: most layouts of a large
       // model are ruled out so, before their unit times are looked up.
@@ -80,9 +80,9 @@ class BoundedSearch {
       if (exclude_unfitting_ && !some_partition_may_fit(ctx)) return CandidateResult{};
       add_stage_times(ctx, shape_input.profiles, *shape_input.policy, &unit_times_);
       const double floor_s = stage_type_step_floor_s(ctx, *shape_input.policy);
-      if (cannot_reach_front(known_.front(), input_.constraints, floor_s, usd_per_step_second)) return CandidateResult{};
+      if (cannot_reach_front(known_.bound(), input_.constraints, floor_s, usd_per_step_second)) return CandidateResult{};
       const double exact_floor_s = std::max(floor_s, floor_partition(ctx, *shape_input.policy, cap_s).floor_s);
-      if (cannot_reach_front(known_.front(), input_.constraints, exact_floor_s, usd_per_step_second))
+      if (cannot_reach_front(known_.bound(), input_.constraints, exact_floor_s, usd_per_step_second))
         return CandidateResult{};
       double coarse = 0;
       CandidateResult r = evaluate_fasop_partitions(shape_input, ctx, &coarse);

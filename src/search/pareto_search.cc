@@ -1,8 +1,10 @@
 #include "search/pareto_search.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <memory>
+#include <tuple>
 
 #include "search/parallel_evaluate.h"
 #include "search/pareto_steps.h"
@@ -168,6 +170,7 @@ std::vector<EnumerationIndex> consecutive_indices(size_t first, size_t count) {
 }
 
 void FrontTracker::consume(std::vector<CandidateResult>& chunk, const std::vector<EnumerationIndex>& index) {
+  if (ranking_ != Ranking::kFront) return consume_ranked(chunk, index);
   // The pool in enumeration order, so that pareto_front's lowest-index rule keeps the first of
   // equal points in enumeration order, however the candidates arrived.
   std::vector<std::pair<EnumerationIndex, const CandidateResult*>> pool;
@@ -188,6 +191,41 @@ void FrontTracker::consume(std::vector<CandidateResult>& chunk, const std::vecto
   }
   front_ = std::move(front);
   front_index_ = std::move(front_index);
+}
+
+void FrontTracker::consume_ranked(std::vector<CandidateResult>& chunk, const std::vector<EnumerationIndex>& index) {
+  const bool by_cost = ranking_ == Ranking::kCheapest;
+  auto key = [&](const CandidateResult& r, EnumerationIndex i) {
+    const PlanEstimate& e = r.estimate;
+    return by_cost ? std::make_tuple(e.train_cost_usd, e.step_time_s, i) : std::make_tuple(e.step_time_s, e.train_cost_usd, i);
+  };
+  std::vector<std::pair<EnumerationIndex, const CandidateResult*>> pool;
+  for (size_t i = 0; i < front_.size(); ++i) pool.emplace_back(front_index_[i], &front_[i]);
+  for (size_t i = 0; i < chunk.size(); ++i) {
+    const PlanEstimate& e = chunk[i].estimate;
+    // A result without a partition (ruled out before any) or a time has nothing to rank.
+    if (chunk[i].plan.partition.empty() || !(e.step_time_s > 0) || !std::isfinite(e.step_time_s) || !constraints_.admits(e))
+      continue;
+    ++admitted_;
+    pool.emplace_back(index[i], &chunk[i]);
+  }
+  std::sort(pool.begin(), pool.end(),
+            [&](const auto& a, const auto& b) { return key(*a.second, a.first) < key(*b.second, b.first); });
+  pool.resize(std::min(pool.size(), keep_));
+  std::vector<CandidateResult> best;
+  std::vector<EnumerationIndex> best_index;
+  for (const auto& [i, r] : pool) {
+    best.push_back(*r);
+    best_index.push_back(i);
+  }
+  front_ = std::move(best);
+  front_index_ = std::move(best_index);
+  bound_.clear();
+  if (front_.size() < keep_) return;
+  CandidateResult last;
+  last.estimate.train_cost_usd = by_cost ? front_.back().estimate.train_cost_usd : 0;
+  last.estimate.step_time_s = by_cost ? 0 : front_.back().estimate.step_time_s;
+  bound_.push_back(std::move(last));
 }
 
 }  // namespace fasop

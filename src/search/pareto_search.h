@@ -25,6 +25,11 @@ class CandidateSink {
   virtual void consume(std::vector<CandidateResult>& chunk, const std::vector<EnumerationIndex>& index) = 0;
 };
 
+/// What a search over shapes keeps: the cost-versus-time front, or (--use-subset) only the
+/// best plans by one objective under the constraints, which rules out far more: a floor then
+/// has to beat one number, not both of a front point's.
+enum class Ranking { kFront, kCheapest, kFastest };
+
 /// What the pareto search needs: the search input with the inventory as its cluster (and a
 /// profile for every node type), the most nodes of each type to rent, and the constraints the
 /// front must respect.
@@ -32,6 +37,8 @@ struct ParetoInput {
   SearchInput search;
   NodeCounts limits;
   PlanConstraints constraints;
+  Ranking ranking = Ranking::kFront;
+  size_t keep = 1;  ///< with an objective: how many of the best plans to keep
   /// Up to this many candidates the first pass's results are held for the second; above, they
   /// are computed again, so that memory does not grow with the candidate count.
   size_t hold_limit = 250000;
@@ -67,20 +74,32 @@ using PassProgressFn = std::function<void(int, size_t, size_t)>;
 /// The output does not depend on the thread count.
 ParetoStats run_pareto_search(const ParetoInput& input, CandidateSink& sink, const PassProgressFn& progress = {});
 
-/// Keeps the front of the candidates that `constraints` admit, and nothing else.
+/// Keeps the front of the candidates that `constraints` admit, and nothing else; or, with an
+/// objective, the `keep` best of them.
 class FrontTracker : public CandidateSink {
  public:
-  explicit FrontTracker(PlanConstraints constraints) : constraints_(constraints) {}
-  /// Of equal points the one with the lowest enumeration index stays.
+  explicit FrontTracker(PlanConstraints constraints, Ranking ranking = Ranking::kFront, size_t keep = 1)
+      : constraints_(constraints), ranking_(ranking), keep_(keep) {}
+  /// Of equal points the one with the lowest enumeration index stays (with an objective: ties
+  /// on it go to the better other measure, then the lowest index).
   void consume(std::vector<CandidateResult>& chunk, const std::vector<EnumerationIndex>& index) override;
-  /// The front, cheapest first.
+  /// The front, cheapest first; with an objective, the best plans, best first.
   const std::vector<CandidateResult>& front() const { return front_; }
+  /// What a floor has to beat to matter, as a front (cheapest first) for cannot_reach_front:
+  /// the front itself; with an objective, once `keep` plans are known, one point made of the
+  /// last one's objective and nothing of the other measure (cost 0 or time 0).
+  const std::vector<CandidateResult>& bound() const { return ranking_ == Ranking::kFront ? front_ : bound_; }
   size_t admitted() const { return admitted_; }
 
  private:
+  void consume_ranked(std::vector<CandidateResult>& chunk, const std::vector<EnumerationIndex>& index);
+
   PlanConstraints constraints_;
+  Ranking ranking_;
+  size_t keep_;
   std::vector<CandidateResult> front_;
   std::vector<EnumerationIndex> front_index_;
+  std::vector<CandidateResult> bound_;
   size_t admitted_ = 0;
 };
 

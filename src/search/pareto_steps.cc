@@ -33,7 +33,11 @@ double run_usd_per_step_second(const ClusterSpec& cluster, double iterations) {
 
 bool cannot_reach_front(const std::vector<CandidateResult>& front, const PlanConstraints& constraints,
                         double floor_s, double usd_per_step_second) {
-  const double floor_cost = floor_s * usd_per_step_second;
+  return cannot_reach_front_at(front, constraints, floor_s, floor_s * usd_per_step_second);
+}
+
+bool cannot_reach_front_at(const std::vector<CandidateResult>& front, const PlanConstraints& constraints,
+                           double floor_s, double floor_cost) {
   if (floor_s > constraints.max_step_time_s * (1 + kFloorMargin) ||
       floor_cost > constraints.max_cost_usd * (1 + kFloorMargin))
     return true;
@@ -69,7 +73,7 @@ bool ruled_out(const FrontTracker& front, const PlanConstraints& constraints, co
   if (memory_aware && constraints.exclude_oom && e.memory.is_oom && !result.plan.partition.empty()) return true;
   if (result.plan.partition.empty() || !(e.step_time_s > 0) || e.step_time_s == std::numeric_limits<double>::infinity())
     return false;
-  return cannot_reach_front(front.front(), constraints, floor_s, usd_per_step_second);
+  return cannot_reach_front(front.bound(), constraints, floor_s, usd_per_step_second);
 }
 
 }  // namespace fasop

@@ -36,6 +36,11 @@ double run_usd_per_step_second(const ClusterSpec& cluster, double iterations);
 bool cannot_reach_front(const std::vector<CandidateResult>& front, const PlanConstraints& constraints,
                         double floor_s, double usd_per_step_second);
 
+/// The same with the cost floor given apart from the time's (a box of shapes has a tighter
+/// one than its least price times its time floor): `floor_cost_usd` for the whole run.
+bool cannot_reach_front_at(const std::vector<CandidateResult>& front, const PlanConstraints& constraints,
+                           double floor_s, double floor_cost_usd);
+
 /// A step time from which on cannot_reach_front holds (it only grows with the time), as low as
 /// the front and the constraints allow; infinity when none is known. A floor program may stop
 /// at it (floor_partition's cap).

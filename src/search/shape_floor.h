@@ -24,6 +24,18 @@ namespace fasop {
 /// Path floor. One micro-batch passes every unit forward and backward: T >= sum_u of its
 /// fastest time on the shape's types, at the best tp and micro-batch size.
 /// Both fall as nodes are added, so a box of shapes is bounded by its largest corner.
+/// Per configuration. Where every layout has one tp and one micro-batch size (no per-stage
+/// degrees, uneven dp or speed split), the work and path floors also hold with ref and the
+/// ratios taken at the layout's own (tp, mbs), and a layout's floor is at least the least of
+/// those over the configurations some layout of the shape can run. Where plans must fit in
+/// memory, a configuration needs a pipeline whose stages can hold every transformer layer: stage
+/// s of pp holds min(pp - s, m) micro-batches, so at most (M - reserved) / (params x bytes per
+/// param + activations x mbs x min(pp - s, m)) layers on a GPU of M bytes, with the most lenient
+/// recomputation, sequence parallelism and ZeRO of the space. With m micro-batches dp is
+/// B / (m mbs) and pp at most G / (tp dp), so a configuration needs some fewest GPUs at each
+/// memory size; more GPUs or a larger memory only allow more. Memory-bound models (which must
+/// run tp 2 and mbs 1, say) get floors near their plans' times this way, not the ideal
+/// configuration's.
 class ShapeFloor {
  public:
   /// `input`: the pareto search's input (the inventory as its cluster, a profile per node
@@ -36,6 +48,11 @@ class ShapeFloor {
   /// A floor under the step time of every layout on a shape with `counts` nodes of each type
   /// (infinity for a shape without nodes). Non-increasing in every count.
   double step_floor_s(const NodeCounts& counts) const;
+  /// A floor under price x step time (USD per step, egress apart) of every layout on every
+  /// shape whose counts lie between `lo` and `hi`. Tighter than the price of `lo` times the
+  /// floor of `hi`: the work floor's price, sum_t n_t p_t over sum_t n_t k_t (k_t a type's work
+  /// capacity), is least where the types of the lowest p_t / k_t sit at hi and the rest at lo.
+  double step_cost_floor_usd(const NodeCounts& lo, const NodeCounts& hi) const;
   /// False when the shape's GPUs together hold less memory than the model's weights,
   /// gradients and optimizer state need however they are sharded (the memory-aware policy's
   /// bytes per parameter): no plan on it fits. Non-decreasing in every count.
@@ -62,6 +79,25 @@ class ShapeFloor {
   std::vector<double> path_floor_s_;
   std::vector<double> credits(unsigned mask) const;
   double path_floor_s(unsigned mask) const;
+
+  /// The floors of one (tp, mbs) configuration, with the present-type sets tabulated.
+  struct ConfigFloor {
+    double batch_ref_s = 0;                   ///< B x sum_u ref_c(u)
+    std::vector<std::vector<double>> credit;  ///< per mask, per type: 1 / r_c
+    std::vector<double> path_s;               ///< per mask
+    /// Per node type: the fewest GPUs of a layout that fits where the largest GPU memory is
+    /// that type's (0: memory not checked; LLONG_MAX: none fits).
+    std::vector<long long> least_gpus;
+  };
+  std::vector<ConfigFloor> configs_;  ///< empty where the space is not plain
+  void add_config_floors(const SearchInput& input, const std::vector<int>& tps, const std::vector<int>& mbss,
+                         bool check_memory);
+  /// The time floors of point (tp index i, mbs index j): B x tp / mbs x the factor is
+  /// `batch_scale`; `factor` scales the passes (recomputation).
+  ConfigFloor config_times(size_t i, size_t j, double batch_scale, double factor) const;
+  /// The least configuration floor of a shape of `gpus` GPUs, types `mask`, `counts` nodes
+  /// (infinity where no configuration can run; 0 where there are no configuration floors).
+  double config_floor_s(const NodeCounts& counts, unsigned mask, long long gpus) const;
 };
 
 }  // namespace fasop
