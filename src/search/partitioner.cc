@@ -505,11 +505,15 @@ FastestStageUnits fastest_stage_units(const PlanContext& ctx) {
   FastestStageUnits fastest;
   for (int type : ctx.stage_node_type)
     if (std::find(fastest.types.begin(), fastest.types.end(), type) == fastest.types.end()) fastest.types.push_back(type);
+  // A speed-split stage may run a unit faster than its slowest type (most layouts have none:
+  // they are listed once, not looked for unit by unit).
+  std::vector<int> split_stages;
+  for (int s = 0; s < ctx.pp(); ++s)
+    if (ctx.splits_stage(s)) split_stages.push_back(s);
   fastest.unit_s.assign(ctx.num_units(), std::numeric_limits<double>::infinity());
   for (int u = 0; u < ctx.num_units(); ++u) {
     for (int type : fastest.types) fastest.unit_s[u] = std::min(fastest.unit_s[u], ctx.unit_compute_s[type][u]);
-    for (int s = 0; s < ctx.pp(); ++s)  // a speed-split stage may run a unit faster than its slowest type
-      if (ctx.splits_stage(s)) fastest.unit_s[u] = std::min(fastest.unit_s[u], ctx.split_floor_unit_s[s][u]);
+    for (int s : split_stages) fastest.unit_s[u] = std::min(fastest.unit_s[u], ctx.split_floor_unit_s[s][u]);
     fastest.whole_model_s += fastest.unit_s[u];
   }
   return fastest;
