@@ -11,6 +11,7 @@
 #include "fasop_check.h"
 #include "search/search.h"
 #include "specs/spec_store.h"
+#include "test_support.h"
 
 using namespace fasop;
 using fasop::testing::FasopRow;
@@ -104,4 +105,32 @@ TEST_CASE("FASOP's T5 tables are reproduced when given", "[fasop][t5]") {
   if (!dir) return;
   require_reproduced(std::string(dir) + "/T5.csv", "t5", "fasop-8nodes");
   require_reproduced(std::string(dir) + "/T5_heterogeneous.csv", "t5", "fasop-8nodes-heterogeneous");
+}
+
+using fasop::testing::Presets;
+
+TEST_CASE("a search of many layouts drops per-stage detail, and the plan's partition gives it back", "[search]") {
+  // FASOP's heterogeneous cluster (1 A100 + 7 A10 nodes): every layout at its best partition,
+  // with the detail, and again holding none of it.
+  Presets p("gpt2xl", "fasop-8nodes-heterogeneous");
+  const std::vector<CandidateResult> full = run_search(p.input);
+  SearchInput lean_input = p.input;
+  lean_input.stage_detail_limit = 0;
+  const std::vector<CandidateResult> lean = run_search(lean_input);
+  REQUIRE(lean.size() == full.size());
+  REQUIRE(full.size() > 5);
+  for (size_t i = 0; i < full.size(); ++i) {
+    CHECK(lean[i].estimate.stages.empty());
+    CHECK(lean[i].plan.partition == full[i].plan.partition);
+    CHECK(lean[i].estimate.step_time_s == full[i].estimate.step_time_s);
+  }
+  // The five best estimated again at their partitions: the same times and stages as held.
+  for (size_t i = 0; i < 5; ++i) {
+    INFO("plan " << i);
+    const CandidateResult again = evaluate_candidate(p.input, lean[i].plan.key, lean[i].plan.partition);
+    CHECK(again.estimate.step_time_s == full[i].estimate.step_time_s);
+    REQUIRE(again.estimate.stages.size() == full[i].estimate.stages.size());
+    for (size_t s = 0; s < again.estimate.stages.size(); ++s)
+      CHECK(again.estimate.stages[s].compute_s == full[i].estimate.stages[s].compute_s);
+  }
 }

@@ -139,6 +139,9 @@ void run_search_command(const SearchOptions& options) {
   setup->input.space.uneven_dp = options.uneven_dp;
   set_speed_split(options, *setup);
   if (setup->input.refine_top > 0) setup->input.refine_top = std::max<size_t>(options.top, 1);
+  // Millions of layouts: hold what the table shows, not every stage of every plan.
+  constexpr size_t kLayoutsWithDetail = 250000;
+  setup->input.stage_detail_limit = kLayoutsWithDetail;
   // A cluster larger than any layout is refused at once, not after enumerating its placements.
   if (setup->cluster.num_gpus() > most_layout_gpus(setup->model, setup->cluster, setup->input.space)) require_layouts(*setup, options.planner, 0);
   ProgressLine line(!options.planner.quiet, "search");
@@ -161,8 +164,13 @@ void run_search_command(const SearchOptions& options) {
                       "' meets the budget (" + constraints_text(budget) +
                       "); relax it, or let the search leave nodes unused with --use-subset");
   }
+  if (!options.save_plan.empty() && options.rank <= results.size() && results[options.rank - 1].estimate.stages.empty()) {
+    // Its stages were dropped with every other plan's: the same partition estimated again.
+    CandidateResult& saved = results[options.rank - 1];
+    saved = evaluate_candidate(setup->input, saved.plan.key, saved.plan.partition);
+  }
   save_ranked_plan(options, *setup, results, "in the search's ranking");
-  write_file_atomically(path, fasop_csv(setup->cluster, results, setup->input.memory_aware));
+  write_fasop_csv_file(path, setup->cluster, results, setup->input.memory_aware);
   std::cout << "model " << setup->model.name << " on cluster " << setup->cluster.name << ": "
             << candidates << " candidates in " << seconds_since(start) << " s"
             << (has_budget(budget) ? " (" + std::to_string(results.size()) + " within " + constraints_text(budget) + ")" : "")

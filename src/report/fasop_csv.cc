@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "report/atomic_file.h"
 #include "report/number_format.h"
 
 namespace fasop {
@@ -111,6 +112,19 @@ std::string fasop_csv_row(const ClusterSpec& cluster, const CandidateResult& r, 
   std::string row;
   append_fasop_csv_row(row, cluster, r, plan_dims);
   return row;
+}
+
+void write_fasop_csv_file(const std::string& path, const ClusterSpec& cluster, const std::vector<CandidateResult>& results,
+                          bool plan_dims) {
+  constexpr size_t kFlushBytes = 1 << 20;
+  AtomicFileWriter file(path);
+  std::string text = fasop_csv_header(cluster, plan_dims);
+  for (const CandidateResult& r : results) {
+    append_fasop_csv_row(text, cluster, r, plan_dims);
+    if (text.size() >= kFlushBytes) file.write(text), text.clear();
+  }
+  file.write(text);
+  file.commit();
 }
 
 std::string fasop_csv(const ClusterSpec& cluster, const std::vector<CandidateResult>& results, bool plan_dims) {

@@ -14,6 +14,10 @@ namespace fasop {
 /// "uneven" with uneven dp, "speed" with the speed split): the dimensions beyond FASOP's space;
 /// FASOP's own tables stay byte for byte FASOP's.
 std::string fasop_csv(const ClusterSpec& cluster, const std::vector<CandidateResult>& results, bool plan_dims = false);
+/// fasop_csv written to `path` atomically, row by row (a table of millions of rows is never
+/// one string).
+void write_fasop_csv_file(const std::string& path, const ClusterSpec& cluster, const std::vector<CandidateResult>& results,
+                          bool plan_dims = false);
 /// The table's header line and one row (each ending in a newline), for streaming it.
 std::string fasop_csv_header(const ClusterSpec& cluster, bool plan_dims = false);
 std::string fasop_csv_row(const ClusterSpec& cluster, const CandidateResult& result, bool plan_dims = false);

@@ -22,11 +22,6 @@ SearchInput input_for(const ParetoInput& input, const ShapeWork& work) {
   return shape_input;
 }
 
-void drop_stage_detail(CandidateResult& result) {
-  result.estimate.stages.clear();
-  result.estimate.stages.shrink_to_fit();
-}
-
 double run_usd_per_step_second(const ClusterSpec& cluster, double iterations) {
   return cluster.price_usd_per_s() * iterations;
 }

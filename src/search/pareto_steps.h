@@ -24,9 +24,6 @@ ShapeWork shape_work(const ParetoInput& input, const NodeCounts& counts);
 /// The search input of one shape: the pareto search's, planned on the shape's cluster.
 SearchInput input_for(const ParetoInput& input, const ShapeWork& work);
 
-/// Drops per-stage detail, which the pareto reports do not show, so as not to hold it.
-void drop_stage_detail(CandidateResult& result);
-
 /// USD per second of the nodes of `cluster` (egress apart), times `iterations`: what a plan on
 /// it costs for the whole run per second of its step time, at the least.
 double run_usd_per_step_second(const ClusterSpec& cluster, double iterations);

@@ -88,16 +88,26 @@ CandidateResult evaluate_fitting_start(const SearchInput& input, const PlanKey& 
   return result;
 }
 
+void drop_stage_detail(CandidateResult& result) {
+  result.estimate.stages.clear();
+  result.estimate.stages.shrink_to_fit();
+}
+
 std::vector<CandidateResult> run_search(const SearchInput& input, const ProgressFn& progress) {
   const std::vector<PlanKey> keys = enumerate_plan_keys(*input.model, *input.cluster, input.space);
   std::vector<CandidateResult> results;
+  const bool drop_detail = keys.size() > input.stage_detail_limit;
+  auto held = [&](CandidateResult r) {
+    if (drop_detail) drop_stage_detail(r);
+    return r;
+  };
   if (input.refine_top == 0) {
     results = evaluate_in_parallel(
-        keys.size(), input.threads, [&](size_t i) { return evaluate_candidate(input, keys[i]); }, progress);
+        keys.size(), input.threads, [&](size_t i) { return held(evaluate_candidate(input, keys[i])); }, progress);
   } else {
     std::vector<double> floors(keys.size());
     results = evaluate_in_parallel(
-        keys.size(), input.threads, [&](size_t i) { return evaluate_fitting_start(input, keys[i], &floors[i]); },
+        keys.size(), input.threads, [&](size_t i) { return held(evaluate_fitting_start(input, keys[i], &floors[i])); },
         progress);
     // A layout whose floor is above the K-th fastest fitting plan cannot enter the K best.
     std::vector<double> fitting;
@@ -112,7 +122,7 @@ std::vector<CandidateResult> run_search(const SearchInput& input, const Progress
     for (size_t i = 0; i < results.size(); ++i)
       if (!results[i].estimate.memory.is_oom && floors[i] <= threshold * (1 + 1e-6)) refine.push_back(i);
     std::vector<CandidateResult> refined = evaluate_in_parallel(
-        refine.size(), input.threads, [&](size_t j) { return evaluate_candidate(input, keys[refine[j]]); });
+        refine.size(), input.threads, [&](size_t j) { return held(evaluate_candidate(input, keys[refine[j]])); });
     for (size_t j = 0; j < refine.size(); ++j) results[refine[j]] = std::move(refined[j]);
   }
   std::stable_sort(results.begin(), results.end(), [&](const CandidateResult& a, const CandidateResult& b) {

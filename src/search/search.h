@@ -5,6 +5,7 @@
 //   best_partition       FASOP's greedy, exact DPs and local search (partitioner.h)
 //   run_search           every layout at its best partition, sorted (this file)
 #include <functional>
+#include <limits>
 #include <vector>
 
 #include "costmodel/cost_policy.h"
@@ -37,7 +38,14 @@ struct SearchInput {
   /// before those that do not (FASOP sorts by time alone), and quick evaluations start from
   /// fitting_start_partition rather than FASOP's greedy partition.
   bool memory_aware = false;
+  /// Above this many layouts run_search drops each result's per-stage detail
+  /// (PlanEstimate::stages) as it is estimated, so that a search of millions of layouts holds
+  /// only what its table shows (evaluate_candidate with the plan's partition gives it back).
+  size_t stage_detail_limit = std::numeric_limits<size_t>::max();
 };
+
+/// Drops per-stage detail, which the tables do not show, so as not to hold it.
+void drop_stage_detail(CandidateResult& result);
 
 /// Called now and then with (candidates done, candidates in all).
 using ProgressFn = std::function<void(size_t, size_t)>;
