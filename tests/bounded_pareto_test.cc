@@ -146,12 +146,12 @@ TEST_CASE("shape floors lie under every shape's fastest fitting plan, and memory
     ++fitting;
     CHECK(floor.may_fit(shapes[i]));
     CHECK(floor.step_floor_s(shapes[i]) <= best[i] * (1 + 1e-9));
-    CHECK(floor.step_cost_floor_usd(shapes[i], shapes[i]) <= price * best[i] * (1 + 1e-9));
+    CHECK(floor.box_floor(shapes[i], shapes[i]).step_cost_usd <= price * best[i] * (1 + 1e-9));
     least_cost = std::min(least_cost, price * best[i]);
   }
   CHECK(fitting > shapes.size() / 2);
   // The whole inventory as one box: no shape's price x time is under its floor.
-  CHECK(floor.step_cost_floor_usd({0, 0, 0}, inv.input.limits) <= least_cost * (1 + 1e-9));
+  CHECK(floor.box_floor({0, 0, 0}, inv.input.limits).step_cost_usd <= least_cost * (1 + 1e-9));
 
   // llama2-70b on four H100 nodes: it fits only at large tp, small micro-batches or with
   // recomputation, slower per sample than the ideal configuration. The memory-aware floor

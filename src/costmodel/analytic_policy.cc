@@ -14,7 +14,6 @@ namespace fasop {
 namespace {
 
 constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
-constexpr double kReservedBytes = kReservedGpuBytes;
 
 /// One link between two ranks: its latency and bandwidth as one rank sees it.
 struct Link {
@@ -272,23 +271,28 @@ double AnalyticPolicy::bucketed_exposed_s(int buckets, double bucket_s, double w
   return std::max(0.0, exposed - slack_s);
 }
 
+namespace {
+
+/// What selective recomputation adds to a backward pass, for a forward pass of `forward_s`:
+/// attention's core (QK^T, softmax, x V) again, its share of the layer's FLOPs, s / (6h + s).
+double selective_recompute_s(const ModelSpec& model, double forward_s) {
+  const double s_len = model.sequence, h = model.hidden;
+  return forward_s * s_len / (6 * h + s_len);
+}
+
+}  // namespace
+
 double recompute_time_factor(const ModelSpec& model, const ActivationMode& mode) {
   // time_passes's passes for a compute of 1.
   if (mode.full_recompute) return 4.0 / 3;
-  const double s_len = model.sequence, h = model.hidden;
-  return mode.selective ? 1 + s_len / (6 * h + s_len) / 3 : 1;
+  return mode.selective ? 1 + selective_recompute_s(model, 1.0 / 3) : 1;
 }
 
 void AnalyticPolicy::time_passes(const PlanContext& ctx, double compute, StageTiming& timing) {
   const PlanKey& k = ctx.key;
   timing.forward_s = compute / 3;
   timing.backward_s = 2 * compute / 3 + (k.recompute ? compute / 3 : 0);
-  // Selective recomputation repeats attention's core (QK^T, softmax, x V) in the backward
-  // pass: its share of the layer's FLOPs, s / (6h + s).
-  if (activation_mode(k).selective) {
-    const double s_len = ctx.model->sequence, h = ctx.model->hidden;
-    timing.backward_s += compute / 3 * s_len / (6 * h + s_len);
-  }
+  if (activation_mode(k).selective) timing.backward_s += selective_recompute_s(*ctx.model, compute / 3);
 }
 
 double AnalyticPolicy::pass_time_factor(const PlanContext& ctx) const {
@@ -568,7 +572,7 @@ std::optional<MemoryModel> AnalyticPolicy::memory_model(const PlanContext& ctx) 
     const double samples = ctx.splits_stage(s) ? ctx.split_memory_samples[s] : ctx.stage_mbs(s);
     model.bytes_per_param.push_back(bytes_per_param(k.zero_stage, ctx.stage_dp(s), m.dtype));
     model.in_flight.push_back(std::min(k.pp - s, ctx.num_microbatches) * samples);
-    model.fixed_bytes.push_back(kReservedBytes + working_layer[s] * samples);
+    model.fixed_bytes.push_back(kReservedGpuBytes + working_layer[s] * samples);
     double memory_gib = std::numeric_limits<double>::infinity();
     for (int node = ctx.node_of(first_rank(ctx, s)); node <= ctx.node_of(last_rank(ctx, s)); ++node)
       memory_gib = std::min(memory_gib, type_of_node(ctx, node).gpu_memory_gib);

@@ -52,10 +52,10 @@ class BoundedSearch {
   bool open(const ShapeBox& box) const {
     const ClusterSpec& inventory = *input_.search.cluster;
     if (shape_gpus(inventory, box.lo) > most_gpus_ || !floor_.may_fit(box.hi)) return false;
-    const double floor_s = floor_.step_floor_s(box.hi);
-    if (floor_s == std::numeric_limits<double>::infinity()) return false;
-    return !cannot_reach_front_at(known_.bound(), input_.constraints, floor_s,
-                                  floor_.step_cost_floor_usd(box.lo, box.hi) * input_.search.iterations);
+    const ShapeFloor::BoxFloor floor = floor_.box_floor(box.lo, box.hi);
+    if (floor.step_s == std::numeric_limits<double>::infinity()) return false;
+    return !cannot_reach_front_at(known_.bound(), input_.constraints, floor.step_s,
+                                  floor.step_cost_usd * input_.search.iterations);
   }
 
   /// Every layout of one shape, each as far as the front so far leaves it a chance.

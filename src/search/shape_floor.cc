@@ -25,6 +25,14 @@ std::vector<int> tp_options(const ModelSpec& model, const ClusterSpec& inventory
   return tps;
 }
 
+/// The present-type set of a shape: bit t for a count of node type t.
+unsigned type_mask(const NodeCounts& counts) {
+  unsigned mask = 0;
+  for (size_t t = 0; t < counts.size(); ++t)
+    if (counts[t] > 0) mask |= 1u << t;
+  return mask;
+}
+
 /// The space gives every layout one tp, one micro-batch size and one dp: the configuration
 /// floors hold.
 bool plain_space(const SearchSpaceOptions& space) {
@@ -202,18 +210,23 @@ ShapeFloor::ConfigFloor ShapeFloor::config_times(size_t i, size_t j, double batc
   return config;
 }
 
+bool ShapeFloor::ConfigFloor::may_fit(const NodeCounts& counts, long long gpus) const {
+  // The largest memory present needs the fewest GPUs.
+  long long needed = std::numeric_limits<long long>::max();
+  for (size_t t = 0; t < counts.size(); ++t)
+    if (counts[t] > 0) needed = std::min(needed, least_gpus[t]);
+  return gpus >= needed;
+}
+
 double ShapeFloor::config_floor_s(const NodeCounts& counts, unsigned mask, long long gpus) const {
   if (configs_.empty()) return 0;
   double least = kInf;
   for (const ConfigFloor& config : configs_) {
-    long long needed = std::numeric_limits<long long>::max();
+    if (!config.may_fit(counts, gpus)) continue;
     double capacity = 0;
-    for (size_t t = 0; t < counts.size(); ++t) {
-      if (counts[t] == 0) continue;
-      needed = std::min(needed, config.least_gpus[t]);
-      capacity += double(counts[t]) * inventory_->node_types[t].gpus_per_node * config.credit[mask][t];
-    }
-    if (gpus < needed || capacity <= 0) continue;  // no layout of this configuration here
+    for (size_t t = 0; t < counts.size(); ++t)
+      if (counts[t] > 0) capacity += double(counts[t]) * inventory_->node_types[t].gpus_per_node * config.credit[mask][t];
+    if (capacity <= 0) continue;  // no type of the shape has this tp
     least = std::min(least, std::max(config.batch_ref_s / capacity, config.path_s[mask]));
   }
   return least;
@@ -258,9 +271,7 @@ double ShapeFloor::path_floor_s(unsigned mask) const {
 
 double ShapeFloor::step_floor_s(const NodeCounts& counts) const {
   if (points_.empty()) return 0;  // too many node types to tabulate sets of: no floor
-  unsigned mask = 0;
-  for (size_t t = 0; t < counts.size(); ++t)
-    if (counts[t] > 0) mask |= 1u << t;
+  const unsigned mask = type_mask(counts);
   if (mask == 0) return kInf;
   const bool tabulated = !credit_.empty();
   const std::vector<double> computed = tabulated ? std::vector<double>() : credits(mask);
@@ -298,21 +309,25 @@ double least_price_per_capacity(const NodeCounts& lo, const NodeCounts& hi, cons
 
 }  // namespace
 
-double ShapeFloor::step_cost_floor_usd(const NodeCounts& lo, const NodeCounts& hi) const {
-  const double corners = shape_price_usd_per_s(*inventory_, lo) * step_floor_s(hi);
+ShapeFloor::BoxFloor ShapeFloor::box_floor(const NodeCounts& lo, const NodeCounts& hi) const {
+  BoxFloor floor;
+  floor.step_s = step_floor_s(hi);
+  floor.step_cost_usd = step_cost_floor_usd(lo, hi, floor.step_s);
+  return floor;
+}
+
+double ShapeFloor::step_cost_floor_usd(const NodeCounts& lo, const NodeCounts& hi, double hi_floor_s) const {
+  const double lo_price = shape_price_usd_per_s(*inventory_, lo), corners = lo_price * hi_floor_s;
   if (points_.empty() || credit_.empty()) return corners;
-  unsigned mask = 0;
-  for (size_t t = 0; t < hi.size(); ++t)
-    if (hi[t] > 0) mask |= 1u << t;
   // Credits only grow with the types present, and a configuration's memory floor only eases
   // with more GPUs and more memory: hi's bound every shape of the box.
+  const unsigned mask = type_mask(hi);
   const size_t types = hi.size();
   std::vector<double> price(types), capacity(types);
+  for (size_t t = 0; t < types; ++t) price[t] = inventory_->node_types[t].price_usd_per_hour / 3600;
   auto work_cost = [&](const std::vector<double>& credit, double batch_ref_s) {
     for (size_t t = 0; t < types; ++t) {
-      const NodeType& type = inventory_->node_types[t];
-      price[t] = type.price_usd_per_hour / 3600;
-      capacity[t] = type.gpus_per_node * credit[t];
+      capacity[t] = inventory_->node_types[t].gpus_per_node * credit[t];
       if (capacity[t] == kInf) return 0.0;  // a type with no floor on its work: none here
     }
     const double least = least_price_per_capacity(lo, hi, price, capacity);
@@ -321,13 +336,9 @@ double ShapeFloor::step_cost_floor_usd(const NodeCounts& lo, const NodeCounts& h
   double cost = std::max(corners, work_cost(credit_[mask], batch_ref_s_));
   if (configs_.empty()) return cost;
   const long long gpus = shape_gpus(*inventory_, hi);
-  const double lo_price = shape_price_usd_per_s(*inventory_, lo);
   double least_config = kInf;
   for (const ConfigFloor& config : configs_) {
-    long long needed = std::numeric_limits<long long>::max();
-    for (size_t t = 0; t < types; ++t)
-      if (hi[t] > 0) needed = std::min(needed, config.least_gpus[t]);
-    if (gpus < needed) continue;
+    if (!config.may_fit(hi, gpus)) continue;
     const double work = work_cost(config.credit[mask], config.batch_ref_s);
     least_config = std::min(least_config, std::max(work == kInf ? 0.0 : work, lo_price * config.path_s[mask]));
   }

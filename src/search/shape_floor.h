@@ -48,11 +48,15 @@ class ShapeFloor {
   /// A floor under the step time of every layout on a shape with `counts` nodes of each type
   /// (infinity for a shape without nodes). Non-increasing in every count.
   double step_floor_s(const NodeCounts& counts) const;
-  /// A floor under price x step time (USD per step, egress apart) of every layout on every
-  /// shape whose counts lie between `lo` and `hi`. Tighter than the price of `lo` times the
-  /// floor of `hi`: the work floor's price, sum_t n_t p_t over sum_t n_t k_t (k_t a type's work
-  /// capacity), is least where the types of the lowest p_t / k_t sit at hi and the rest at lo.
-  double step_cost_floor_usd(const NodeCounts& lo, const NodeCounts& hi) const;
+  /// Floors under every layout on every shape whose counts lie between `lo` and `hi`.
+  struct BoxFloor {
+    double step_s = 0;         ///< step_floor_s(hi)
+    /// Price x step time (USD per step, egress apart). Tighter than the price of `lo` times
+    /// step_s: the work floor's price, sum_t n_t p_t over sum_t n_t k_t (k_t a type's work
+    /// capacity), is least where the types of the lowest p_t / k_t sit at hi and the rest at lo.
+    double step_cost_usd = 0;
+  };
+  BoxFloor box_floor(const NodeCounts& lo, const NodeCounts& hi) const;
   /// False when the shape's GPUs together hold less memory than the model's weights,
   /// gradients and optimizer state need however they are sharded (the memory-aware policy's
   /// bytes per parameter): no plan on it fits. Non-decreasing in every count.
@@ -88,6 +92,8 @@ class ShapeFloor {
     /// Per node type: the fewest GPUs of a layout that fits where the largest GPU memory is
     /// that type's (0: memory not checked; LLONG_MAX: none fits).
     std::vector<long long> least_gpus;
+    /// Some layout of `gpus` GPUs on nodes `counts` may fit at this configuration.
+    bool may_fit(const NodeCounts& counts, long long gpus) const;
   };
   std::vector<ConfigFloor> configs_;  ///< empty where the space is not plain
   void add_config_floors(const SearchInput& input, const std::vector<int>& tps, const std::vector<int>& mbss,
@@ -98,6 +104,8 @@ class ShapeFloor {
   /// The least configuration floor of a shape of `gpus` GPUs, types `mask`, `counts` nodes
   /// (infinity where no configuration can run; 0 where there are no configuration floors).
   double config_floor_s(const NodeCounts& counts, unsigned mask, long long gpus) const;
+  /// BoxFloor::step_cost_usd, with `hi_floor_s` = step_floor_s(hi).
+  double step_cost_floor_usd(const NodeCounts& lo, const NodeCounts& hi, double hi_floor_s) const;
 };
 
 }  // namespace fasop
