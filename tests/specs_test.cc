@@ -6,21 +6,12 @@
 #include "specs/spec_loader.h"
 #include "test_support.h"
 
+using fasop::testing::spec_error;
 using namespace fasop;
 using Catch::Matchers::Contains;
 
 namespace {
 
-/// The message of the SpecError `load` throws, or "no error".
-template <typename Load>
-std::string spec_error(Load load) {
-  try {
-    load();
-  } catch (const SpecError& e) {
-    return e.what();
-  }
-  return "no error";
-}
 
 }  // namespace
 

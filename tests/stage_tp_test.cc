@@ -16,6 +16,7 @@
 #include "test_support.h"
 #include "tiny_specs.h"
 
+using fasop::testing::spec_error;
 using namespace fasop;
 using Catch::Matchers::Contains;
 using fasop::testing::PresetSpecs;
@@ -115,14 +116,7 @@ TEST_CASE("per-stage tp: uniform stage_tp is the plain plan, exactly", "[analyti
 TEST_CASE("per-stage tp: bad degrees are one-line errors", "[analytic][stage-tp]") {
   const ModelSpec model = tiny_model();
   const ClusterSpec cluster = tiny_cluster();
-  auto error_of = [&](const PlanKey& key) {
-    try {
-      validate_plan_key(model, cluster, key);
-    } catch (const SpecError& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
+  auto error_of = [&](const PlanKey& key) { return spec_error([&] { validate_plan_key(model, cluster, key); }); };
   PlanKey key{1, 4, 2, 3, {0, 1}};
   key.stage_dp = {2, 2, 1};
   key.stage_tp = {1, 4};  // two entries, three stages

@@ -10,9 +10,20 @@
 #include "costmodel/fasop_policy.h"
 #include "costmodel/make_context.h"
 #include "search/search.h"
+#include "specs/spec_error.h"
 #include "specs/spec_store.h"
 
 namespace fasop::testing {
+
+/// The message of the SpecError `act` throws, or "no error" where it throws none.
+inline std::string spec_error(const std::function<void()>& act) {
+  try {
+    act();
+  } catch (const SpecError& e) {
+    return e.what();
+  }
+  return "no error";
+}
 
 /// Calls visit(p) for every composition p of n units into k non-empty stages (brute force).
 inline void compositions(int n, int k, std::vector<int>& prefix,

@@ -13,6 +13,7 @@
 #include "test_support.h"
 #include "tiny_specs.h"
 
+using fasop::testing::spec_error;
 using namespace fasop;
 using namespace fasop::testing::tiny;
 using Catch::Matchers::Contains;
@@ -25,13 +26,9 @@ TEST_CASE("uneven dp: the slowest replica's micro-batches, priced by hand", "[an
   AnalyticPolicy policy(without_overlap());
   PlanKey key{1, 2, 2, 2, {0, 1}};  // stage 0: the fast node's 4 GPUs, stage 1 the slow node's
   // Not without the flag: one line, naming it.
-  try {
-    validate_plan_key(model, cluster, key);
-    FAIL("a dp of 2 does not divide 7");
-  } catch (const SpecError& e) {
-    CHECK_THAT(std::string(e.what()), Contains("--dp") && Contains("--uneven-dp"));
-    CHECK(std::string(e.what()).find('\n') == std::string::npos);
-  }
+  const std::string error = spec_error([&] { validate_plan_key(model, cluster, key); });  // 2 does not divide 7
+  CHECK_THAT(error, Contains("--dp") && Contains("--uneven-dp"));
+  CHECK(error.find('\n') == std::string::npos);
   key.uneven_dp = true;
   REQUIRE_NOTHROW(validate_plan_key(model, cluster, key));
   CHECK(splits_batch_unevenly(7, key));
