@@ -163,6 +163,71 @@ TEST_CASE("shape floors lie under every shape's fastest fitting plan, and memory
   CHECK(aware.step_floor_s({4, 0, 0}) <= fastest);
 }
 
+/// Every layout of every shape of `inv`: its configuration's floor lies under its step time
+/// where it fits, and the shape floors (time, and price x time alone) under the shape's
+/// fastest fitting plan. Returns how many layouts fit.
+size_t check_layout_floors(const AnalyticInventory& inv) {
+  const ShapeFloor floor(inv.input.search, true, true);
+  size_t fitting = 0;
+  for (const NodeCounts& counts : cluster_shapes(inv.input.limits)) {
+    ShapeWork work = shape_work(inv.input, counts);
+    double fastest = std::numeric_limits<double>::infinity();
+    for (const PlanKey& key : work.keys) {
+      const CandidateResult r = evaluate_candidate(input_for(inv.input, work), key);
+      if (r.estimate.memory.is_oom) continue;
+      ++fitting;
+      INFO("shape " << counts[0] << "," << counts[1] << "," << counts[2] << "," << counts[3] << " tp " << key.tp
+                    << " dp " << key.dp << " pp " << key.pp << " mbs " << key.mbs << " zero " << key.zero_stage);
+      CHECK(floor.layout_floor_s(counts, key) <= r.estimate.step_time_s * (1 + 1e-9));
+      fastest = std::min(fastest, r.estimate.step_time_s);
+    }
+    if (fastest == std::numeric_limits<double>::infinity()) continue;
+    CHECK(floor.step_floor_s(counts) <= fastest * (1 + 1e-9));
+    CHECK(floor.box_floor(counts, counts).step_cost_usd <=
+          shape_price_usd_per_s(inv.cluster, counts) * fastest * (1 + 1e-9));
+  }
+  return fitting;
+}
+
+TEST_CASE("layout floors with the data-parallel sync, the pipeline's fill and whole layers lie under every plan",
+          "[pareto][bounded]") {
+  // Sailor's inventory (two GPU types in two zones), OPT-350M: pure data parallelism pays its
+  // gradient sync; every ZeRO stage, with and without Megatron's overlaps.
+  for (int variant = 0; variant < 3; ++variant) {
+    AnalyticInventory inv("opt-350m", "sailor-budget", 64, {2, 1, 1, 1});
+    AnalyticOptions options;
+    options.overlap_dp_allreduce = variant != 1;
+    options.overlap_param_gather = variant == 2;
+    inv.policy = AnalyticPolicy(options);
+    INFO("variant " << variant);
+    CHECK(check_layout_floors(inv) > 1000);
+  }
+  // Four node types of other sizes and speeds, a model that needs memory.
+  AnalyticInventory mixed("llama2-7b", "mixed-1024gpu", 16, {1, 1, 1, 1});
+  CHECK(check_layout_floors(mixed) > 100);
+  // The sync floor: 8 A100 nodes of one zone, dp 32 at ZeRO 2 gathers every parameter after the
+  // step, at least a ring of 4 bytes x the model's parameters over the zone's network.
+  AnalyticInventory sailor("opt-350m", "sailor-budget", 64, {8, 0, 0, 0});
+  const ShapeFloor floor(sailor.input.search, true, true);
+  PlanKey key;
+  key.tp = 1, key.dp = 32, key.pp = 1, key.mbs = 2, key.zero_stage = 2;
+  double params = 0;
+  for (const LayerUnit& unit : sailor.model.units) params += unit_params(sailor.model, unit, 1);
+  const NodeType& a100 = sailor.cluster.node_types[0];
+  const double gather_s = 2.0 * 31 / 32 * 8 * 4 * params / a100.inter_node_bandwidth_bits_per_s / 2;
+  CHECK(floor.layout_floor_s({8, 0, 0, 0}, key) > gather_s);
+  // And with the compute, close under the plan's estimate (0.90 of it when written).
+  ShapeWork work = shape_work(sailor.input, {8, 0, 0, 0});
+  size_t found = 0;
+  for (const PlanKey& k : work.keys) {
+    if (k.tp != 1 || k.dp != 32 || k.mbs != 2 || k.zero_stage != 2 || k.recompute_mode() != RecomputeMode::kNone) continue;
+    ++found;
+    const double estimate_s = evaluate_candidate(input_for(sailor.input, work), k).estimate.step_time_s;
+    CHECK(floor.layout_floor_s({8, 0, 0, 0}, k) > 0.85 * estimate_s);
+  }
+  CHECK(found == 1);
+}
+
 TEST_CASE("a search for the cheapest or the fastest plan keeps the best few and rules out by one measure", "[pareto][bounded]") {
   // Plans (seconds, dollars): A (10, 5), B (8, 5), C (20, 3), D (5, 9).
   std::vector<CandidateResult> plans(4);

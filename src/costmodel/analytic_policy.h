@@ -119,6 +119,10 @@ class AnalyticPolicy : public CostPolicy {
   std::vector<int> stage_node_types(const PlanContext& ctx) const override;
   bool stage_type_is_slowest_rank() const override { return true; }
   double pass_time_factor(const PlanContext& ctx) const override;
+  /// A third (time_passes: forward c / 3, backward 2c / 3 or more); a half with ZeRO 3, whose
+  /// exposed gathers lengthen the forward pass but the backward's at least as much (it gathers
+  /// the same parameters and reduce-scatters gradients no smaller, and waits on no less).
+  double forward_share_bound(int zero_stage) const override { return zero_stage == 3 ? 0.5 : 1.0 / 3; }
   std::vector<double> boundary_send_s(const PlanContext& ctx) const override;
   std::vector<StageTiming> stage_timings(const PlanContext& ctx, const std::vector<int>& partition) const override;
   /// 1F1B as simulated; with virtual stages (v > 1) Megatron-LM's interleaved 1F1B, every rank

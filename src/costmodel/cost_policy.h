@@ -72,6 +72,10 @@ class CostPolicy {
   /// compute (PlanContext::unit_compute_s): more than 1 where the backward pass recomputes. The
   /// partition floors (partitioner.h) scale by it. 1 by default, as FASOP's passes are.
   virtual double pass_time_factor(const PlanContext&) const { return 1; }
+  /// A bound on a stage's forward seconds per micro-batch over its forward plus backward
+  /// seconds, at ZeRO stage `zero_stage`, for the search's pipeline floors (shape_floor.h).
+  /// 1 (no bound) by default.
+  virtual double forward_share_bound(int /*zero_stage*/) const { return 1; }
   /// Seconds to send one micro-batch's activations across boundary b, for each b < pp-1.
   virtual std::vector<double> boundary_send_s(const PlanContext& ctx) const = 0;
   /// Per-micro-batch timing of each stage of `partition`.

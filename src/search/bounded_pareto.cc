@@ -48,11 +48,15 @@ class BoundedSearch {
         unit_times_(*input.search.model, input.search.profiles, divisors(largest_tp(*input.search.cluster, input.search.space)),
                     divisors(input.search.model->global_batch)) {}
 
-  /// False when no shape of `box` can reach the front.
-  bool open(const ShapeBox& box) const {
+  /// The floors of every shape of `box`; none (infinity) where no shape of it can have a plan.
+  ShapeFloor::BoxFloor floor(const ShapeBox& box) const {
     const ClusterSpec& inventory = *input_.search.cluster;
-    if (shape_gpus(inventory, box.lo) > most_gpus_ || !floor_.may_fit(box.hi)) return false;
-    const ShapeFloor::BoxFloor floor = floor_.box_floor(box.lo, box.hi);
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    if (shape_gpus(inventory, box.lo) > most_gpus_ || !floor_.may_fit(box.hi)) return {kInf, kInf};
+    return floor_.box_floor(box.lo, box.hi);
+  }
+  /// False when no shape of a box of floors `floor` can reach the front.
+  bool open(const ShapeFloor::BoxFloor& floor) const {
     if (floor.step_s == std::numeric_limits<double>::infinity()) return false;
     return !cannot_reach_front_at(known_.bound(), input_.constraints, floor.step_s,
                                   floor.step_cost_usd * input_.search.iterations);
@@ -73,13 +77,26 @@ class BoundedSearch {
     std::vector<char> estimated(n, 0);
     // Floors at or above this cannot reach the front: the exact floor's program stops there.
     const double cap_s = front_time_cap_s(known_.bound(), input_.constraints, usd_per_step_second);
-    std::vector<CandidateResult> results = evaluate_in_parallel(n, input_.search.threads, [&](size_t i) {
+    // The configuration's floor at each layout's own degrees needs no context: most layouts of
+    // a shape the front has all but ruled out stop here, before any thread starts.
+    std::vector<size_t> open;
+    std::vector<double> layout_floors(n, 0);
+    for (size_t i = 0; i < n; ++i) {
+      layout_floors[i] = floor_.layout_floor_s(counts, work.keys[i]);
+      if (layout_floors[i] < std::numeric_limits<double>::infinity() &&  // else its stages cannot hold the layers
+          !cannot_reach_front(known_.bound(), input_.constraints, layout_floors[i], usd_per_step_second))
+        open.push_back(i);
+    }
+    if (open.empty()) return;
+    std::vector<CandidateResult> opened = evaluate_in_parallel(open.size(), input_.search.threads, [&](size_t k) {
+      const size_t i = open[k];
+      const double layout_floor_s = layout_floors[i];
       // Plans that cannot fit are never admitted where plans must fit: most layouts of a large
       // model are ruled out so, before their unit times are looked up.
       PlanContext ctx = make_layout_context(*shape_input.model, *shape_input.cluster, *shape_input.policy, work.keys[i]);
       if (exclude_unfitting_ && !some_partition_may_fit(ctx)) return CandidateResult{};
       add_stage_times(ctx, shape_input.profiles, *shape_input.policy, &unit_times_);
-      const double floor_s = stage_type_step_floor_s(ctx, *shape_input.policy);
+      const double floor_s = std::max(layout_floor_s, stage_type_step_floor_s(ctx, *shape_input.policy));
       if (cannot_reach_front(known_.bound(), input_.constraints, floor_s, usd_per_step_second)) return CandidateResult{};
       const double exact_floor_s = std::max(floor_s, floor_partition(ctx, *shape_input.policy, cap_s).floor_s);
       if (cannot_reach_front(known_.bound(), input_.constraints, exact_floor_s, usd_per_step_second))
@@ -91,6 +108,8 @@ class BoundedSearch {
       drop_stage_detail(r);
       return r;
     });
+    std::vector<CandidateResult> results(n);
+    for (size_t k = 0; k < open.size(); ++k) results[open[k]] = std::move(opened[k]);
     std::vector<size_t> kept;
     for (size_t i = 0; i < n; ++i)
       if (estimated[i]) kept.push_back(i);
@@ -191,32 +210,66 @@ class BoundedSearch {
 
 }  // namespace
 
+namespace {
+
+/// A box to search, with its floors and its place in the order boxes were made (ties in a
+/// best-first search go to the earlier box, so the order never depends on anything else).
+struct QueuedBox {
+  ShapeBox box;
+  ShapeFloor::BoxFloor floor;
+  double key = 0;  ///< the ranking's measure of the floor
+  size_t order = 0;
+};
+
+/// Splits `box` in two along its widest count: the lower half, then the upper.
+std::pair<ShapeBox, ShapeBox> split(const ShapeBox& box) {
+  size_t widest = 0;
+  for (size_t t = 1; t < box.lo.size(); ++t)
+    if (box.hi[t] - box.lo[t] > box.hi[widest] - box.lo[widest]) widest = t;
+  ShapeBox lower = box, upper = box;
+  lower.hi[widest] = box.lo[widest] + (box.hi[widest] - box.lo[widest]) / 2;
+  upper.lo[widest] = lower.hi[widest] + 1;
+  return {lower, upper};
+}
+
+}  // namespace
+
 ParetoStats run_bounded_pareto_search(const ParetoInput& input, CandidateSink& sink, const ShapeProgressFn& progress) {
   BoundedSearch search(input, sink);
   const double total = shape_count(input.limits);
   double settled = 0;
-  // Depth first, the smaller half of each box first: small shapes are cheap, and their plans
-  // make the front that rules out larger boxes whole.
-  std::vector<ShapeBox> stack = {{NodeCounts(input.limits.size(), 0), input.limits}};
-  while (!stack.empty()) {
-    ShapeBox box = std::move(stack.back());
-    stack.pop_back();
-    double shapes = box.shapes();
+  // For the front: depth first, the smaller half of each box first (small shapes are cheap, and
+  // their plans make the front that rules out larger boxes whole). For the cheapest or the
+  // fastest plans: best first by that measure's floor, so the best plans come early and rule
+  // out every box whose floor they beat.
+  const bool best_first = input.ranking != Ranking::kFront;
+  auto key = [&](const ShapeFloor::BoxFloor& f) { return input.ranking == Ranking::kFastest ? f.step_s : f.step_cost_usd; };
+  auto later = [](const QueuedBox& a, const QueuedBox& b) { return a.key != b.key ? a.key > b.key : a.order > b.order; };
+  std::vector<QueuedBox> queue;
+  size_t made = 0;
+  auto push = [&](ShapeBox box) {
+    const ShapeFloor::BoxFloor floor = search.floor(box);
+    queue.push_back({std::move(box), floor, key(floor), made++});
+    if (best_first) std::push_heap(queue.begin(), queue.end(), later);
+  };
+  push({NodeCounts(input.limits.size(), 0), input.limits});
+  while (!queue.empty()) {
+    if (best_first) std::pop_heap(queue.begin(), queue.end(), later);
+    QueuedBox next = std::move(queue.back());
+    queue.pop_back();
+    const ShapeBox& box = next.box;
+    const double shapes = box.shapes();
     const bool has_empty = std::all_of(box.lo.begin(), box.lo.end(), [](int c) { return c == 0; });
-    if (!search.open(box)) {
+    if (!search.open(next.floor)) {
       settled += shapes - (has_empty ? 1 : 0);
     } else if (box.lo == box.hi) {
       search.evaluate_shape(box.lo);
       settled += 1;
     } else {
-      size_t widest = 0;
-      for (size_t t = 1; t < box.lo.size(); ++t)
-        if (box.hi[t] - box.lo[t] > box.hi[widest] - box.lo[widest]) widest = t;
-      ShapeBox lower = box, upper = box;
-      lower.hi[widest] = box.lo[widest] + (box.hi[widest] - box.lo[widest]) / 2;
-      upper.lo[widest] = lower.hi[widest] + 1;
-      stack.push_back(std::move(lower));
-      stack.push_back(std::move(upper));
+      auto [lower, upper] = split(box);
+      // Depth first pops the last pushed: the upper half first.
+      push(std::move(lower));
+      push(std::move(upper));
       continue;
     }
     if (progress) progress(settled, total, search.stats().candidates);

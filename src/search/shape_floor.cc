@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <string>
 
 #include "costmodel/analytic_policy.h"
@@ -39,44 +40,43 @@ bool plain_space(const SearchSpaceOptions& space) {
   return !space.per_stage_dp && !space.per_stage_tp && !space.uneven_dp && !space.speed_split;
 }
 
-/// The fewest GPUs of a layout at (tp, mbs) whose stages can hold every transformer layer on
-/// GPUs of `memory_bytes` (ShapeFloor's per-configuration memory floor); LLONG_MAX: none.
-long long least_fitting_gpus(const ModelSpec& model, const SearchSpaceOptions& space, int tp, int mbs,
-                             RecomputeMode recompute, double memory_bytes) {
-  // A layer's least parameters and activations (one sample) with or without sequence parallelism.
-  double params = kInf, activations = kInf;
+/// The least pp of a layout at (tp, mbs, dp, ZeRO) whose stages can hold every transformer layer
+/// on GPUs of `memory_bytes` (ShapeFloor's per-configuration memory floor); INT_MAX: none. One
+/// stage holds every unit, embedding and head too, and one micro-batch.
+int least_fitting_pp(const ModelSpec& model, const SearchSpaceOptions& space, int tp, int mbs, int dp, int zero,
+                     RecomputeMode recompute, double memory_bytes) {
+  // A layer's least parameters and activations (one sample) with or without sequence
+  // parallelism, and every unit's.
+  double params = kInf, activations = kInf, all_params = 0, all_activations = 0;
   int layers = 0;
   for (const LayerUnit& unit : model.units) {
-    if (unit.role != LayerRole::kTransformer) continue;
-    ++layers;
-    params = std::min(params, unit_params(model, unit, tp));
+    const double unit_p = unit_params(model, unit, tp);
+    double unit_a = kInf;
     for (bool sp : space.sequence_parallel) {
       ActivationMode mode{recompute == RecomputeMode::kFull, recompute == RecomputeMode::kSelective, sp && tp > 1};
-      activations = std::min(activations, unit_activation_bytes(model, unit, tp, 1, mode));
+      unit_a = std::min(unit_a, unit_activation_bytes(model, unit, tp, 1, mode));
     }
+    all_params += unit_p;
+    all_activations += unit_a;
+    if (unit.role != LayerRole::kTransformer) continue;
+    ++layers;
+    params = std::min(params, unit_p);
+    activations = std::min(activations, unit_a);
   }
+  constexpr int kNone = std::numeric_limits<int>::max();
   const double room = memory_bytes - kReservedGpuBytes;
-  if (layers == 0) return 0;
-  if (room <= 0) return std::numeric_limits<long long>::max();
-  long long least = std::numeric_limits<long long>::max();
-  const int batch = model.global_batch, most_stages = model.num_units();
-  if (batch % mbs != 0) return least;
-  for (int m : divisors(batch / mbs)) {
-    const long long dp = batch / mbs / m;
-    for (int zero : space.zero_stages) {
-      const double per_param = AnalyticPolicy::bytes_per_param(zero, static_cast<int>(dp), model.dtype);
-      // Stages 1..pp hold min(k, m) micro-batches each, k = 1..pp: a stage more adds one.
-      double held = 0;
-      for (int pp = 1; pp <= most_stages; ++pp) {
-        held += std::floor(room / (params * per_param + activations * mbs * std::min(pp, m)));
-        if (held >= layers) {
-          least = std::min(least, tp * pp * dp);
-          break;
-        }
-      }
-    }
+  if (layers == 0) return 1;
+  if (room <= 0) return kNone;
+  const int m = model.global_batch / (mbs * dp);
+  const double per_param = AnalyticPolicy::bytes_per_param(zero, dp, model.dtype);
+  if (all_params * per_param + all_activations * mbs <= room) return 1;
+  // Stages 1..pp hold min(k, m) micro-batches each, k = 1..pp: a stage more adds one.
+  double held = std::floor(room / (params * per_param + activations * mbs));
+  for (int pp = 2; pp <= layers; ++pp) {
+    held += std::floor(room / (params * per_param + activations * mbs * std::min(pp, m)));
+    if (held >= layers) return pp;
   }
-  return least;
+  return kNone;
 }
 
 }  // namespace
@@ -90,7 +90,10 @@ ShapeFloor::ShapeFloor(const SearchInput& input, bool stage_type_is_slowest_rank
   std::vector<std::string> layers;
   for (const LayerUnit& unit : model.units) {
     auto at = std::find(layers.begin(), layers.end(), unit.type);
-    if (at == layers.end()) layers.push_back(unit.type), layer_counts_.push_back(0), at = layers.end() - 1;
+    if (at == layers.end()) {
+      layers.push_back(unit.type), layer_counts_.push_back(0), at = layers.end() - 1;
+      transformer_layer_.push_back(unit.role == LayerRole::kTransformer);
+    }
     ++layer_counts_[at - layers.begin()];
   }
   const std::vector<int> tps = tp_options(model, *inventory_, input.space), mbss = divisors(model.global_batch);
@@ -152,25 +155,53 @@ ShapeFloor::ShapeFloor(const SearchInput& input, bool stage_type_is_slowest_rank
 void ShapeFloor::add_config_floors(const SearchInput& input, const std::vector<int>& tps, const std::vector<int>& mbss,
                                    bool check_memory) {
   const ModelSpec& model = *input.model;
+  most_stages_ = model.num_transformer_layers();
+  const std::vector<int>& vs = input.space.virtual_stages;
+  interleaved_ = std::any_of(vs.begin(), vs.end(), [](int v) { return v > 1; });
+  forward_share_ = 0;
+  for (int zero : input.space.zero_stages) forward_share_ = std::max(forward_share_, input.policy->forward_share_bound(zero));
   // Recomputation repeats part of the forward pass (the analytic policy's times; FASOP's
   // space has none): each mode is a configuration of its own, its time and memory apart.
   std::vector<RecomputeMode> modes = input.space.recompute;
   std::sort(modes.begin(), modes.end());
   modes.erase(std::unique(modes.begin(), modes.end()), modes.end());
-  const bool analytic = dynamic_cast<const AnalyticPolicy*>(input.policy) != nullptr;
+  const auto* analytic = dynamic_cast<const AnalyticPolicy*>(input.policy);
+  if (analytic) sync_ = &analytic->options();
+  modes_ = modes;
+  tp_values_ = tps;
+  mbs_values_ = mbss;
+  std::vector<int> zeros = input.space.zero_stages;
+  std::sort(zeros.begin(), zeros.end());
+  zeros.erase(std::unique(zeros.begin(), zeros.end()), zeros.end());
+  const LinkFloorLimits limits = link_floor_limits(*inventory_);
   for (RecomputeMode recompute : modes) {
     const ActivationMode mode{recompute == RecomputeMode::kFull, recompute == RecomputeMode::kSelective, false};
     // A hair under the policy's factor: its passes round differently.
     const double factor = analytic ? recompute_time_factor(model, mode) * (1 - 1e-12) : 1;
-    for (size_t i = 0; i < tps_; ++i)
+    for (size_t i = 0; i < tps_; ++i) {
+      const int tp = tps[i];
+      double all_params = 0;
+      for (const LayerUnit& unit : model.units) all_params += unit_params(model, unit, tp);
+      const double first_params = model.units.empty() ? 0 : unit_params(model, model.units[0], tp);
       for (size_t j = 0; j < mbs_; ++j) {
-        ConfigFloor config = config_times(i, j, factor * model.global_batch * tps[i] / mbss[j], factor);
-        for (const NodeType& type : inventory_->node_types) {
-          const double memory = type.gpu_memory_gib * kGibBytes;
-          config.least_gpus.push_back(check_memory ? least_fitting_gpus(model, input.space, tps[i], mbss[j], recompute, memory) : 0);
-        }
+        ConfigFloor config = config_times(i, j, factor * model.global_batch * tp / mbss[j], factor);
+        config.tp = tp;
+        for (int dp : divisors(model.global_batch / mbss[j]))
+          for (int zero : zeros) {
+            ConfigFloor::DpOption option{dp, zero, model.global_batch / (mbss[j] * dp), {}, {}, {}};
+            for (const NodeType& type : inventory_->node_types) {
+              option.least_pp.push_back(
+                  check_memory ? least_fitting_pp(model, input.space, tp, mbss[j], dp, zero, recompute, type.gpu_memory_gib * kGibBytes)
+                               : 1);
+              if (!sync_) continue;
+              option.one_stage.push_back(sync_floor_parts(model, *sync_, type, limits, tp, dp, zero, all_params));
+              option.first_stage.push_back(sync_floor_parts(model, *sync_, type, limits, tp, dp, zero, first_params));
+            }
+            config.dps.push_back(std::move(option));
+          }
         configs_.push_back(std::move(config));
       }
+    }
   }
 }
 
@@ -206,30 +237,219 @@ ShapeFloor::ConfigFloor ShapeFloor::config_times(size_t i, size_t j, double batc
     }
     config.credit.push_back(std::move(credit));
     config.path_s.push_back(path);
+    // The first stage's compute is at most the whole model's on the slowest type present.
+    double slowest = 0;
+    for (size_t t = 0; t < types; ++t)
+      if (present(t)) slowest = std::max(slowest, points_[t][i][j].whole_s);
+    config.forward_window_s.push_back(slowest / 3 * (1 + 1e-9));
+    config.backward_window_s.push_back(slowest * (factor - 1.0 / 3) * (1 + 1e-9));
+    // Each layer type at its fastest present type, fastest first.
+    std::vector<std::pair<double, int>> fastest;
+    for (size_t l = 0; l < layers; ++l) {
+      double least = kInf;
+      for (size_t t = 0; t < types; ++t)
+        if (present(t)) least = std::min(least, factor * layer_s(t, l));
+      if (least < kInf) fastest.push_back({least, layer_counts_[l]});
+    }
+    std::sort(fastest.begin(), fastest.end());
+    config.fastest_layers.push_back(std::move(fastest));
+    double layer = kInf;
+    for (size_t l = 0; l < layers; ++l)
+      for (size_t t = 0; t < types && transformer_layer_[l]; ++t)
+        if (present(t)) layer = std::min(layer, factor * layer_s(t, l));
+    config.least_layer_s.push_back(layer < kInf ? layer : 0);
+    std::vector<size_t> order;
+    for (size_t t = 0; t < types; ++t)
+      if (present(t)) order.push_back(t);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return points_[a][i][j].whole_s > points_[b][i][j].whole_s; });
+    config.slowest_first.push_back(std::move(order));
+  }
+  for (size_t t = 0; t < types; ++t) {
+    config.whole_s.push_back(has(t) ? points_[t][i][j].whole_s : 0);
+    double least = kInf;
+    for (size_t l = 0; l < layers && has(t); ++l) least = std::min(least, factor * layer_s(t, l));
+    config.least_unit_s.push_back(has(t) ? least : 0);
   }
   return config;
 }
 
-bool ShapeFloor::ConfigFloor::may_fit(const NodeCounts& counts, long long gpus) const {
-  // The largest memory present needs the fewest GPUs.
-  long long needed = std::numeric_limits<long long>::max();
-  for (size_t t = 0; t < counts.size(); ++t)
-    if (counts[t] > 0) needed = std::min(needed, least_gpus[t]);
-  return gpus >= needed;
-}
+namespace {
 
-double ShapeFloor::config_floor_s(const NodeCounts& counts, unsigned mask, long long gpus) const {
-  if (configs_.empty()) return 0;
-  double least = kInf;
-  for (const ConfigFloor& config : configs_) {
-    if (!config.may_fit(counts, gpus)) continue;
-    double capacity = 0;
-    for (size_t t = 0; t < counts.size(); ++t)
-      if (counts[t] > 0) capacity += double(counts[t]) * inventory_->node_types[t].gpus_per_node * config.credit[mask][t];
-    if (capacity <= 0) continue;  // no type of the shape has this tp
-    least = std::min(least, std::max(config.batch_ref_s / capacity, config.path_s[mask]));
+/// The least of each part over the node types of `mask`.
+SyncFloorParts least_parts(const std::vector<SyncFloorParts>& per_type, unsigned mask) {
+  SyncFloorParts least{kInf, kInf, kInf, kInf, kInf, kInf};
+  for (size_t t = 0; t < per_type.size(); ++t) {
+    if (!(mask >> t & 1u)) continue;
+    const SyncFloorParts& p = per_type[t];
+    least.reduce_total_s = std::min(least.reduce_total_s, p.reduce_total_s);
+    least.reduce_bucket_s = std::min(least.reduce_bucket_s, p.reduce_bucket_s);
+    least.gather_total_s = std::min(least.gather_total_s, p.gather_total_s);
+    least.gather_bucket_s = std::min(least.gather_bucket_s, p.gather_bucket_s);
+    least.optimizer_s = std::min(least.optimizer_s, p.optimizer_s);
+    least.zero3_pass_s = std::min(least.zero3_pass_s, p.zero3_pass_s);
   }
   return least;
+}
+
+}  // namespace
+
+double ShapeFloor::staged_capacity(const ConfigFloor& config, unsigned mask, const NodeCounts& lo, long long replica,
+                                   long long most_pp) const {
+  if (!slowest_rank_) return kInf;
+  // The GPUs of the k slowest types fill at least ceil(N_k / replica) stages, each at a type
+  // among those k, whose credit is at most the largest of theirs, C_k; the rest of the stages
+  // at most the largest credit of all.
+  // Types of equal whole-model time go together (a stage may run at either).
+  const std::vector<size_t>& order = config.slowest_first[mask];
+  double capacity = 0, credit = 0;
+  long long gpus = 0, stages = 0;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const size_t t = order[k];
+    gpus += 1LL * lo[t] * inventory_->node_types[t].gpus_per_node;
+    credit = std::max(credit, config.credit[mask][t]);
+    if (k + 1 < order.size() && config.whole_s[order[k + 1]] == config.whole_s[t]) continue;
+    const long long filled = std::min((gpus + replica - 1) / replica, most_pp);
+    capacity += double(filled - stages) * credit;
+    stages = filled;
+  }
+  capacity += double(most_pp - stages) * credit;
+  return capacity * replica;
+}
+
+double ShapeFloor::least_stage_s(const ConfigFloor& config, unsigned mask, unsigned sure_mask, long long most_pp) const {
+  // Some stage holds ceil(units / pp) units, at least the fastest ones at their fastest type.
+  const int units = std::accumulate(layer_counts_.begin(), layer_counts_.end(), 0);
+  int left = static_cast<int>((units + most_pp - 1) / most_pp);
+  double least = 0;
+  for (const auto& [seconds, count] : config.fastest_layers[mask]) {
+    least += seconds * std::min(left, count);
+    left -= std::min(left, count);
+  }
+  // Some stage holds ceil(layers / pp) transformer layers, whatever holds the other units.
+  least = std::max(least, double((most_stages_ + most_pp - 1) / most_pp) * config.least_layer_s[mask]);
+  if (!slowest_rank_ || sure_mask == 0) return least;
+  // Every GPU runs in a stage, of a type at least as slow as its own by whole-model time: the
+  // slowest type surely present runs a stage of one unit or more at such a type.
+  const size_t types = config.whole_s.size();
+  size_t slowest = types;
+  for (size_t t = 0; t < types; ++t)
+    if ((sure_mask >> t & 1u) && config.whole_s[t] > 0 && (slowest == types || config.whole_s[t] > config.whole_s[slowest]))
+      slowest = t;
+  if (slowest == types) return least;
+  double unit = kInf;
+  for (size_t t = 0; t < types; ++t)
+    if ((mask >> t & 1u) && config.whole_s[t] >= config.whole_s[slowest]) unit = std::min(unit, config.least_unit_s[t]);
+  return std::max(least, unit == kInf ? 0.0 : unit);
+}
+
+ShapeFloor::OptionTerms ShapeFloor::option_terms(const ConfigFloor& config, const ConfigFloor::DpOption& option,
+                                                 unsigned mask, double work_s, double path_s, double stage_s,
+                                                 long long most_pp, bool one_stage) const {
+  const int m = option.microbatches;
+  OptionTerms terms;
+  // The busiest stage's micro-batch: its share of the work, or the whole units it must hold.
+  terms.stage_s = std::max(work_s / m, stage_s);
+  // The fill and drain, least at the most stages.
+  terms.drain = interleaved_ ? 0 : ((m - 1) - forward_share_ * std::min<long long>(m - 1, most_pp - 1)) * (1 - 1e-9);
+  terms.pipe_s = std::max(m * terms.stage_s, path_s + terms.drain * terms.stage_s) * (1 - 1e-9);
+  if (!sync_) return terms;
+  // One stage holds every parameter; of more, the first holds at least its first unit's.
+  const SyncFloorParts parts = least_parts(one_stage ? option.one_stage : option.first_stage, mask);
+  // ZeRO 3: a stage passes its own parameters' collectives every micro-batch, and some stage
+  // holds a pp-th of them.
+  const double shared = least_parts(option.one_stage, mask).zero3_pass_s / most_pp;
+  terms.comm_s = m * std::max(parts.zero3_pass_s, shared) * (1 - 1e-9);
+  terms.sync_s = exposed_sync_floor_s(parts, *sync_, option.zero, config.backward_window_s[mask],
+                                      config.forward_window_s[mask]) *
+                 (1 - 1e-9);
+  return terms;
+}
+
+ShapeFloor::ConfigBound ShapeFloor::config_bound(const NodeCounts& lo, const NodeCounts& hi,
+                                                 const std::function<double(const ConfigFloor&)>& work_cost) const {
+  ConfigBound least;
+  if (configs_.empty()) return {0, 0};
+  const unsigned mask = type_mask(hi), lo_mask = type_mask(lo);
+  const long long gpus_lo = shape_gpus(*inventory_, lo), gpus_hi = shape_gpus(*inventory_, hi);
+  const double lo_price = shape_price_usd_per_s(*inventory_, lo);
+  // The least price of a GPU of the box: a shape of n GPUs costs at least n of them.
+  double gpu_price = kInf;
+  for (size_t t = 0; t < hi.size(); ++t) {
+    const NodeType& type = inventory_->node_types[t];
+    if (hi[t] > 0) gpu_price = std::min(gpu_price, type.price_usd_per_hour / 3600 / type.gpus_per_node);
+  }
+  for (const ConfigFloor& config : configs_) {
+    const double capacity = config_capacity(config, hi, mask);
+    if (capacity <= 0) continue;  // no type of the box has this tp
+    const double work_s = config.batch_ref_s / capacity, path_s = config.path_s[mask];
+    double cost = -1;  // work_cost(config), asked once a layout can run
+    for (const ConfigFloor::DpOption& option : config.dps) {
+      // The stages a shape of the box gives this (tp, dp): its GPUs over tp x dp, a whole number.
+      const long long replica = 1LL * config.tp * option.dp;
+      const long long most_pp = std::min<long long>(gpus_hi / replica, most_stages_);
+      const long long least_pp =
+          std::max({(gpus_lo + replica - 1) / replica, 1LL, static_cast<long long>(least_fitting(option, hi))});
+      if (least_pp > most_pp) continue;
+      if (gpus_lo == gpus_hi && gpus_hi % replica != 0) continue;  // one shape: pp must be whole
+      for (int part = 0; part < 2; ++part) {
+        const long long from = part == 0 ? least_pp : std::max(least_pp, 2LL), to = part == 0 ? 1 : most_pp;
+        if (from > to) continue;
+        const double staged_s = config.batch_ref_s / staged_capacity(config, mask, lo, replica, to);
+        const OptionTerms terms = option_terms(config, option, mask, std::max(work_s, staged_s), path_s,
+                                               least_stage_s(config, mask, lo_mask, to), to, part == 0);
+        least.step_s = std::min(least.step_s, std::max(terms.pipe_s, terms.comm_s) + terms.sync_s);
+        if (!work_cost) continue;
+        if (cost < 0) cost = work_cost(config);
+        const double work_usd = cost == kInf ? 0.0 : cost;
+        const double price = std::max(lo_price, double(replica * from) * gpu_price);
+        // price x stage_s >= max(work's cost / m, lo's price x the units' floor).
+        const double stage_usd = std::max(work_usd / option.microbatches, lo_price * terms.stage_s);
+        const double pipe_usd = std::max({option.microbatches * stage_usd, lo_price * path_s + terms.drain * stage_usd,
+                                          price * terms.comm_s}) * (1 - 1e-9);
+        least.step_cost_usd = std::min(least.step_cost_usd, pipe_usd + price * terms.sync_s);
+      }
+    }
+  }
+  return least;
+}
+
+double ShapeFloor::config_capacity(const ConfigFloor& config, const NodeCounts& counts, unsigned mask) const {
+  double capacity = 0;
+  for (size_t t = 0; t < counts.size(); ++t)
+    if (counts[t] > 0) capacity += double(counts[t]) * inventory_->node_types[t].gpus_per_node * config.credit[mask][t];
+  return capacity;
+}
+
+int ShapeFloor::least_fitting(const ConfigFloor::DpOption& option, const NodeCounts& counts) {
+  // The largest memory present needs the fewest stages.
+  int fitting = std::numeric_limits<int>::max();
+  for (size_t t = 0; t < counts.size(); ++t)
+    if (counts[t] > 0) fitting = std::min(fitting, option.least_pp[t]);
+  return fitting;
+}
+
+double ShapeFloor::layout_floor_s(const NodeCounts& counts, const PlanKey& key) const {
+  if (configs_.empty() || key.virtual_stages != 1 || !key.stage_tp.empty() || !key.stage_dp.empty()) return 0;
+  const auto mode = std::find(modes_.begin(), modes_.end(), key.recompute_mode());
+  const auto tp = std::find(tp_values_.begin(), tp_values_.end(), key.tp);
+  const auto mbs = std::find(mbs_values_.begin(), mbs_values_.end(), key.mbs);
+  if (mode == modes_.end() || tp == tp_values_.end() || mbs == mbs_values_.end()) return 0;
+  const ConfigFloor& config =
+      configs_[((mode - modes_.begin()) * tps_ + (tp - tp_values_.begin())) * mbs_ + (mbs - mbs_values_.begin())];
+  const unsigned mask = type_mask(counts);
+  const double capacity = config_capacity(config, counts, mask);
+  for (const ConfigFloor::DpOption& option : config.dps) {
+    if (option.dp != key.dp || option.zero != key.zero_stage) continue;
+    if (key.pp < least_fitting(option, counts)) return kInf;
+    if (capacity <= 0) return 0;
+    const double work_s = std::max(config.batch_ref_s / capacity,
+                                   config.batch_ref_s / staged_capacity(config, mask, counts, 1LL * key.tp * key.dp, key.pp));
+    const OptionTerms terms = option_terms(config, option, mask, work_s, config.path_s[mask],
+                                           least_stage_s(config, mask, mask, key.pp), key.pp, key.pp == 1);
+    return std::max(terms.pipe_s, terms.comm_s) + terms.sync_s;
+  }
+  return 0;
 }
 
 std::vector<double> ShapeFloor::credits(unsigned mask) const {
@@ -269,10 +489,8 @@ double ShapeFloor::path_floor_s(unsigned mask) const {
   return floor;
 }
 
-double ShapeFloor::step_floor_s(const NodeCounts& counts) const {
-  if (points_.empty()) return 0;  // too many node types to tabulate sets of: no floor
+double ShapeFloor::general_floor_s(const NodeCounts& counts) const {
   const unsigned mask = type_mask(counts);
-  if (mask == 0) return kInf;
   const bool tabulated = !credit_.empty();
   const std::vector<double> computed = tabulated ? std::vector<double>() : credits(mask);
   const std::vector<double>& credit = tabulated ? credit_[mask] : computed;
@@ -282,9 +500,10 @@ double ShapeFloor::step_floor_s(const NodeCounts& counts) const {
   const double work = capacity > 0 ? batch_ref_s_ / capacity : 0;
   const double path = tabulated ? path_floor_s_[mask] : path_floor_s(mask);
   // A shape whose types have no profile at any tp has no layout: no floor is needed (or given).
-  const double configs = config_floor_s(counts, mask, shape_gpus(*inventory_, counts));
-  return std::max({work, path == kInf ? 0.0 : path, configs});
+  return std::max(work, path == kInf ? 0.0 : path);
 }
+
+double ShapeFloor::step_floor_s(const NodeCounts& counts) const { return box_floor(counts, counts).step_s; }
 
 namespace {
 
@@ -311,16 +530,13 @@ double least_price_per_capacity(const NodeCounts& lo, const NodeCounts& hi, cons
 
 ShapeFloor::BoxFloor ShapeFloor::box_floor(const NodeCounts& lo, const NodeCounts& hi) const {
   BoxFloor floor;
-  floor.step_s = step_floor_s(hi);
-  floor.step_cost_usd = step_cost_floor_usd(lo, hi, floor.step_s);
-  return floor;
-}
-
-double ShapeFloor::step_cost_floor_usd(const NodeCounts& lo, const NodeCounts& hi, double hi_floor_s) const {
-  const double lo_price = shape_price_usd_per_s(*inventory_, lo), corners = lo_price * hi_floor_s;
-  if (points_.empty() || credit_.empty()) return corners;
-  // Credits only grow with the types present, and a configuration's memory floor only eases
-  // with more GPUs and more memory: hi's bound every shape of the box.
+  if (points_.empty()) return floor;  // too many node types to tabulate sets of: no floor
+  if (type_mask(hi) == 0) return {kInf, kInf};
+  // The general floors fall as nodes are added: hi's bound the box.
+  const double general_s = general_floor_s(hi);
+  const double lo_price = shape_price_usd_per_s(*inventory_, lo);
+  if (credit_.empty()) return {general_s, lo_price * general_s};
+  // Credits only grow with the types present: hi's bound every shape of the box.
   const unsigned mask = type_mask(hi);
   const size_t types = hi.size();
   std::vector<double> price(types), capacity(types);
@@ -328,21 +544,16 @@ double ShapeFloor::step_cost_floor_usd(const NodeCounts& lo, const NodeCounts& h
   auto work_cost = [&](const std::vector<double>& credit, double batch_ref_s) {
     for (size_t t = 0; t < types; ++t) {
       capacity[t] = inventory_->node_types[t].gpus_per_node * credit[t];
-      if (capacity[t] == kInf) return 0.0;  // a type with no floor on its work: none here
+      if (capacity[t] == kInf) return kInf;  // a type with no floor on its work: none here
     }
-    const double least = least_price_per_capacity(lo, hi, price, capacity);
-    return least == kInf ? kInf : batch_ref_s * least;
+    return batch_ref_s * least_price_per_capacity(lo, hi, price, capacity);
   };
-  double cost = std::max(corners, work_cost(credit_[mask], batch_ref_s_));
-  if (configs_.empty()) return cost;
-  const long long gpus = shape_gpus(*inventory_, hi);
-  double least_config = kInf;
-  for (const ConfigFloor& config : configs_) {
-    if (!config.may_fit(hi, gpus)) continue;
-    const double work = work_cost(config.credit[mask], config.batch_ref_s);
-    least_config = std::min(least_config, std::max(work == kInf ? 0.0 : work, lo_price * config.path_s[mask]));
-  }
-  return std::max(cost, least_config == kInf ? cost : least_config);
+  const ConfigBound configs =
+      config_bound(lo, hi, [&](const ConfigFloor& config) { return work_cost(config.credit[mask], config.batch_ref_s); });
+  floor.step_s = std::max(general_s, configs.step_s);
+  const double general_cost = work_cost(credit_[mask], batch_ref_s_);
+  floor.step_cost_usd = std::max({lo_price * floor.step_s, general_cost == kInf ? 0.0 : general_cost, configs.step_cost_usd});
+  return floor;
 }
 
 bool ShapeFloor::may_fit(const NodeCounts& counts) const {

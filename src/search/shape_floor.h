@@ -2,8 +2,11 @@
 // Floors under every plan of a cluster shape, computed from each node type's work per sample
 // without enumerating a layout: the bounded pareto search (bounded_pareto.h) prunes whole boxes
 // of shapes with them.
+#include <functional>
+#include <limits>
 #include <vector>
 
+#include "costmodel/analytic_sync_floor.h"
 #include "search/cluster_shapes.h"
 #include "search/search.h"
 
@@ -27,15 +30,21 @@ namespace fasop {
 /// Per configuration. Where every layout has one tp and one micro-batch size (no per-stage
 /// degrees, uneven dp or speed split), the work and path floors also hold with ref and the
 /// ratios taken at the layout's own (tp, mbs), and a layout's floor is at least the least of
-/// those over the configurations some layout of the shape can run. Where plans must fit in
-/// memory, a configuration needs a pipeline whose stages can hold every transformer layer: stage
-/// s of pp holds min(pp - s, m) micro-batches, so at most (M - reserved) / (params x bytes per
-/// param + activations x mbs x min(pp - s, m)) layers on a GPU of M bytes, with the most lenient
-/// recomputation, sequence parallelism and ZeRO of the space. With m micro-batches dp is
-/// B / (m mbs) and pp at most G / (tp dp), so a configuration needs some fewest GPUs at each
-/// memory size; more GPUs or a larger memory only allow more. Memory-bound models (which must
-/// run tp 2 and mbs 1, say) get floors near their plans' times this way, not the ideal
-/// configuration's.
+/// those over the configurations some layout of the shape can run. A layout uses every GPU of
+/// the shape, G = tp x dp x pp, with dp dividing B / mbs (m = B / (mbs dp) micro-batches) and
+/// pp at most the transformer layers: most (tp, mbs, dp) have no pp on a given G, and a shape
+/// whose G has none at all has no layout. Where plans must fit in memory, a layout needs
+/// stages that can hold every transformer layer: stage s of pp holds min(pp - s, m)
+/// micro-batches, so at most (M - reserved) / (params x bytes per param + activations x mbs x
+/// min(pp - s, m)) layers on a GPU of M bytes, with the most lenient recomputation, sequence
+/// parallelism and ZeRO of the space: each (tp, mbs, dp) needs some least pp at each memory
+/// size, and more memory only lowers it. Memory-bound models (which must run tp 2 and mbs 1,
+/// say) get floors near their plans' times this way, not the ideal configuration's.
+/// The pipeline's fill and drain. Without interleaving, 1F1B's step holds a chain through every
+/// stage once plus stage k's last m - 1 backward passes and m - 1 - min(pp - k - 1, m)
+/// forward passes (pipeline_1f1b_lower_bound), so with every forward pass at most a share phi of
+/// its stage's time, T >= sum_s t_s + ((m - 1) - phi min(m - 1, pp - 1)) max_s t_s, where
+/// sum_s t_s >= the path floor and m max_s t_s >= the work floor.
 class ShapeFloor {
  public:
   /// `input`: the pareto search's input (the inventory as its cluster, a profile per node
@@ -46,11 +55,11 @@ class ShapeFloor {
   ShapeFloor(const SearchInput& input, bool stage_type_is_slowest_rank, bool check_memory);
 
   /// A floor under the step time of every layout on a shape with `counts` nodes of each type
-  /// (infinity for a shape without nodes). Non-increasing in every count.
+  /// (infinity for a shape without nodes or without a layout).
   double step_floor_s(const NodeCounts& counts) const;
   /// Floors under every layout on every shape whose counts lie between `lo` and `hi`.
   struct BoxFloor {
-    double step_s = 0;         ///< step_floor_s(hi)
+    double step_s = 0;         ///< under every shape's step_floor_s
     /// Price x step time (USD per step, egress apart). Tighter than the price of `lo` times
     /// step_s: the work floor's price, sum_t n_t p_t over sum_t n_t k_t (k_t a type's work
     /// capacity), is least where the types of the lowest p_t / k_t sit at hi and the rest at lo.
@@ -61,6 +70,11 @@ class ShapeFloor {
   /// gradients and optimizer state need however they are sharded (the memory-aware policy's
   /// bytes per parameter): no plan on it fits. Non-decreasing in every count.
   bool may_fit(const NodeCounts& counts) const;
+  /// A floor under the step time of layout `key` on the shape `counts` at any partition, from
+  /// its configuration's floors at its own dp, ZeRO stage and pp (infinity where its stages
+  /// cannot hold the layers; zero where there are no configuration floors): cheaper than the
+  /// layout's context.
+  double layout_floor_s(const NodeCounts& counts, const PlanKey& key) const;
 
  private:
   /// One node type's compute at one (tp, micro-batch size).
@@ -72,6 +86,7 @@ class ShapeFloor {
   /// Per node type, per (tp, mbs) point; empty where its profile lacks the tp.
   std::vector<std::vector<std::vector<TypePoint>>> points_;
   std::vector<int> layer_counts_;  ///< units of each distinct layer type
+  std::vector<bool> transformer_layer_;  ///< each distinct layer type is a transformer layer
   size_t tps_ = 0, mbs_ = 0;
   bool slowest_rank_ = false;
   const ClusterSpec* inventory_;
@@ -84,28 +99,84 @@ class ShapeFloor {
   std::vector<double> credits(unsigned mask) const;
   double path_floor_s(unsigned mask) const;
 
-  /// The floors of one (tp, mbs) configuration, with the present-type sets tabulated.
+  /// The floors of one (tp, mbs, recomputation) configuration, with the present-type sets
+  /// tabulated.
   struct ConfigFloor {
+    int tp = 1;
     double batch_ref_s = 0;                   ///< B x sum_u ref_c(u)
     std::vector<std::vector<double>> credit;  ///< per mask, per type: 1 / r_c
     std::vector<double> path_s;               ///< per mask
-    /// Per node type: the fewest GPUs of a layout that fits where the largest GPU memory is
-    /// that type's (0: memory not checked; LLONG_MAX: none fits).
-    std::vector<long long> least_gpus;
-    /// Some layout of `gpus` GPUs on nodes `counts` may fit at this configuration.
-    bool may_fit(const NodeCounts& counts, long long gpus) const;
+    /// Per mask: the first stage's backward and forward seconds per micro-batch at most (the
+    /// sync floors' overlap windows).
+    std::vector<double> backward_window_s, forward_window_s;
+    /// Per mask: each layer type's time at its fastest present type (with the passes'
+    /// factor) and its units, fastest first.
+    std::vector<std::vector<std::pair<double, int>>> fastest_layers;
+    std::vector<double> least_layer_s;  ///< per mask: the fastest transformer layer's time
+    std::vector<std::vector<size_t>> slowest_first;  ///< per mask: its types by whole-model time
+    /// Per node type: the whole model's time (which type is slower), and its fastest unit's.
+    std::vector<double> whole_s, least_unit_s;
+    /// One data-parallel degree and ZeRO stage the configuration can run.
+    struct DpOption {
+      int dp = 1;
+      int zero = 0;
+      int microbatches = 1;  ///< m = B / (mbs dp)
+      /// Per node type: the least pp whose stages can hold every layer where the largest GPU
+      /// memory is that type's (1: memory not checked; INT_MAX: none).
+      std::vector<int> least_pp;
+      /// Per node type (analytic policy): the first stage's sync floors with pp 1 (every
+      /// parameter) and with more stages (its first unit's).
+      std::vector<SyncFloorParts> one_stage, first_stage;
+    };
+    std::vector<DpOption> dps;
   };
-  std::vector<ConfigFloor> configs_;  ///< empty where the space is not plain
+  /// A configuration's floors on every shape of a box: (step seconds, USD per step).
+  struct ConfigBound {
+    double step_s = std::numeric_limits<double>::infinity();
+    double step_cost_usd = std::numeric_limits<double>::infinity();
+  };
+  std::vector<ConfigFloor> configs_;  ///< empty where the space is not plain; by mode, tp, mbs
+  std::vector<RecomputeMode> modes_;
+  std::vector<int> tp_values_, mbs_values_;
+  /// A configuration option's floors, on shapes whose pp is at most `most_pp`, `one_stage`
+  /// where pp is 1: the pipeline (work, path, fill and drain), ZeRO 3's collectives in the
+  /// passes and the sync after them.
+  struct OptionTerms {
+    double stage_s = 0;  ///< the busiest stage's forward and backward of one micro-batch
+    double drain = 0;    ///< the busiest stage's passes the fill and drain add to the path
+    double pipe_s = 0, comm_s = 0, sync_s = 0;
+  };
+  /// `stage_s`: least_stage_s's floor under the busiest stage.
+  OptionTerms option_terms(const ConfigFloor& config, const ConfigFloor::DpOption& option, unsigned mask,
+                           double work_s, double path_s, double stage_s, long long most_pp, bool one_stage) const;
+  /// An upper bound on the credit-weighted GPUs of a layout of `replica` GPUs a stage and at
+  /// most `most_pp` stages on shapes of types `mask` with at least `lo` nodes, where a stage
+  /// runs at its slowest rank's type (infinity for other policies).
+  double staged_capacity(const ConfigFloor& config, unsigned mask, const NodeCounts& lo, long long replica,
+                         long long most_pp) const;
+  /// A floor under the busiest stage's micro-batch at a configuration on shapes of at most
+  /// `most_pp` stages whose types lie in `mask`, those of `sure_mask` surely present: whole units.
+  double least_stage_s(const ConfigFloor& config, unsigned mask, unsigned sure_mask, long long most_pp) const;
+  /// The GPUs of `counts` weighted by their credit at the configuration.
+  double config_capacity(const ConfigFloor& config, const NodeCounts& counts, unsigned mask) const;
+  /// The fewest stages that hold the layers with the largest memory of `counts`.
+  static int least_fitting(const ConfigFloor::DpOption& option, const NodeCounts& counts);
+  int most_stages_ = 0;               ///< pp at most the transformer layers
+  double forward_share_ = 0.5;        ///< phi: a forward pass's largest share of its stage's time
+  bool interleaved_ = false;          ///< the space tries virtual stages: no fill-and-drain term
+  const AnalyticOptions* sync_ = nullptr;  ///< the analytic policy's options: sync floors
   void add_config_floors(const SearchInput& input, const std::vector<int>& tps, const std::vector<int>& mbss,
                          bool check_memory);
   /// The time floors of point (tp index i, mbs index j): B x tp / mbs x the factor is
   /// `batch_scale`; `factor` scales the passes (recomputation).
   ConfigFloor config_times(size_t i, size_t j, double batch_scale, double factor) const;
-  /// The least configuration floor of a shape of `gpus` GPUs, types `mask`, `counts` nodes
-  /// (infinity where no configuration can run; 0 where there are no configuration floors).
-  double config_floor_s(const NodeCounts& counts, unsigned mask, long long gpus) const;
-  /// BoxFloor::step_cost_usd, with `hi_floor_s` = step_floor_s(hi).
-  double step_cost_floor_usd(const NodeCounts& lo, const NodeCounts& hi, double hi_floor_s) const;
+  /// The least configuration floors over every shape between `lo` and `hi` (infinity where no
+  /// configuration can run; zero where there are no configuration floors). `work_cost` gives a
+  /// configuration's least price x work floor over the box (infinity: not wanted).
+  ConfigBound config_bound(const NodeCounts& lo, const NodeCounts& hi,
+                           const std::function<double(const ConfigFloor&)>& work_cost) const;
+  /// The work and path floors of every configuration together (no configuration floors).
+  double general_floor_s(const NodeCounts& counts) const;
 };
 
 }  // namespace fasop

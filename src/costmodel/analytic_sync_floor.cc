@@ -1,0 +1,81 @@
+#include "costmodel/analytic_sync_floor.h"
+
+#include <algorithm>
+
+#include "specs/precision.h"
+
+namespace fasop {
+
+LinkFloorLimits link_floor_limits(const ClusterSpec& inventory) {
+  LinkFloorLimits limits{1e300, 1 << 30};
+  for (const NodeType& type : inventory.node_types) {
+    limits.least_latency_s = std::min({limits.least_latency_s, type.intra_node_latency_s, type.inter_node_latency_s});
+    limits.fewest_gpus_per_node = std::min(limits.fewest_gpus_per_node, type.gpus_per_node);
+  }
+  if (inventory.node_types.empty()) limits = {0, 1};
+  return limits;
+}
+
+namespace {
+
+/// A floor under a ring all-reduce of `bytes` over the dp ranks of a stage on type `type`: over
+/// its network, shared by at least min(tp, tp dp, the fewest GPUs a node) rings, or where the
+/// stage fits in a node possibly over NVLink. A ring time only grows with the latency and falls
+/// with the bandwidth; zones only lower the bandwidth.
+double ring_floor_s(const NodeType& type, const LinkFloorLimits& limits, int tp, int dp, double bytes) {
+  const int sharing = std::max(1, std::min({tp, tp * dp, limits.fewest_gpus_per_node}));
+  const GpuSpec& gpu = type.gpu_data;
+  double least = gpu.network.ring_allreduce_s(bytes, dp, limits.least_latency_s, type.inter_node_bandwidth_bits_per_s / sharing);
+  if (tp * dp <= type.gpus_per_node)
+    least = std::min(least, gpu.nvlink.ring_allreduce_s(bytes, dp, limits.least_latency_s, type.intra_node_bandwidth_bits_per_s));
+  return least;
+}
+
+}  // namespace
+
+SyncFloorParts sync_floor_parts(const ModelSpec& model, const AnalyticOptions& options, const NodeType& type,
+                                const LinkFloorLimits& limits, int tp, int dp, int zero_stage, double params) {
+  SyncFloorParts parts;
+  const GpuSpec& gpu = type.gpu_data;
+  const double bandwidth = gpu.memory_bandwidth_bytes_per_s * gpu.efficiency(model.dtype).memory_share;
+  const double local = zero_stage >= 1 ? params / dp : params;
+  if (bandwidth > 0) parts.optimizer_s = AnalyticPolicy::kOptimizerBytesPerParam * local / bandwidth;
+  if (dp <= 1) return parts;
+  const double gradient = AnalyticPolicy::gradient_bytes(model.dtype), element = activation_bytes(model.dtype);
+  auto ring = [&](double bytes) { return ring_floor_s(type, limits, tp, dp, bytes); };
+  if (zero_stage == 3) {
+    // Every unit's gathers twice and its reduce-scatter once a micro-batch (half rings each);
+    // ring times add up to at least the ring of the sum (each has its own latency).
+    parts.zero3_pass_s = ring(element * params) + ring(gradient * params) / 2;
+    return parts;
+  }
+  // A stage of P parameters has K = ceil(P / cap) buckets where bucketing (or one of P): each of
+  // at least min(P, cap / 2); K buckets' rings take at least the ring of their sum.
+  const bool bucketed = options.overlap_dp_allreduce || options.overlap_param_gather;
+  const double cap = options.bucket_params > 0 ? options.bucket_params : std::max(40e6, 1e6 * dp);
+  const double bucket = bucketed ? std::min(params, cap / 2) : params;
+  const bool sharded = zero_stage == 1 || zero_stage == 2;
+  const double half = sharded ? 0.5 : 1.0;
+  parts.reduce_total_s = ring(gradient * params) * half;
+  parts.reduce_bucket_s = ring(gradient * bucket) * half;
+  if (sharded) {
+    parts.gather_total_s = ring(element * params) / 2;
+    parts.gather_bucket_s = ring(element * bucket) / 2;
+  }
+  return parts;
+}
+
+double exposed_sync_floor_s(const SyncFloorParts& parts, const AnalyticOptions& options, int zero_stage,
+                            double backward_window_s, double forward_window_s) {
+  if (zero_stage == 3) return parts.optimizer_s;
+  // bucketed_exposed_s: max(c, K c - W (K - 1) / K) >= max(c, K c - W).
+  const double reduce = options.overlap_dp_allreduce
+                            ? std::max(parts.reduce_bucket_s, parts.reduce_total_s - backward_window_s)
+                            : parts.reduce_total_s;
+  const double gather = options.overlap_param_gather
+                            ? std::max(parts.gather_bucket_s, parts.gather_total_s - forward_window_s)
+                            : parts.gather_total_s;
+  return reduce + gather + parts.optimizer_s;
+}
+
+}  // namespace fasop
