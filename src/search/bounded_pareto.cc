@@ -217,7 +217,6 @@ namespace {
 struct QueuedBox {
   ShapeBox box;
   ShapeFloor::BoxFloor floor;
-  double key = 0;  ///< the ranking's measure of the floor
   size_t order = 0;
 };
 
@@ -244,12 +243,15 @@ ParetoStats run_bounded_pareto_search(const ParetoInput& input, CandidateSink& s
   // out every box whose floor they beat.
   const bool best_first = input.ranking != Ranking::kFront;
   auto key = [&](const ShapeFloor::BoxFloor& f) { return input.ranking == Ranking::kFastest ? f.step_s : f.step_cost_usd; };
-  auto later = [](const QueuedBox& a, const QueuedBox& b) { return a.key != b.key ? a.key > b.key : a.order > b.order; };
+  auto later = [&](const QueuedBox& a, const QueuedBox& b) {
+    const double ka = key(a.floor), kb = key(b.floor);
+    return ka != kb ? ka > kb : a.order > b.order;
+  };
   std::vector<QueuedBox> queue;
   size_t made = 0;
   auto push = [&](ShapeBox box) {
     const ShapeFloor::BoxFloor floor = search.floor(box);
-    queue.push_back({std::move(box), floor, key(floor), made++});
+    queue.push_back({std::move(box), floor, made++});
     if (best_first) std::push_heap(queue.begin(), queue.end(), later);
   };
   push({NodeCounts(input.limits.size(), 0), input.limits});

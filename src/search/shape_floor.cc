@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <numeric>
 #include <string>
 
 #include "costmodel/analytic_policy.h"
@@ -40,6 +39,27 @@ bool plain_space(const SearchSpaceOptions& space) {
   return !space.per_stage_dp && !space.per_stage_tp && !space.uneven_dp && !space.speed_split;
 }
 
+/// The activations a recomputation mode keeps, with or without sequence parallelism.
+ActivationMode activation_mode_of(RecomputeMode recompute, bool sequence_parallel) {
+  return {recompute == RecomputeMode::kFull, recompute == RecomputeMode::kSelective, sequence_parallel};
+}
+
+/// `values` ascending, each once.
+template <typename T>
+std::vector<T> sorted_unique(std::vector<T> values) {
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  return values;
+}
+
+/// The GPUs of `counts`, each weighted by its type's credit.
+double credited_gpus(const ClusterSpec& inventory, const NodeCounts& counts, const std::vector<double>& credit) {
+  double capacity = 0;
+  for (size_t t = 0; t < counts.size(); ++t)
+    if (counts[t] > 0) capacity += double(counts[t]) * inventory.node_types[t].gpus_per_node * credit[t];
+  return capacity;
+}
+
 /// The least pp of a layout at (tp, mbs, dp, ZeRO) whose stages can hold every transformer layer
 /// on GPUs of `memory_bytes` (ShapeFloor's per-configuration memory floor); INT_MAX: none. One
 /// stage holds every unit, embedding and head too, and one micro-batch.
@@ -52,10 +72,8 @@ int least_fitting_pp(const ModelSpec& model, const SearchSpaceOptions& space, in
   for (const LayerUnit& unit : model.units) {
     const double unit_p = unit_params(model, unit, tp);
     double unit_a = kInf;
-    for (bool sp : space.sequence_parallel) {
-      ActivationMode mode{recompute == RecomputeMode::kFull, recompute == RecomputeMode::kSelective, sp && tp > 1};
-      unit_a = std::min(unit_a, unit_activation_bytes(model, unit, tp, 1, mode));
-    }
+    for (bool sp : space.sequence_parallel)
+      unit_a = std::min(unit_a, unit_activation_bytes(model, unit, tp, 1, activation_mode_of(recompute, sp && tp > 1)));
     all_params += unit_p;
     all_activations += unit_a;
     if (unit.role != LayerRole::kTransformer) continue;
@@ -156,28 +174,23 @@ void ShapeFloor::add_config_floors(const SearchInput& input, const std::vector<i
                                    bool check_memory) {
   const ModelSpec& model = *input.model;
   most_stages_ = model.num_transformer_layers();
+  units_ = model.num_units();
   const std::vector<int>& vs = input.space.virtual_stages;
   interleaved_ = std::any_of(vs.begin(), vs.end(), [](int v) { return v > 1; });
   forward_share_ = 0;
   for (int zero : input.space.zero_stages) forward_share_ = std::max(forward_share_, input.policy->forward_share_bound(zero));
   // Recomputation repeats part of the forward pass (the analytic policy's times; FASOP's
   // space has none): each mode is a configuration of its own, its time and memory apart.
-  std::vector<RecomputeMode> modes = input.space.recompute;
-  std::sort(modes.begin(), modes.end());
-  modes.erase(std::unique(modes.begin(), modes.end()), modes.end());
+  modes_ = sorted_unique(input.space.recompute);
   const auto* analytic = dynamic_cast<const AnalyticPolicy*>(input.policy);
   if (analytic) sync_ = &analytic->options();
-  modes_ = modes;
   tp_values_ = tps;
   mbs_values_ = mbss;
-  std::vector<int> zeros = input.space.zero_stages;
-  std::sort(zeros.begin(), zeros.end());
-  zeros.erase(std::unique(zeros.begin(), zeros.end()), zeros.end());
+  const std::vector<int> zeros = sorted_unique(input.space.zero_stages);
   const LinkFloorLimits limits = link_floor_limits(*inventory_);
-  for (RecomputeMode recompute : modes) {
-    const ActivationMode mode{recompute == RecomputeMode::kFull, recompute == RecomputeMode::kSelective, false};
+  for (RecomputeMode recompute : modes_) {
     // A hair under the policy's factor: its passes round differently.
-    const double factor = analytic ? recompute_time_factor(model, mode) * (1 - 1e-12) : 1;
+    const double factor = analytic ? recompute_time_factor(model, activation_mode_of(recompute, false)) * (1 - 1e-12) : 1;
     for (size_t i = 0; i < tps_; ++i) {
       const int tp = tps[i];
       double all_params = 0;
@@ -228,13 +241,22 @@ ShapeFloor::ConfigFloor ShapeFloor::config_times(size_t i, size_t j, double batc
         if (!present(t) || (slowest_rank_ && points_[t][i][j].whole_s < points_[tau][i][j].whole_s)) continue;
         credit[tau] = std::max(credit[tau], ratio[t] > 0 ? 1 / ratio[t] : kInf);
       }
-    double path = 0;
+    // Each layer type at its fastest present type: the path; the layer types fastest first;
+    // the fastest transformer layer.
+    double path = 0, least_layer = kInf;
+    std::vector<std::pair<double, int>> fastest_layers;
     for (size_t l = 0; l < layers; ++l) {
       double fastest = kInf;
       for (size_t t = 0; t < types; ++t)
         if (present(t)) fastest = std::min(fastest, layer_s(t, l));
-      path += fastest < kInf ? factor * layer_counts_[l] * fastest : 0;
+      if (fastest == kInf) continue;
+      path += factor * layer_counts_[l] * fastest;
+      fastest_layers.push_back({factor * fastest, layer_counts_[l]});
+      if (transformer_layer_[l]) least_layer = std::min(least_layer, factor * fastest);
     }
+    std::sort(fastest_layers.begin(), fastest_layers.end());
+    config.fastest_layers.push_back(std::move(fastest_layers));
+    config.least_layer_s.push_back(least_layer < kInf ? least_layer : 0);
     config.credit.push_back(std::move(credit));
     config.path_s.push_back(path);
     // The first stage's compute is at most the whole model's on the slowest type present.
@@ -243,21 +265,6 @@ ShapeFloor::ConfigFloor ShapeFloor::config_times(size_t i, size_t j, double batc
       if (present(t)) slowest = std::max(slowest, points_[t][i][j].whole_s);
     config.forward_window_s.push_back(slowest / 3 * (1 + 1e-9));
     config.backward_window_s.push_back(slowest * (factor - 1.0 / 3) * (1 + 1e-9));
-    // Each layer type at its fastest present type, fastest first.
-    std::vector<std::pair<double, int>> fastest;
-    for (size_t l = 0; l < layers; ++l) {
-      double least = kInf;
-      for (size_t t = 0; t < types; ++t)
-        if (present(t)) least = std::min(least, factor * layer_s(t, l));
-      if (least < kInf) fastest.push_back({least, layer_counts_[l]});
-    }
-    std::sort(fastest.begin(), fastest.end());
-    config.fastest_layers.push_back(std::move(fastest));
-    double layer = kInf;
-    for (size_t l = 0; l < layers; ++l)
-      for (size_t t = 0; t < types && transformer_layer_[l]; ++t)
-        if (present(t)) layer = std::min(layer, factor * layer_s(t, l));
-    config.least_layer_s.push_back(layer < kInf ? layer : 0);
     std::vector<size_t> order;
     for (size_t t = 0; t < types; ++t)
       if (present(t)) order.push_back(t);
@@ -319,8 +326,7 @@ double ShapeFloor::staged_capacity(const ConfigFloor& config, unsigned mask, con
 
 double ShapeFloor::least_stage_s(const ConfigFloor& config, unsigned mask, unsigned sure_mask, long long most_pp) const {
   // Some stage holds ceil(units / pp) units, at least the fastest ones at their fastest type.
-  const int units = std::accumulate(layer_counts_.begin(), layer_counts_.end(), 0);
-  int left = static_cast<int>((units + most_pp - 1) / most_pp);
+  int left = static_cast<int>((units_ + most_pp - 1) / most_pp);
   double least = 0;
   for (const auto& [seconds, count] : config.fastest_layers[mask]) {
     least += seconds * std::min(left, count);
@@ -344,21 +350,27 @@ double ShapeFloor::least_stage_s(const ConfigFloor& config, unsigned mask, unsig
 }
 
 ShapeFloor::OptionTerms ShapeFloor::option_terms(const ConfigFloor& config, const ConfigFloor::DpOption& option,
-                                                 unsigned mask, double work_s, double path_s, double stage_s,
+                                                 unsigned mask, double capacity, const NodeCounts& lo,
                                                  long long most_pp, bool one_stage) const {
   const int m = option.microbatches;
   OptionTerms terms;
+  // The work over the shape's credited GPUs, or over its stages where each runs at its
+  // slowest rank's type.
+  const long long replica = 1LL * config.tp * option.dp;
+  const double work_s =
+      std::max(config.batch_ref_s / capacity, config.batch_ref_s / staged_capacity(config, mask, lo, replica, most_pp));
   // The busiest stage's micro-batch: its share of the work, or the whole units it must hold.
-  terms.stage_s = std::max(work_s / m, stage_s);
+  terms.stage_s = std::max(work_s / m, least_stage_s(config, mask, type_mask(lo), most_pp));
   // The fill and drain, least at the most stages.
   terms.drain = interleaved_ ? 0 : ((m - 1) - forward_share_ * std::min<long long>(m - 1, most_pp - 1)) * (1 - 1e-9);
-  terms.pipe_s = std::max(m * terms.stage_s, path_s + terms.drain * terms.stage_s) * (1 - 1e-9);
+  terms.pipe_s = std::max(m * terms.stage_s, config.path_s[mask] + terms.drain * terms.stage_s) * (1 - 1e-9);
   if (!sync_) return terms;
   // One stage holds every parameter; of more, the first holds at least its first unit's.
-  const SyncFloorParts parts = least_parts(one_stage ? option.one_stage : option.first_stage, mask);
+  const SyncFloorParts every = least_parts(option.one_stage, mask);
+  const SyncFloorParts parts = one_stage ? every : least_parts(option.first_stage, mask);
   // ZeRO 3: a stage passes its own parameters' collectives every micro-batch, and some stage
   // holds a pp-th of them.
-  const double shared = least_parts(option.one_stage, mask).zero3_pass_s / most_pp;
+  const double shared = every.zero3_pass_s / most_pp;
   terms.comm_s = m * std::max(parts.zero3_pass_s, shared) * (1 - 1e-9);
   terms.sync_s = exposed_sync_floor_s(parts, *sync_, option.zero, config.backward_window_s[mask],
                                       config.forward_window_s[mask]) *
@@ -370,7 +382,7 @@ ShapeFloor::ConfigBound ShapeFloor::config_bound(const NodeCounts& lo, const Nod
                                                  const std::function<double(const ConfigFloor&)>& work_cost) const {
   ConfigBound least;
   if (configs_.empty()) return {0, 0};
-  const unsigned mask = type_mask(hi), lo_mask = type_mask(lo);
+  const unsigned mask = type_mask(hi);
   const long long gpus_lo = shape_gpus(*inventory_, lo), gpus_hi = shape_gpus(*inventory_, hi);
   const double lo_price = shape_price_usd_per_s(*inventory_, lo);
   // The least price of a GPU of the box: a shape of n GPUs costs at least n of them.
@@ -380,9 +392,8 @@ ShapeFloor::ConfigBound ShapeFloor::config_bound(const NodeCounts& lo, const Nod
     if (hi[t] > 0) gpu_price = std::min(gpu_price, type.price_usd_per_hour / 3600 / type.gpus_per_node);
   }
   for (const ConfigFloor& config : configs_) {
-    const double capacity = config_capacity(config, hi, mask);
+    const double capacity = credited_gpus(*inventory_, hi, config.credit[mask]);
     if (capacity <= 0) continue;  // no type of the box has this tp
-    const double work_s = config.batch_ref_s / capacity, path_s = config.path_s[mask];
     double cost = -1;  // work_cost(config), asked once a layout can run
     for (const ConfigFloor::DpOption& option : config.dps) {
       // The stages a shape of the box gives this (tp, dp): its GPUs over tp x dp, a whole number.
@@ -395,30 +406,21 @@ ShapeFloor::ConfigBound ShapeFloor::config_bound(const NodeCounts& lo, const Nod
       for (int part = 0; part < 2; ++part) {
         const long long from = part == 0 ? least_pp : std::max(least_pp, 2LL), to = part == 0 ? 1 : most_pp;
         if (from > to) continue;
-        const double staged_s = config.batch_ref_s / staged_capacity(config, mask, lo, replica, to);
-        const OptionTerms terms = option_terms(config, option, mask, std::max(work_s, staged_s), path_s,
-                                               least_stage_s(config, mask, lo_mask, to), to, part == 0);
-        least.step_s = std::min(least.step_s, std::max(terms.pipe_s, terms.comm_s) + terms.sync_s);
+        const OptionTerms terms = option_terms(config, option, mask, capacity, lo, to, part == 0);
+        least.step_s = std::min(least.step_s, terms.step_s());
         if (!work_cost) continue;
         if (cost < 0) cost = work_cost(config);
         const double work_usd = cost == kInf ? 0.0 : cost;
         const double price = std::max(lo_price, double(replica * from) * gpu_price);
         // price x stage_s >= max(work's cost / m, lo's price x the units' floor).
         const double stage_usd = std::max(work_usd / option.microbatches, lo_price * terms.stage_s);
-        const double pipe_usd = std::max({option.microbatches * stage_usd, lo_price * path_s + terms.drain * stage_usd,
+        const double pipe_usd = std::max({option.microbatches * stage_usd, lo_price * config.path_s[mask] + terms.drain * stage_usd,
                                           price * terms.comm_s}) * (1 - 1e-9);
         least.step_cost_usd = std::min(least.step_cost_usd, pipe_usd + price * terms.sync_s);
       }
     }
   }
   return least;
-}
-
-double ShapeFloor::config_capacity(const ConfigFloor& config, const NodeCounts& counts, unsigned mask) const {
-  double capacity = 0;
-  for (size_t t = 0; t < counts.size(); ++t)
-    if (counts[t] > 0) capacity += double(counts[t]) * inventory_->node_types[t].gpus_per_node * config.credit[mask][t];
-  return capacity;
 }
 
 int ShapeFloor::least_fitting(const ConfigFloor::DpOption& option, const NodeCounts& counts) {
@@ -438,16 +440,12 @@ double ShapeFloor::layout_floor_s(const NodeCounts& counts, const PlanKey& key) 
   const ConfigFloor& config =
       configs_[((mode - modes_.begin()) * tps_ + (tp - tp_values_.begin())) * mbs_ + (mbs - mbs_values_.begin())];
   const unsigned mask = type_mask(counts);
-  const double capacity = config_capacity(config, counts, mask);
+  const double capacity = credited_gpus(*inventory_, counts, config.credit[mask]);
   for (const ConfigFloor::DpOption& option : config.dps) {
     if (option.dp != key.dp || option.zero != key.zero_stage) continue;
     if (key.pp < least_fitting(option, counts)) return kInf;
     if (capacity <= 0) return 0;
-    const double work_s = std::max(config.batch_ref_s / capacity,
-                                   config.batch_ref_s / staged_capacity(config, mask, counts, 1LL * key.tp * key.dp, key.pp));
-    const OptionTerms terms = option_terms(config, option, mask, work_s, config.path_s[mask],
-                                           least_stage_s(config, mask, mask, key.pp), key.pp, key.pp == 1);
-    return std::max(terms.pipe_s, terms.comm_s) + terms.sync_s;
+    return option_terms(config, option, mask, capacity, counts, key.pp, key.pp == 1).step_s();
   }
   return 0;
 }
@@ -494,9 +492,7 @@ double ShapeFloor::general_floor_s(const NodeCounts& counts) const {
   const bool tabulated = !credit_.empty();
   const std::vector<double> computed = tabulated ? std::vector<double>() : credits(mask);
   const std::vector<double>& credit = tabulated ? credit_[mask] : computed;
-  double capacity = 0;
-  for (size_t t = 0; t < counts.size(); ++t)
-    capacity += double(counts[t]) * inventory_->node_types[t].gpus_per_node * credit[t];
+  const double capacity = credited_gpus(*inventory_, counts, credit);
   const double work = capacity > 0 ? batch_ref_s_ / capacity : 0;
   const double path = tabulated ? path_floor_s_[mask] : path_floor_s(mask);
   // A shape whose types have no profile at any tp has no layout: no floor is needed (or given).

@@ -2,6 +2,7 @@
 // Floors under every plan of a cluster shape, computed from each node type's work per sample
 // without enumerating a layout: the bounded pareto search (bounded_pareto.h) prunes whole boxes
 // of shapes with them.
+#include <algorithm>
 #include <functional>
 #include <limits>
 #include <vector>
@@ -145,10 +146,12 @@ class ShapeFloor {
     double stage_s = 0;  ///< the busiest stage's forward and backward of one micro-batch
     double drain = 0;    ///< the busiest stage's passes the fill and drain add to the path
     double pipe_s = 0, comm_s = 0, sync_s = 0;
+    double step_s() const { return std::max(pipe_s, comm_s) + sync_s; }
   };
-  /// `stage_s`: least_stage_s's floor under the busiest stage.
+  /// On shapes of types `mask` with at least `lo` nodes (surely of lo's types) and `capacity`
+  /// credited GPUs at most.
   OptionTerms option_terms(const ConfigFloor& config, const ConfigFloor::DpOption& option, unsigned mask,
-                           double work_s, double path_s, double stage_s, long long most_pp, bool one_stage) const;
+                           double capacity, const NodeCounts& lo, long long most_pp, bool one_stage) const;
   /// An upper bound on the credit-weighted GPUs of a layout of `replica` GPUs a stage and at
   /// most `most_pp` stages on shapes of types `mask` with at least `lo` nodes, where a stage
   /// runs at its slowest rank's type (infinity for other policies).
@@ -157,11 +160,10 @@ class ShapeFloor {
   /// A floor under the busiest stage's micro-batch at a configuration on shapes of at most
   /// `most_pp` stages whose types lie in `mask`, those of `sure_mask` surely present: whole units.
   double least_stage_s(const ConfigFloor& config, unsigned mask, unsigned sure_mask, long long most_pp) const;
-  /// The GPUs of `counts` weighted by their credit at the configuration.
-  double config_capacity(const ConfigFloor& config, const NodeCounts& counts, unsigned mask) const;
   /// The fewest stages that hold the layers with the largest memory of `counts`.
   static int least_fitting(const ConfigFloor::DpOption& option, const NodeCounts& counts);
   int most_stages_ = 0;               ///< pp at most the transformer layers
+  int units_ = 0;                     ///< the model's pipeline units
   double forward_share_ = 0.5;        ///< phi: a forward pass's largest share of its stage's time
   bool interleaved_ = false;          ///< the space tries virtual stages: no fill-and-drain term
   const AnalyticOptions* sync_ = nullptr;  ///< the analytic policy's options: sync floors
