@@ -5,6 +5,7 @@
 #include <string>
 
 #include "costmodel/analytic_policy.h"
+#include "costmodel/egress_floor.h"
 #include "costmodel/estimate.h"
 #include "costmodel/fasop_policy.h"
 #include "costmodel/make_context.h"
@@ -172,6 +173,34 @@ TEST_CASE("zones: a ring crosses zones at every edge between two of them", "[zon
   AnalyticPolicy plain(options);
   const PlanContext ctx = context(model, cluster, plain, PlanKey{1, 1, 4, 1, {0, 1, 1, 0}});
   CHECK(plain.stage_syncs(ctx, {4})[0].reduce_s == Approx(6e-3 + 1.5 * 8 * 192'064'000 / 10e9).epsilon(1e-12));
+}
+
+TEST_CASE("zones: the egress floor of a layout, from where its ranks sit, by hand", "[zones]") {
+  const ModelSpec model = parse_model(kModel, "tiny.yaml");
+  const std::string yaml = "name: four\nnode_types:\n" + node_type("na", "a") + node_type("nb", "b") + kZones +
+                           "nodes:\n  - {type: na, count: 2}\n  - {type: nb, count: 2}\n";
+  const ClusterSpec cluster = parse_cluster(yaml, "four.yaml");
+  const EgressFloor floor(model, cluster);
+  AnalyticPolicy policy;
+  // pp 2, dp 2 over a a b b: the stages sit in one zone each; rank r sends to r + 2, both of
+  // stage 0's ranks across: 2 pairs x 4 micro-batches x 2 directions x 1e6 bytes = 16e6 bytes,
+  // $1.6e-4. No ring crosses. Exact, as the partition does not move the sends.
+  const PlanKey pipeline{1, 1, 2, 2, {0, 0, 1, 1}};
+  CHECK(floor.usd_per_step(pipeline) == Approx(1.6e-4).epsilon(1e-12));
+  CHECK(egress_usd_per_step(context(model, cluster, policy, pipeline), {2, 2}) == Approx(1.6e-4).epsilon(1e-12));
+  // Over a b a b each stage's ring crosses at both its edges, and no send does: the rings'
+  // least edges a lane (2) x every parameter (48,016,000) x 2 (d - 1) / d x 4 bytes =
+  // 384,128,000 bytes, $3.84128e-3, whatever the partition: here 3 + 1 layers.
+  const PlanKey rings{1, 1, 2, 2, {0, 1, 0, 1}};
+  CHECK(floor.usd_per_step(rings) == Approx(3.84128e-3).epsilon(1e-12));
+  CHECK(egress_usd_per_step(context(model, cluster, policy, rings), {3, 1}) == Approx(3.84128e-3).epsilon(1e-12));
+  // pp 4 over a b a b: three boundaries cross, 1 pair each, 8 micro-batches of 1e6 bytes
+  // both ways: 3 x 16e6 = 48e6 bytes, $4.8e-4.
+  const PlanKey deep{1, 1, 1, 4, {0, 1, 0, 1}};
+  CHECK(floor.usd_per_step(deep) == Approx(4.8e-4).epsilon(1e-12));
+  CHECK(egress_usd_per_step(context(model, cluster, policy, deep), {1, 1, 1, 1}) == Approx(4.8e-4).epsilon(1e-12));
+  // One zone: nothing.
+  CHECK(floor.usd_per_step(PlanKey{1, 1, 2, 2, {0, 0, 0, 0}}) == 0);
 }
 
 TEST_CASE("zones: a pair's override, in either order", "[zones]") {

@@ -149,6 +149,7 @@ class AnalyticPolicy : public CostPolicy {
   double embedding_allreduce_s(const PlanContext& ctx) const override;
   /// The egress of the step's traffic between zones (zone_egress.h); 0 in one zone.
   double egress_usd_per_step(const PlanContext& ctx, const std::vector<int>& partition) const override;
+  bool prices_zone_egress() const override { return true; }
   std::vector<StageMemory> stage_memory(const PlanContext& ctx, const std::vector<int>& partition) const override;
   MemoryVerdict memory_verdict(const std::vector<StageMemory>& stages) const override;
   std::optional<MemoryModel> memory_model(const PlanContext& ctx) const override;

@@ -65,6 +65,30 @@ SyncFloorParts sync_floor_parts(const ModelSpec& model, const AnalyticOptions& o
   return parts;
 }
 
+std::vector<double> send_floor_s_by_types(const ModelSpec& model, const ClusterSpec& inventory,
+                                          const LinkFloorLimits& limits, int tp, int dp, int mbs) {
+  const size_t types = inventory.node_types.size();
+  const double bytes = double(mbs) * model.sequence * model.hidden * activation_bytes(model.dtype) / tp;
+  const long long stage = 1LL * tp * dp;
+  // Per type: the fastest link its ranks send on (link_between: the network shared by the
+  // stage's GPUs on the node, the zones' only slower; or the node's NVLink where rank r and
+  // rank r + tp dp may share a node).
+  std::vector<double> fastest(types, 0);
+  for (size_t t = 0; t < types; ++t) {
+    const NodeType& type = inventory.node_types[t];
+    fastest[t] = type.inter_node_bandwidth_bits_per_s / double(std::min<long long>(type.gpus_per_node, stage));
+    if (stage < type.gpus_per_node) fastest[t] = std::max(fastest[t], type.intra_node_bandwidth_bits_per_s);
+  }
+  std::vector<double> floors(size_t(1) << types, 0);
+  for (size_t mask = 1; mask < floors.size(); ++mask) {
+    double bits_per_s = 0;
+    for (size_t t = 0; t < types; ++t)
+      if (mask >> t & 1u) bits_per_s = std::max(bits_per_s, fastest[t]);
+    if (bits_per_s > 0) floors[mask] = limits.least_latency_s + 8 * bytes / bits_per_s;
+  }
+  return floors;
+}
+
 double exposed_sync_floor_s(const SyncFloorParts& parts, const AnalyticOptions& options, int zero_stage,
                             double backward_window_s, double forward_window_s) {
   if (zero_stage == 3) return parts.optimizer_s;

@@ -3,6 +3,8 @@
 // (AnalyticPolicy::stage_syncs, and ZeRO 3's gathers in its passes), from a stage's degrees and
 // a floor of its parameters, without a layout: the shape search's floors (shape_floor.h) use
 // them to see that large data-parallel degrees do not come free.
+#include <vector>
+
 #include "costmodel/analytic_policy.h"
 #include "specs/cluster_spec.h"
 #include "specs/model_spec.h"
@@ -35,6 +37,14 @@ LinkFloorLimits link_floor_limits(const ClusterSpec& inventory);
 /// at least as slow as on one of them). Zero where dp is 1.
 SyncFloorParts sync_floor_parts(const ModelSpec& model, const AnalyticOptions& options, const NodeType& type,
                                 const LinkFloorLimits& limits, int tp, int dp, int zero_stage, double params);
+
+/// Floors under AnalyticPolicy's boundary send (boundary_send_s) between two stages of tp `tp`
+/// and dp `dp` at micro-batch size `mbs`, one per set of node types present (bit t of the
+/// index: type t of `inventory`): the least latency plus the activations over the fastest link a
+/// rank of a present type can have (its network shared by the stage's GPUs on its node, or
+/// NVLink where a stage is smaller than a node).
+std::vector<double> send_floor_s_by_types(const ModelSpec& model, const ClusterSpec& inventory,
+                                          const LinkFloorLimits& limits, int tp, int dp, int mbs);
 
 /// A floor under the exposed part of the parts, the first stage's (its gathers have no slack):
 /// the reduce after its last backward pass of at most `backward_window_s`, the gather before

@@ -91,6 +91,9 @@ class CostPolicy {
   /// zones. Never negative, so that the nodes' price x the step time bounds the step's price
   /// from below. None by default (FASOP's policy ignores zones).
   virtual double egress_usd_per_step(const PlanContext&, const std::vector<int>&) const { return 0; }
+  /// True when egress_usd_per_step prices zone_traffic (zone_egress.h), which EgressFloor
+  /// (egress_floor.h) bounds for the search's floors.
+  virtual bool prices_zone_egress() const { return false; }
   /// Peak memory of each stage.
   virtual std::vector<StageMemory> stage_memory(const PlanContext& ctx,
                                                 const std::vector<int>& partition) const = 0;

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
+#include "costmodel/egress_floor.h"
 #include "costmodel/estimate.h"
 #include "costmodel/make_context.h"
 #include "search/parallel_evaluate.h"
@@ -33,6 +35,11 @@ EnumerationIndex shape_ordinal(const NodeCounts& counts, const NodeCounts& limit
   return ordinal;
 }
 
+std::optional<EgressFloor> egress_floor(const SearchInput& input) {
+  if (!input.policy->prices_zone_egress() || !input.cluster->multi_zone()) return std::nullopt;
+  return EgressFloor(*input.model, *input.cluster);
+}
+
 /// The search's state: the front of every plan estimated so far, and what it counted.
 class BoundedSearch {
  public:
@@ -44,16 +51,20 @@ class BoundedSearch {
                input.search.memory_aware && input.constraints.exclude_oom),
         known_(input.constraints, input.ranking, input.keep),
         exclude_unfitting_(input.search.memory_aware && input.constraints.exclude_oom),
+        egress_(egress_floor(input.search)),
         most_gpus_(most_layout_gpus(*input.search.model, *input.search.cluster, input.search.space)),
         unit_times_(*input.search.model, input.search.profiles, divisors(largest_tp(*input.search.cluster, input.search.space)),
                     divisors(input.search.model->global_batch)) {}
 
-  /// The floors of every shape of `box`; none (infinity) where no shape of it can have a plan.
-  ShapeFloor::BoxFloor floor(const ShapeBox& box) const {
+  /// The floors of every shape of `box`; none (infinity) where no shape of it can have a plan,
+  /// or none can reach the front. `parent`: the floors of a box that holds it.
+  ShapeFloor::BoxFloor floor(const ShapeBox& box, const ShapeFloor::BoxFloor* parent) const {
     const ClusterSpec& inventory = *input_.search.cluster;
     constexpr double kInf = std::numeric_limits<double>::infinity();
-    if (shape_gpus(inventory, box.lo) > most_gpus_ || !floor_.may_fit(box.hi)) return {kInf, kInf};
-    return floor_.box_floor(box.lo, box.hi);
+    if (shape_gpus(inventory, box.lo) > most_gpus_ || !floor_.may_fit(box.hi)) return {kInf, kInf, {}, true};
+    return floor_.box_floor(box.lo, box.hi, [&](double step_s, double step_cost_usd) {
+      return !cannot_reach_front_at(known_.bound(), input_.constraints, step_s, step_cost_usd * input_.search.iterations);
+    }, parent);
   }
   /// False when no shape of a box of floors `floor` can reach the front.
   bool open(const ShapeFloor::BoxFloor& floor) const {
@@ -64,10 +75,21 @@ class BoundedSearch {
 
   /// Every layout of one shape, each as far as the front so far leaves it a chance.
   void evaluate_shape(const NodeCounts& counts) {
-    ShapeWork work = shape_work(input_, counts);
+    const double usd_per_step_second =
+        shape_price_usd_per_s(*input_.search.cluster, counts) * input_.search.iterations;
+    // The configuration's floor at a layout's own degrees needs no context and no placement:
+    // most layouts of a shape the front has all but ruled out are never listed, and the rest
+    // are ruled out here before any thread starts.
+    // `egress_usd`: a floor under the layout's egress for the whole run.
+    auto reaches_front = [&](double floor_s, double egress_usd) {
+      return floor_s < std::numeric_limits<double>::infinity() &&  // else its stages cannot hold the layers
+             !cannot_reach_front_at(known_.bound(), input_.constraints, floor_s, floor_s * usd_per_step_second + egress_usd);
+    };
+    ShapeWork work = shape_work(input_, counts, [&](const PlanKey& key) {
+      return reaches_front(floor_.layout_floor_s(counts, key), 0);
+    });
     if (work.keys.empty()) return;
     const SearchInput shape_input = input_for(input_, work);
-    const double usd_per_step_second = run_usd_per_step_second(*work.cluster, input_.search.iterations);
     const EnumerationIndex first = shape_ordinal(counts, input_.limits) * kLayoutsPerShape;
     const size_t n = work.keys.size();
     // Each layout's floors against the front so far, before any partition is simulated: the
@@ -77,15 +99,14 @@ class BoundedSearch {
     std::vector<char> estimated(n, 0);
     // Floors at or above this cannot reach the front: the exact floor's program stops there.
     const double cap_s = front_time_cap_s(known_.bound(), input_.constraints, usd_per_step_second);
-    // The configuration's floor at each layout's own degrees needs no context: most layouts of
-    // a shape the front has all but ruled out stop here, before any thread starts.
+    // Here each layout with its placement: the egress its ranks' zones make it pay, and the
+    // layouts the filter did not see (per-stage degrees, speed splits).
     std::vector<size_t> open;
-    std::vector<double> layout_floors(n, 0);
+    std::vector<double> layout_floors(n, 0), egress_usd(n, 0);
     for (size_t i = 0; i < n; ++i) {
       layout_floors[i] = floor_.layout_floor_s(counts, work.keys[i]);
-      if (layout_floors[i] < std::numeric_limits<double>::infinity() &&  // else its stages cannot hold the layers
-          !cannot_reach_front(known_.bound(), input_.constraints, layout_floors[i], usd_per_step_second))
-        open.push_back(i);
+      if (egress_) egress_usd[i] = egress_->usd_per_step(work.keys[i]) * input_.search.iterations;
+      if (reaches_front(layout_floors[i], egress_usd[i])) open.push_back(i);
     }
     if (open.empty()) return;
     std::vector<CandidateResult> opened = evaluate_in_parallel(open.size(), input_.search.threads, [&](size_t k) {
@@ -97,10 +118,9 @@ class BoundedSearch {
       if (exclude_unfitting_ && !some_partition_may_fit(ctx)) return CandidateResult{};
       add_stage_times(ctx, shape_input.profiles, *shape_input.policy, &unit_times_);
       const double floor_s = std::max(layout_floor_s, stage_type_step_floor_s(ctx, *shape_input.policy));
-      if (cannot_reach_front(known_.bound(), input_.constraints, floor_s, usd_per_step_second)) return CandidateResult{};
+      if (!reaches_front(floor_s, egress_usd[i])) return CandidateResult{};
       const double exact_floor_s = std::max(floor_s, floor_partition(ctx, *shape_input.policy, cap_s).floor_s);
-      if (cannot_reach_front(known_.bound(), input_.constraints, exact_floor_s, usd_per_step_second))
-        return CandidateResult{};
+      if (!reaches_front(exact_floor_s, egress_usd[i])) return CandidateResult{};
       double coarse = 0;
       CandidateResult r = evaluate_fasop_partitions(shape_input, ctx, &coarse);
       floors[i] = std::max(exact_floor_s, coarse);
@@ -202,6 +222,8 @@ class BoundedSearch {
   ShapeFloor floor_;
   FrontTracker known_;
   bool exclude_unfitting_;
+  /// Floors under the layouts' egress where the policy prices it and the inventory has zones.
+  std::optional<EgressFloor> egress_;
   long long most_gpus_;
   /// The profiles' unit times at every tp and micro-batch size, looked up once for all shapes.
   const UnitTimeTable unit_times_;
@@ -249,12 +271,12 @@ ParetoStats run_bounded_pareto_search(const ParetoInput& input, CandidateSink& s
   };
   std::vector<QueuedBox> queue;
   size_t made = 0;
-  auto push = [&](ShapeBox box) {
-    const ShapeFloor::BoxFloor floor = search.floor(box);
-    queue.push_back({std::move(box), floor, made++});
+  auto push = [&](ShapeBox box, const ShapeFloor::BoxFloor* parent) {
+    ShapeFloor::BoxFloor floor = search.floor(box, parent);
+    queue.push_back({std::move(box), std::move(floor), made++});
     if (best_first) std::push_heap(queue.begin(), queue.end(), later);
   };
-  push({NodeCounts(input.limits.size(), 0), input.limits});
+  push({NodeCounts(input.limits.size(), 0), input.limits}, nullptr);
   while (!queue.empty()) {
     if (best_first) std::pop_heap(queue.begin(), queue.end(), later);
     QueuedBox next = std::move(queue.back());
@@ -270,8 +292,8 @@ ParetoStats run_bounded_pareto_search(const ParetoInput& input, CandidateSink& s
     } else {
       auto [lower, upper] = split(box);
       // Depth first pops the last pushed: the upper half first.
-      push(std::move(lower));
-      push(std::move(upper));
+      push(std::move(lower), &next.floor);
+      push(std::move(upper), &next.floor);
       continue;
     }
     if (progress) progress(settled, total, search.stats().candidates);

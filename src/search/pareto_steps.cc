@@ -5,14 +5,14 @@
 
 namespace fasop {
 
-ShapeWork shape_work(const ParetoInput& input, const NodeCounts& counts) {
+ShapeWork shape_work(const ParetoInput& input, const NodeCounts& counts, const LayoutFilter& keep) {
   ShapeWork work;
   // A shape with more GPUs than any layout has no layouts: skipped before its cluster is built,
   // so that a large inventory costs its shapes, not their nodes squared.
   if (shape_gpus(*input.search.cluster, counts) > most_layout_gpus(*input.search.model, *input.search.cluster, input.search.space))
     return work;
   work.cluster = std::make_unique<ClusterSpec>(shape_cluster(*input.search.cluster, counts));
-  work.keys = enumerate_plan_keys(*input.search.model, *work.cluster, input.search.space);
+  work.keys = enumerate_plan_keys(*input.search.model, *work.cluster, input.search.space, keep);
   return work;
 }
 

@@ -18,8 +18,9 @@ struct ShapeWork {
 };
 
 /// The layouts of the shape with `counts` nodes of each inventory type (none where the shape has
-/// more GPUs than any layout uses: its cluster is then not even built).
-ShapeWork shape_work(const ParetoInput& input, const NodeCounts& counts);
+/// more GPUs than any layout uses: its cluster is then not even built), less the uniform
+/// layouts `keep` drops (enumerate_plan_keys).
+ShapeWork shape_work(const ParetoInput& input, const NodeCounts& counts, const LayoutFilter& keep = {});
 
 /// The search input of one shape: the pareto search's, planned on the shape's cluster.
 SearchInput input_for(const ParetoInput& input, const ShapeWork& work);

@@ -168,10 +168,9 @@ long long most_layout_gpus(const ModelSpec& model, const ClusterSpec& cluster, c
 }
 
 std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSpec& cluster,
-                                         const SearchSpaceOptions& options) {
+                                         const SearchSpaceOptions& options, const LayoutFilter& keep) {
   const int gpus = cluster.num_gpus();
   const int gbs = model.global_batch;
-  std::vector<PlanKey> keys;
   const bool fasop_tp = options.max_tp > 0;
   const int max_tp = fasop_tp ? std::min(cluster.gpus_per_node(), options.max_tp) : cluster.gpus_per_node();
   const std::vector<std::vector<int>> placements =
@@ -181,9 +180,10 @@ std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSp
     return v == 1 || (key.pp > 1 && model.num_transformer_layers() % (key.pp * v) == 0 &&
                       slowest_replica_microbatches(gbs, key) % key.pp == 0);
   };
-  auto add = [&](PlanKey key) {
+  // Every variant of `key` the options ask for (ZeRO, recomputation, sequence parallelism,
+  // virtual stages), each passed to `emit`.
+  auto variants = [&](PlanKey key, auto emit) {
     if (!options.fixed.matches(key)) return;
-    const bool split_variant = options.speed_split && speed_split_applies(cluster, key);
     for (int zero : options.zero_stages) {
       if (zero > 0 && key.dp == 1) continue;  // nothing to shard
       for (RecomputeMode recompute : options.recompute)
@@ -195,30 +195,44 @@ std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSp
             key.set_recompute(recompute);
             key.sequence_parallel = sp;
             key.virtual_stages = v;
-            keys.push_back(key);
-            if (!split_variant) continue;
-            key.speed_split = true;
-            keys.push_back(key);
-            key.speed_split = false;
+            emit(key);
           }
         }
     }
   };
-  for (const std::vector<int>& placement : placements) {
-    for (int mbs : divisors(gbs)) {
-      for (int tp : divisors(max_tp)) {
-        if (!fasop_tp && (model.heads % tp != 0 || model.kv_heads % tp != 0)) continue;
-        for (int dp : divisors(gpus / tp)) {
-          int pp = gpus / (tp * dp);
-          if (pp > model.num_transformer_layers() || !batch_split_allowed(gbs, mbs, dp, options.uneven_dp)) continue;
-          PlanKey key{mbs, tp, dp, pp, placement};
-          key.uneven_dp = splits_batch_unevenly(gbs, key);
-          add(key);
-        }
+  // The uniform layouts do not depend on the placement: listed (and filtered) once, then
+  // emitted for each placement with its speed-split variant where that applies.
+  std::vector<PlanKey> uniform;
+  for (int mbs : divisors(gbs)) {
+    for (int tp : divisors(max_tp)) {
+      if (!fasop_tp && (model.heads % tp != 0 || model.kv_heads % tp != 0)) continue;
+      for (int dp : divisors(gpus / tp)) {
+        int pp = gpus / (tp * dp);
+        if (pp > model.num_transformer_layers() || !batch_split_allowed(gbs, mbs, dp, options.uneven_dp)) continue;
+        PlanKey key{mbs, tp, dp, pp, {}};
+        key.uneven_dp = splits_batch_unevenly(gbs, key);
+        variants(key, [&](const PlanKey& k) {
+          if (!keep || keep(k)) uniform.push_back(k);
+        });
       }
     }
+  }
+  std::vector<PlanKey> keys;
+  auto add = [&](PlanKey key) {
+    keys.push_back(key);
+    if (options.speed_split && speed_split_applies(cluster, key)) {
+      key.speed_split = true;
+      keys.push_back(key);
+    }
+  };
+  for (const std::vector<int>& placement : placements) {
+    for (PlanKey key : uniform) {
+      key.node_order = placement;
+      add(key);
+    }
     if ((options.per_stage_dp || options.per_stage_tp) && options.placements == PlacementKind::kTypeBlocks)
-      add_per_type_layouts(model, cluster, placement, max_tp, options, add);
+      add_per_type_layouts(model, cluster, placement, max_tp, options,
+                           [&](const PlanKey& key) { variants(key, add); });
   }
   return keys;
 }

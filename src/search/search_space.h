@@ -1,4 +1,5 @@
 #pragma once
+#include <functional>
 #include <vector>
 
 #include "specs/cluster_spec.h"
@@ -71,6 +72,9 @@ int largest_tp(const ClusterSpec& cluster, const SearchSpaceOptions& options);
 /// most the transformer layers. A cluster (or a pareto shape) with more GPUs has no layout.
 long long most_layout_gpus(const ModelSpec& model, const ClusterSpec& cluster, const SearchSpaceOptions& options);
 
+/// A test on a layout's degrees: false drops it from the enumeration.
+using LayoutFilter = std::function<bool(const PlanKey&)>;
+
 /// Every layout FASOP tries, in FASOP's enumeration order: for each placement, for each
 /// micro-batch size (ascending), each tp (ascending) and dp (ascending) such that tp divides
 /// min(GPUs per node, max_tp), dp divides the GPUs / tp and the global batch, pp = GPUs/(tp*dp)
@@ -82,8 +86,10 @@ long long most_layout_gpus(const ModelSpec& model, const ClusterSpec& cluster, c
 /// need not divide the batch: dp may be any of the degrees above up to the batch, mbs any divisor
 /// of the batch up to the largest replica's share (ceil(batch / dp)). With speed_split, each
 /// layout where some stage mixes node types (speed_split_applies) is followed by its speed-split
-/// variant.
+/// variant. `keep`, where given, drops the uniform layouts (one tp, dp and mbs for every stage)
+/// it returns false for: it sees each one once, without its placement (node_order empty), so it
+/// must not depend on the placement.
 std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSpec& cluster,
-                                         const SearchSpaceOptions& options = {});
+                                         const SearchSpaceOptions& options = {}, const LayoutFilter& keep = {});
 
 }  // namespace fasop

@@ -201,7 +201,7 @@ void ShapeFloor::add_config_floors(const SearchInput& input, const std::vector<i
         config.tp = tp;
         for (int dp : divisors(model.global_batch / mbss[j]))
           for (int zero : zeros) {
-            ConfigFloor::DpOption option{dp, zero, model.global_batch / (mbss[j] * dp), {}, {}, {}};
+            ConfigFloor::DpOption option{dp, zero, model.global_batch / (mbss[j] * dp), {}, {}, {}, {}};
             for (const NodeType& type : inventory_->node_types) {
               option.least_pp.push_back(
                   check_memory ? least_fitting_pp(model, input.space, tp, mbss[j], dp, zero, recompute, type.gpu_memory_gib * kGibBytes)
@@ -210,8 +210,10 @@ void ShapeFloor::add_config_floors(const SearchInput& input, const std::vector<i
               option.one_stage.push_back(sync_floor_parts(model, *sync_, type, limits, tp, dp, zero, all_params));
               option.first_stage.push_back(sync_floor_parts(model, *sync_, type, limits, tp, dp, zero, first_params));
             }
+            if (sync_) option.send_s = send_floor_s_by_types(model, *inventory_, limits, tp, dp, mbss[j]);
             config.dps.push_back(std::move(option));
           }
+        dp_stride_ = std::max(dp_stride_, config.dps.size());
         configs_.push_back(std::move(config));
       }
     }
@@ -257,6 +259,10 @@ ShapeFloor::ConfigFloor ShapeFloor::config_times(size_t i, size_t j, double batc
     std::sort(fastest_layers.begin(), fastest_layers.end());
     config.fastest_layers.push_back(std::move(fastest_layers));
     config.least_layer_s.push_back(least_layer < kInf ? least_layer : 0);
+    double least_speed = kInf;
+    for (size_t t = 0; t < types; ++t)
+      if (present(t) && ratio[t] > 0 && ratio[t] < kInf) least_speed = std::min(least_speed, 1 / ratio[t]);
+    config.least_speed.push_back(least_speed < kInf ? least_speed : 0);
     config.credit.push_back(std::move(credit));
     config.path_s.push_back(path);
     // The first stage's compute is at most the whole model's on the slowest type present.
@@ -277,6 +283,10 @@ ShapeFloor::ConfigFloor ShapeFloor::config_times(size_t i, size_t j, double batc
     double least = kInf;
     for (size_t l = 0; l < layers && has(t); ++l) least = std::min(least, factor * layer_s(t, l));
     config.least_unit_s.push_back(has(t) ? least : 0);
+    double layer = kInf;
+    for (size_t l = 0; l < layers && has(t); ++l)
+      if (transformer_layer_[l]) layer = std::min(layer, factor * layer_s(t, l));
+    config.least_layer_by_type_s.push_back(layer < kInf ? layer : 0);
   }
   return config;
 }
@@ -349,21 +359,64 @@ double ShapeFloor::least_stage_s(const ConfigFloor& config, unsigned mask, unsig
   return std::max(least, unit == kInf ? 0.0 : unit);
 }
 
+double ShapeFloor::slow_layer_chain_s(const ConfigFloor& config, unsigned mask, const NodeCounts& lo, long long replica,
+                                      long long most_pp, double send_s) const {
+  if (!slowest_rank_) return 0;
+  // The GPUs of the k slowest types (surely present: lo's) fill at least n = ceil(N_k / replica)
+  // stages, each running at a type at least as slow as the k-th. A stage without a transformer
+  // layer holds one of the other units, so at least n - (units - layers) of them hold a layer;
+  // of two such, one is not the first stage (it waits on a send a micro-batch), of three, one
+  // is in the middle (two).
+  const std::vector<size_t>& order = config.slowest_first[mask];
+  const long long other_units = units_ - most_stages_;
+  double chain = 0;
+  long long gpus = 0;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const size_t t = order[k];
+    gpus += 1LL * lo[t] * inventory_->node_types[t].gpus_per_node;
+    if (k + 1 < order.size() && config.whole_s[order[k + 1]] == config.whole_s[t]) continue;
+    const long long layer_stages = std::min((gpus + replica - 1) / replica, most_pp) - other_units;
+    if (layer_stages < 1) continue;
+    double layer = kInf;
+    for (size_t u = 0; u < config.whole_s.size(); ++u)
+      if ((mask >> u & 1u) && config.whole_s[u] >= config.whole_s[t] && config.least_layer_by_type_s[u] > 0)
+        layer = std::min(layer, config.least_layer_by_type_s[u]);
+    if (layer == kInf) continue;
+    chain = std::max(chain, layer + double(std::min<long long>(2, layer_stages - 1)) * send_s);
+  }
+  return chain;
+}
+
 ShapeFloor::OptionTerms ShapeFloor::option_terms(const ConfigFloor& config, const ConfigFloor::DpOption& option,
                                                  unsigned mask, double capacity, const NodeCounts& lo,
-                                                 long long most_pp, bool one_stage) const {
+                                                 long long least_pp, long long most_pp, bool one_stage) const {
   const int m = option.microbatches;
   OptionTerms terms;
   // The work over the shape's credited GPUs, or over its stages where each runs at its
   // slowest rank's type.
   const long long replica = 1LL * config.tp * option.dp;
-  const double work_s =
-      std::max(config.batch_ref_s / capacity, config.batch_ref_s / staged_capacity(config, mask, lo, replica, most_pp));
+  const double most_capacity = std::min(capacity, staged_capacity(config, mask, lo, replica, most_pp));
+  const double work_s = config.batch_ref_s / most_capacity;
   // The busiest stage's micro-batch: its share of the work, or the whole units it must hold.
   terms.stage_s = std::max(work_s / m, least_stage_s(config, mask, type_mask(lo), most_pp));
   // The fill and drain, least at the most stages.
   terms.drain = interleaved_ ? 0 : ((m - 1) - forward_share_ * std::min<long long>(m - 1, most_pp - 1)) * (1 - 1e-9);
-  terms.pipe_s = std::max(m * terms.stage_s, config.path_s[mask] + terms.drain * terms.stage_s) * (1 - 1e-9);
+  // 1F1B (pipeline_1f1b.h) has a stage send each forward's activations and each backward's
+  // gradients before its next pass: every stage but the first runs m x (its passes + its
+  // sends), a middle stage two sends a micro-batch, the last one. Stage s's passes meet
+  // W_s <= k_s m t_s (k_s its capacity, at least its GPUs x least_speed) with
+  // m (t_s + sends_s) <= T, so T sum_s k_s >= W + m sigma sum_s k_s sends_s / sigma.
+  if (!option.send_s.empty() && !interleaved_ && least_pp > 1) {  // sends_known below
+    const double sends = m * option.send_s[mask] * double(2 * least_pp - 3) * replica * config.least_speed[mask];
+    if (config.batch_ref_s > 0) terms.send_work_share = sends / config.batch_ref_s * (1 - 1e-9);
+  }
+  const bool sends_known = !option.send_s.empty() && !interleaved_;
+  const double slow_layer_s = slow_layer_chain_s(config, mask, lo, replica, most_pp, 0);
+  terms.stage_s = std::max(terms.stage_s, slow_layer_s);
+  terms.chain_s = sends_known ? slow_layer_chain_s(config, mask, lo, replica, most_pp, option.send_s[mask]) : slow_layer_s;
+  terms.pipe_s = std::max({m * terms.stage_s, config.path_s[mask] + terms.drain * terms.stage_s,
+                           work_s * (1 + terms.send_work_share), m * terms.chain_s}) *
+                 (1 - 1e-9);
   if (!sync_) return terms;
   // One stage holds every parameter; of more, the first holds at least its first unit's.
   const SyncFloorParts every = least_parts(option.one_stage, mask);
@@ -379,9 +432,11 @@ ShapeFloor::OptionTerms ShapeFloor::option_terms(const ConfigFloor& config, cons
 }
 
 ShapeFloor::ConfigBound ShapeFloor::config_bound(const NodeCounts& lo, const NodeCounts& hi,
-                                                 const std::function<double(const ConfigFloor&)>& work_cost) const {
+                                                 const std::function<double(const ConfigFloor&)>& work_cost,
+                                                 const ConfigBound& general, const Reachable& reachable,
+                                                 const OptionList* only) const {
   ConfigBound least;
-  if (configs_.empty()) return {0, 0};
+  if (configs_.empty()) return {0, 0, {}};
   const unsigned mask = type_mask(hi);
   const long long gpus_lo = shape_gpus(*inventory_, lo), gpus_hi = shape_gpus(*inventory_, hi);
   const double lo_price = shape_price_usd_per_s(*inventory_, lo);
@@ -391,34 +446,50 @@ ShapeFloor::ConfigBound ShapeFloor::config_bound(const NodeCounts& lo, const Nod
     const NodeType& type = inventory_->node_types[t];
     if (hi[t] > 0) gpu_price = std::min(gpu_price, type.price_usd_per_hour / 3600 / type.gpus_per_node);
   }
-  for (const ConfigFloor& config : configs_) {
-    const double capacity = credited_gpus(*inventory_, hi, config.credit[mask]);
-    if (capacity <= 0) continue;  // no type of the box has this tp
-    double cost = -1;  // work_cost(config), asked once a layout can run
-    for (const ConfigFloor::DpOption& option : config.dps) {
-      // The stages a shape of the box gives this (tp, dp): its GPUs over tp x dp, a whole number.
-      const long long replica = 1LL * config.tp * option.dp;
-      const long long most_pp = std::min<long long>(gpus_hi / replica, most_stages_);
-      const long long least_pp =
-          std::max({(gpus_lo + replica - 1) / replica, 1LL, static_cast<long long>(least_fitting(option, hi))});
-      if (least_pp > most_pp) continue;
-      if (gpus_lo == gpus_hi && gpus_hi % replica != 0) continue;  // one shape: pp must be whole
-      for (int part = 0; part < 2; ++part) {
-        const long long from = part == 0 ? least_pp : std::max(least_pp, 2LL), to = part == 0 ? 1 : most_pp;
-        if (from > to) continue;
-        const OptionTerms terms = option_terms(config, option, mask, capacity, lo, to, part == 0);
-        least.step_s = std::min(least.step_s, terms.step_s());
-        if (!work_cost) continue;
-        if (cost < 0) cost = work_cost(config);
-        const double work_usd = cost == kInf ? 0.0 : cost;
-        const double price = std::max(lo_price, double(replica * from) * gpu_price);
-        // price x stage_s >= max(work's cost / m, lo's price x the units' floor).
-        const double stage_usd = std::max(work_usd / option.microbatches, lo_price * terms.stage_s);
-        const double pipe_usd = std::max({option.microbatches * stage_usd, lo_price * config.path_s[mask] + terms.drain * stage_usd,
-                                          price * terms.comm_s}) * (1 - 1e-9);
-        least.step_cost_usd = std::min(least.step_cost_usd, pipe_usd + price * terms.sync_s);
-      }
+  // Per configuration: its credited GPUs (0: no type of the box has its tp), and
+  // work_cost(config), asked once a layout can run (-1 before).
+  std::vector<double> capacity(configs_.size(), -1), cost(configs_.size(), -1);
+  auto try_option = [&](unsigned index) {
+    const size_t c = index / 2 / dp_stride_, j = index / 2 % dp_stride_;
+    const int part = index % 2;
+    const ConfigFloor& config = configs_[c];
+    if (j >= config.dps.size()) return;
+    if (capacity[c] < 0) capacity[c] = credited_gpus(*inventory_, hi, config.credit[mask]);
+    if (capacity[c] <= 0) return;
+    const ConfigFloor::DpOption& option = config.dps[j];
+    // The stages a shape of the box gives this (tp, dp): its GPUs over tp x dp, a whole number.
+    const long long replica = 1LL * config.tp * option.dp;
+    const long long most_pp = std::min<long long>(gpus_hi / replica, most_stages_);
+    const long long least_pp =
+        std::max({(gpus_lo + replica - 1) / replica, 1LL, static_cast<long long>(least_fitting(option, hi))});
+    if (least_pp > most_pp) return;
+    if (gpus_lo == gpus_hi && gpus_hi % replica != 0) return;  // one shape: pp must be whole
+    const long long from = part == 0 ? least_pp : std::max(least_pp, 2LL), to = part == 0 ? 1 : most_pp;
+    if (from > to) return;
+    const OptionTerms terms = option_terms(config, option, mask, capacity[c], lo, from, to, part == 0);
+    const double step_s = std::max(general.step_s, terms.step_s());
+    double step_usd = std::max(general.step_cost_usd, lo_price * step_s);
+    if (work_cost) {
+      if (cost[c] < 0) cost[c] = work_cost(config);
+      const double work_usd = cost[c] == kInf ? 0.0 : cost[c];
+      const double price = std::max(lo_price, double(replica * from) * gpu_price);
+      // price x stage_s >= max(work's cost / m, lo's price x the units' floor).
+      const double stage_usd = std::max(work_usd / option.microbatches, lo_price * terms.stage_s);
+      const double pipe_usd = std::max({option.microbatches * stage_usd, lo_price * config.path_s[mask] + terms.drain * stage_usd,
+                                        work_usd * (1 + terms.send_work_share), lo_price * option.microbatches * terms.chain_s,
+                                        price * terms.comm_s}) *
+                              (1 - 1e-9);
+      step_usd = std::max(step_usd, pipe_usd + price * terms.sync_s);
     }
+    if (reachable && !reachable(step_s, step_usd)) return;
+    least.open.push_back(index);
+    least.step_s = std::min(least.step_s, step_s);
+    least.step_cost_usd = std::min(least.step_cost_usd, step_usd);
+  };
+  if (only) {
+    for (unsigned index : *only) try_option(index);
+  } else {
+    for (unsigned index = 0; index < configs_.size() * dp_stride_ * 2; ++index) try_option(index);
   }
   return least;
 }
@@ -445,7 +516,7 @@ double ShapeFloor::layout_floor_s(const NodeCounts& counts, const PlanKey& key) 
     if (option.dp != key.dp || option.zero != key.zero_stage) continue;
     if (key.pp < least_fitting(option, counts)) return kInf;
     if (capacity <= 0) return 0;
-    return option_terms(config, option, mask, capacity, counts, key.pp, key.pp == 1).step_s();
+    return option_terms(config, option, mask, capacity, counts, key.pp, key.pp, key.pp == 1).step_s();
   }
   return 0;
 }
@@ -524,14 +595,15 @@ double least_price_per_capacity(const NodeCounts& lo, const NodeCounts& hi, cons
 
 }  // namespace
 
-ShapeFloor::BoxFloor ShapeFloor::box_floor(const NodeCounts& lo, const NodeCounts& hi) const {
+ShapeFloor::BoxFloor ShapeFloor::box_floor(const NodeCounts& lo, const NodeCounts& hi, const Reachable& reachable,
+                                           const BoxFloor* parent) const {
   BoxFloor floor;
   if (points_.empty()) return floor;  // too many node types to tabulate sets of: no floor
-  if (type_mask(hi) == 0) return {kInf, kInf};
+  if (type_mask(hi) == 0) return {kInf, kInf, {}, true};
   // The general floors fall as nodes are added: hi's bound the box.
   const double general_s = general_floor_s(hi);
   const double lo_price = shape_price_usd_per_s(*inventory_, lo);
-  if (credit_.empty()) return {general_s, lo_price * general_s};
+  if (credit_.empty()) return {general_s, lo_price * general_s, {}, true};
   // Credits only grow with the types present: hi's bound every shape of the box.
   const unsigned mask = type_mask(hi);
   const size_t types = hi.size();
@@ -544,12 +616,17 @@ ShapeFloor::BoxFloor ShapeFloor::box_floor(const NodeCounts& lo, const NodeCount
     }
     return batch_ref_s * least_price_per_capacity(lo, hi, price, capacity);
   };
-  const ConfigBound configs =
-      config_bound(lo, hi, [&](const ConfigFloor& config) { return work_cost(config.credit[mask], config.batch_ref_s); });
-  floor.step_s = std::max(general_s, configs.step_s);
   const double general_cost = work_cost(credit_[mask], batch_ref_s_);
-  floor.step_cost_usd = std::max({lo_price * floor.step_s, general_cost == kInf ? 0.0 : general_cost, configs.step_cost_usd});
-  return floor;
+  const ConfigBound general{general_s, std::max(lo_price * general_s, general_cost == kInf ? 0.0 : general_cost), {}};
+  if (configs_.empty()) {
+    floor = {general.step_s, general.step_cost_usd, {}, true};
+    if (reachable && !reachable(floor.step_s, floor.step_cost_usd)) return {kInf, kInf, {}, true};
+    return floor;
+  }
+  ConfigBound configs =
+      config_bound(lo, hi, [&](const ConfigFloor& config) { return work_cost(config.credit[mask], config.batch_ref_s); },
+                   general, reachable, parent && !parent->all_options ? &parent->open : nullptr);
+  return {configs.step_s, configs.step_cost_usd, std::move(configs.open), false};
 }
 
 bool ShapeFloor::may_fit(const NodeCounts& counts) const {

@@ -58,6 +58,9 @@ class ShapeFloor {
   /// A floor under the step time of every layout on a shape with `counts` nodes of each type
   /// (infinity for a shape without nodes or without a layout).
   double step_floor_s(const NodeCounts& counts) const;
+  /// A configuration option's place in the floors' tables (configuration, dp and ZeRO stage,
+  /// pp 1 or more): a box's options that may still reach the front.
+  using OptionList = std::vector<unsigned>;
   /// Floors under every layout on every shape whose counts lie between `lo` and `hi`.
   struct BoxFloor {
     double step_s = 0;         ///< under every shape's step_floor_s
@@ -65,8 +68,18 @@ class ShapeFloor {
     /// step_s: the work floor's price, sum_t n_t p_t over sum_t n_t k_t (k_t a type's work
     /// capacity), is least where the types of the lowest p_t / k_t sit at hi and the rest at lo.
     double step_cost_usd = 0;
+    /// The configuration options whose floors `reachable` accepted (the least of their floors
+    /// give the two above); `all_options` where the floors have no configuration options.
+    OptionList open;
+    bool all_options = true;
   };
-  BoxFloor box_floor(const NodeCounts& lo, const NodeCounts& hi) const;
+  /// Whether a plan of floors (step seconds, USD per step) may still be wanted.
+  using Reachable = std::function<bool(double step_s, double step_cost_usd)>;
+  /// The floors of a box whose options `reachable` rejects (infinity where it rejects every
+  /// one); only `parent`'s open options are tried where given (a box inside the parent's,
+  /// reached later: an option the front had ruled out then stays ruled out).
+  BoxFloor box_floor(const NodeCounts& lo, const NodeCounts& hi, const Reachable& reachable = {},
+                     const BoxFloor* parent = nullptr) const;
   /// False when the shape's GPUs together hold less memory than the model's weights,
   /// gradients and optimizer state need however they are sharded (the memory-aware policy's
   /// bytes per parameter): no plan on it fits. Non-decreasing in every count.
@@ -114,9 +127,13 @@ class ShapeFloor {
     /// factor) and its units, fastest first.
     std::vector<std::vector<std::pair<double, int>>> fastest_layers;
     std::vector<double> least_layer_s;  ///< per mask: the fastest transformer layer's time
+    /// Per mask: the least 1 / r_c of a type present, so a stage of g GPUs has at least g x
+    /// this of the work floor's capacity (0 where unknown).
+    std::vector<double> least_speed;
     std::vector<std::vector<size_t>> slowest_first;  ///< per mask: its types by whole-model time
-    /// Per node type: the whole model's time (which type is slower), and its fastest unit's.
-    std::vector<double> whole_s, least_unit_s;
+    /// Per node type: the whole model's time (which type is slower), its fastest unit's, and
+    /// its fastest transformer layer's (0 where none).
+    std::vector<double> whole_s, least_unit_s, least_layer_by_type_s;
     /// One data-parallel degree and ZeRO stage the configuration can run.
     struct DpOption {
       int dp = 1;
@@ -128,13 +145,18 @@ class ShapeFloor {
       /// Per node type (analytic policy): the first stage's sync floors with pp 1 (every
       /// parameter) and with more stages (its first unit's).
       std::vector<SyncFloorParts> one_stage, first_stage;
+      /// Per mask (analytic policy): the least seconds a pipeline send between two stages
+      /// takes on the types present (0: not known).
+      std::vector<double> send_s;
     };
     std::vector<DpOption> dps;
   };
-  /// A configuration's floors on every shape of a box: (step seconds, USD per step).
+  /// The configurations' floors on every shape of a box: (step seconds, USD per step), the
+  /// least over the options `reachable` accepts, and those options.
   struct ConfigBound {
     double step_s = std::numeric_limits<double>::infinity();
     double step_cost_usd = std::numeric_limits<double>::infinity();
+    OptionList open;
   };
   std::vector<ConfigFloor> configs_;  ///< empty where the space is not plain; by mode, tp, mbs
   std::vector<RecomputeMode> modes_;
@@ -146,17 +168,30 @@ class ShapeFloor {
     double stage_s = 0;  ///< the busiest stage's forward and backward of one micro-batch
     double drain = 0;    ///< the busiest stage's passes the fill and drain add to the path
     double pipe_s = 0, comm_s = 0, sync_s = 0;
+    /// The sends the stages wait on over the work floor's work: a price x work floor grows by
+    /// this share.
+    double send_work_share = 0;
+    /// A stage's passes and the sends it waits on, one micro-batch, at the least: some stage
+    /// at a slow type holds a transformer layer (slow_layer_chain_s).
+    double chain_s = 0;
     double step_s() const { return std::max(pipe_s, comm_s) + sync_s; }
   };
-  /// On shapes of types `mask` with at least `lo` nodes (surely of lo's types) and `capacity`
-  /// credited GPUs at most.
+  /// On shapes of types `mask` with at least `lo` nodes (surely of lo's types), `capacity`
+  /// credited GPUs at most and from `least_pp` to `most_pp` stages.
   OptionTerms option_terms(const ConfigFloor& config, const ConfigFloor::DpOption& option, unsigned mask,
-                           double capacity, const NodeCounts& lo, long long most_pp, bool one_stage) const;
+                           double capacity, const NodeCounts& lo, long long least_pp, long long most_pp,
+                           bool one_stage) const;
   /// An upper bound on the credit-weighted GPUs of a layout of `replica` GPUs a stage and at
   /// most `most_pp` stages on shapes of types `mask` with at least `lo` nodes, where a stage
   /// runs at its slowest rank's type (infinity for other policies).
   double staged_capacity(const ConfigFloor& config, unsigned mask, const NodeCounts& lo, long long replica,
                          long long most_pp) const;
+  /// A floor under some stage's passes of one micro-batch and the sends (`send_s` each) it
+  /// waits on before its next pass, where each stage runs at its slowest rank's type: the
+  /// slowest types present fill stages enough that one holds a transformer layer (0: none
+  /// known).
+  double slow_layer_chain_s(const ConfigFloor& config, unsigned mask, const NodeCounts& lo, long long replica,
+                            long long most_pp, double send_s) const;
   /// A floor under the busiest stage's micro-batch at a configuration on shapes of at most
   /// `most_pp` stages whose types lie in `mask`, those of `sure_mask` surely present: whole units.
   double least_stage_s(const ConfigFloor& config, unsigned mask, unsigned sure_mask, long long most_pp) const;
@@ -174,9 +209,13 @@ class ShapeFloor {
   ConfigFloor config_times(size_t i, size_t j, double batch_scale, double factor) const;
   /// The least configuration floors over every shape between `lo` and `hi` (infinity where no
   /// configuration can run; zero where there are no configuration floors). `work_cost` gives a
-  /// configuration's least price x work floor over the box (infinity: not wanted).
+  /// configuration's least price x work floor over the box (infinity: not wanted). Each
+  /// option's floors are first raised to `general` (the floors of every configuration) and
+  /// kept where `reachable` accepts them; only `only` are tried where given.
   ConfigBound config_bound(const NodeCounts& lo, const NodeCounts& hi,
-                           const std::function<double(const ConfigFloor&)>& work_cost) const;
+                           const std::function<double(const ConfigFloor&)>& work_cost, const ConfigBound& general,
+                           const Reachable& reachable, const OptionList* only) const;
+  size_t dp_stride_ = 0;  ///< option indices: (configuration x dp_stride_ + dp option) x 2 + (pp > 1)
   /// The work and path floors of every configuration together (no configuration floors).
   double general_floor_s(const NodeCounts& counts) const;
 };
