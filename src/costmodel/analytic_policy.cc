@@ -144,7 +144,11 @@ double boundary_send_bytes(const PlanContext& ctx, int from, int to) {
   // 1/min(tp) of it, and the side with more ranks scatters or gathers the rest on its node
   // (not priced, as the gather of equal tp is not). Equal tp gives Megatron's 1/tp.
   const int lanes = std::min(ctx.stage_tp(from), ctx.stage_tp(to));
-  return double(k.mbs) * k.dp / replicas * ctx.model->sequence * ctx.model->hidden * element_bytes(*ctx.model) / lanes;
+  return activation_message_bytes(*ctx.model, double(k.mbs) * k.dp / replicas, lanes);
+}
+
+double activation_message_bytes(const ModelSpec& model, double samples, int lanes) {
+  return samples * model.sequence * model.hidden * element_bytes(model) / lanes;
 }
 
 bool syncs_tied_embedding(const ModelSpec& model, int pp) {

@@ -197,6 +197,9 @@ constexpr double kReservedGpuBytes = 1.0 * 1024 * 1024 * 1024;
 double unit_params(const ModelSpec& model, const LayerUnit& unit, int tp);
 /// Parameters on one GPU of stage `stage` of `partition` (the memory model's prefix sums).
 double stage_params(const PlanContext& ctx, const std::vector<int>& partition, int stage);
+/// Bytes of `samples` sequences' activations at a stage boundary, split over `lanes`
+/// tensor-parallel ranks: one lane's share.
+double activation_message_bytes(const ModelSpec& model, double samples, int lanes);
 /// Bytes one rank sends across the pipeline boundary from stage `from` to stage `to`, one
 /// micro-batch's activations (or their gradients back): its 1/tp share of the side with fewer
 /// replicas (1/min(tp) where the two stages' tp differ).

@@ -68,7 +68,7 @@ SyncFloorParts sync_floor_parts(const ModelSpec& model, const AnalyticOptions& o
 std::vector<double> send_floor_s_by_types(const ModelSpec& model, const ClusterSpec& inventory,
                                           const LinkFloorLimits& limits, int tp, int dp, int mbs) {
   const size_t types = inventory.node_types.size();
-  const double bytes = double(mbs) * model.sequence * model.hidden * activation_bytes(model.dtype) / tp;
+  const double bytes = activation_message_bytes(model, mbs, tp);
   const long long stage = 1LL * tp * dp;
   // Per type: the fastest link its ranks send on (link_between: the network shared by the
   // stage's GPUs on the node, the zones' only slower; or the node's NVLink where rank r and

@@ -4,8 +4,8 @@
 #include <limits>
 
 #include "costmodel/analytic_policy.h"
+#include "costmodel/zone_egress.h"
 #include "specs/batch_split.h"
-#include "specs/precision.h"
 
 namespace fasop {
 namespace {
@@ -66,7 +66,6 @@ EgressFloor::EgressFloor(const ModelSpec& model, const ClusterSpec& cluster) : m
   params_per_gpu_.assign(largest_node + 1, 0);
   for (int tp = 1; tp <= largest_node; ++tp)
     for (const LayerUnit& unit : model.units) params_per_gpu_[tp] += unit_params(model, unit, tp);
-  ties_embedding_ = model.tied_embeddings;
 }
 
 double EgressFloor::usd_per_step(const PlanKey& key) const {
@@ -76,16 +75,14 @@ double EgressFloor::usd_per_step(const PlanKey& key) const {
   auto price = [&](int a, int b) { return usd_per_byte_[a][b]; };
   const ModelSpec& model = *model_;
   const long long tp = key.tp, dp = key.dp, pp = key.pp, stage = tp * dp;
-  const double m = slowest_replica_microbatches(model.global_batch, key);
-  const double element = activation_bytes(model.dtype), gradient = AnalyticPolicy::gradient_bytes(model.dtype);
+  const int m = slowest_replica_microbatches(model.global_batch, key);
   double usd = 0;
   // Pipeline sends: rank r of stage b pairs with rank r + tp dp of stage b + 1, each pair
   // carrying its micro-batches' activations forward and their gradients back, v times.
-  const double send_bytes = double(key.mbs) * model.sequence * model.hidden * element / tp;
-  usd += 2 * m * key.virtual_stages * send_bytes * crossing_pairs(runs, 0, (pp - 1) * stage, stage, price);
+  const double send_bytes = activation_message_bytes(model, key.mbs, key.tp);
+  usd += 2.0 * m * key.virtual_stages * send_bytes * crossing_pairs(runs, 0, (pp - 1) * stage, stage, price);
   // The tied embedding: rank r of the first stage and rank r of the last exchange its gradient.
-  if (pp > 1 && ties_embedding_ &&
-      std::any_of(model.units.begin(), model.units.end(), [](const LayerUnit& u) { return u.role == LayerRole::kPostProcess; }))
+  if (syncs_tied_embedding(model, key.pp))
     usd += 2 * 4.0 * model.hidden * model.vocab / tp * crossing_pairs(runs, 0, stage, (pp - 1) * stage, price);
   // Data-parallel rings: with runs that start on replica boundaries, every lane of a stage
   // crosses the same edges; a stage across zones crosses at least two a lane.
@@ -100,16 +97,11 @@ double EgressFloor::usd_per_step(const PlanKey& key) const {
     least_edges = std::min(least_edges, edges);
   }
   if (least_edges == 0) return usd;
-  const double d = dp;
-  double per_param = 0;  // bytes a ring edge carries per parameter on a GPU (zone_traffic's)
-  if (key.zero_stage == 0) per_param = 2 * (d - 1) / d * gradient;
-  else if (key.zero_stage < 3) per_param = (d - 1) / d * (gradient + element);
-  else per_param = m * (d - 1) / d * (2 * element + gradient);
   double cheapest = std::numeric_limits<double>::infinity();
   for (int a : runs.zone)
     for (int b : runs.zone)
       if (a != b) cheapest = std::min(cheapest, price(a, b));
-  return usd + least_edges * tp * per_param * params_per_gpu_[tp] * cheapest;
+  return usd + least_edges * tp * ring_edge_bytes(model, key.zero_stage, key.dp, m, params_per_gpu_[tp]) * cheapest;
 }
 
 }  // namespace fasop

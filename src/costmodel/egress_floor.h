@@ -34,7 +34,6 @@ class EgressFloor {
   std::vector<int> zone_of_type_;            ///< a zone index per node type
   std::vector<std::vector<double>> usd_per_byte_;  ///< per pair of zone indices
   std::vector<double> params_per_gpu_;       ///< per tp (index tp): every unit's parameters on one GPU
-  bool ties_embedding_ = false;              ///< the first and last stages exchange the embedding's gradient
 };
 
 }  // namespace fasop

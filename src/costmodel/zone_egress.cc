@@ -36,7 +36,6 @@ std::vector<ZoneTraffic> zone_traffic(const PlanContext& ctx, const std::vector<
   const ModelSpec& model = *ctx.model;
   const PlanKey& k = ctx.key;
   const int pp = k.pp, v = k.virtual_stages, m = ctx.num_microbatches;
-  const double element = activation_bytes(model.dtype), gradient = AnalyticPolicy::gradient_bytes(model.dtype);
   PairBytes traffic;
 
   // Pipeline sends: activations forward and gradients backward, every micro-batch.
@@ -48,13 +47,8 @@ std::vector<ZoneTraffic> zone_traffic(const PlanContext& ctx, const std::vector<
 
   // Data-parallel rings, on each stage's parameters.
   for (int s = 0; s < pp; ++s) {
-    const double d = ctx.stage_dp(s);
-    if (d < 2) continue;
-    const double params = stage_params(ctx, partition, s);
-    double per_edge = 0;
-    if (k.zero_stage == 0) per_edge = 2 * (d - 1) / d * params * gradient;
-    else if (k.zero_stage < 3) per_edge = (d - 1) / d * params * (gradient + element);
-    else per_edge = m * (d - 1) / d * params * (2 * element + gradient);
+    if (ctx.stage_dp(s) < 2) continue;
+    const double per_edge = ring_edge_bytes(model, k.zero_stage, ctx.stage_dp(s), m, stage_params(ctx, partition, s));
     for_each_cross_zone_ring_edge(ctx, s, [&](int a, int b) { add(traffic, zone_of_rank(ctx, a), zone_of_rank(ctx, b), per_edge); });
   }
 
@@ -69,6 +63,14 @@ std::vector<ZoneTraffic> zone_traffic(const PlanContext& ctx, const std::vector<
     out.push_back({pair.first, pair.second, bytes, bytes * link.egress_usd_per_gb / 1e9});
   }
   return out;
+}
+
+double ring_edge_bytes(const ModelSpec& model, int zero_stage, int dp, int microbatches, double params) {
+  const double element = activation_bytes(model.dtype), gradient = AnalyticPolicy::gradient_bytes(model.dtype);
+  const double d = dp, m = microbatches;
+  if (zero_stage == 0) return 2 * (d - 1) / d * params * gradient;
+  if (zero_stage < 3) return (d - 1) / d * params * (gradient + element);
+  return m * (d - 1) / d * params * (2 * element + gradient);
 }
 
 double egress_usd_per_step(const PlanContext& ctx, const std::vector<int>& partition) {

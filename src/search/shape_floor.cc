@@ -280,12 +280,12 @@ ShapeFloor::ConfigFloor ShapeFloor::config_times(size_t i, size_t j, double batc
   }
   for (size_t t = 0; t < types; ++t) {
     config.whole_s.push_back(has(t) ? points_[t][i][j].whole_s : 0);
-    double least = kInf;
-    for (size_t l = 0; l < layers && has(t); ++l) least = std::min(least, factor * layer_s(t, l));
-    config.least_unit_s.push_back(has(t) ? least : 0);
-    double layer = kInf;
-    for (size_t l = 0; l < layers && has(t); ++l)
+    double least = kInf, layer = kInf;
+    for (size_t l = 0; l < layers && has(t); ++l) {
+      least = std::min(least, factor * layer_s(t, l));
       if (transformer_layer_[l]) layer = std::min(layer, factor * layer_s(t, l));
+    }
+    config.least_unit_s.push_back(has(t) ? least : 0);
     config.least_layer_by_type_s.push_back(layer < kInf ? layer : 0);
   }
   return config;
@@ -359,9 +359,10 @@ double ShapeFloor::least_stage_s(const ConfigFloor& config, unsigned mask, unsig
   return std::max(least, unit == kInf ? 0.0 : unit);
 }
 
-double ShapeFloor::slow_layer_chain_s(const ConfigFloor& config, unsigned mask, const NodeCounts& lo, long long replica,
-                                      long long most_pp, double send_s) const {
-  if (!slowest_rank_) return 0;
+ShapeFloor::SlowLayerStage ShapeFloor::slow_layer_stage(const ConfigFloor& config, unsigned mask, const NodeCounts& lo,
+                                                        long long replica, long long most_pp, double send_s) const {
+  SlowLayerStage stage;
+  if (!slowest_rank_) return stage;
   // The GPUs of the k slowest types (surely present: lo's) fill at least n = ceil(N_k / replica)
   // stages, each running at a type at least as slow as the k-th. A stage without a transformer
   // layer holds one of the other units, so at least n - (units - layers) of them hold a layer;
@@ -369,7 +370,6 @@ double ShapeFloor::slow_layer_chain_s(const ConfigFloor& config, unsigned mask, 
   // is in the middle (two).
   const std::vector<size_t>& order = config.slowest_first[mask];
   const long long other_units = units_ - most_stages_;
-  double chain = 0;
   long long gpus = 0;
   for (size_t k = 0; k < order.size(); ++k) {
     const size_t t = order[k];
@@ -382,9 +382,10 @@ double ShapeFloor::slow_layer_chain_s(const ConfigFloor& config, unsigned mask, 
       if ((mask >> u & 1u) && config.whole_s[u] >= config.whole_s[t] && config.least_layer_by_type_s[u] > 0)
         layer = std::min(layer, config.least_layer_by_type_s[u]);
     if (layer == kInf) continue;
-    chain = std::max(chain, layer + double(std::min<long long>(2, layer_stages - 1)) * send_s);
+    stage.layer_s = std::max(stage.layer_s, layer);
+    stage.chain_s = std::max(stage.chain_s, layer + double(std::min<long long>(2, layer_stages - 1)) * send_s);
   }
-  return chain;
+  return stage;
 }
 
 ShapeFloor::OptionTerms ShapeFloor::option_terms(const ConfigFloor& config, const ConfigFloor::DpOption& option,
@@ -406,14 +407,14 @@ ShapeFloor::OptionTerms ShapeFloor::option_terms(const ConfigFloor& config, cons
   // sends), a middle stage two sends a micro-batch, the last one. Stage s's passes meet
   // W_s <= k_s m t_s (k_s its capacity, at least its GPUs x least_speed) with
   // m (t_s + sends_s) <= T, so T sum_s k_s >= W + m sigma sum_s k_s sends_s / sigma.
-  if (!option.send_s.empty() && !interleaved_ && least_pp > 1) {  // sends_known below
-    const double sends = m * option.send_s[mask] * double(2 * least_pp - 3) * replica * config.least_speed[mask];
-    if (config.batch_ref_s > 0) terms.send_work_share = sends / config.batch_ref_s * (1 - 1e-9);
+  const double send_s = !option.send_s.empty() && !interleaved_ ? option.send_s[mask] : 0;
+  if (send_s > 0 && least_pp > 1 && config.batch_ref_s > 0) {
+    const double sends = m * send_s * double(2 * least_pp - 3) * replica * config.least_speed[mask];
+    terms.send_work_share = sends / config.batch_ref_s * (1 - 1e-9);
   }
-  const bool sends_known = !option.send_s.empty() && !interleaved_;
-  const double slow_layer_s = slow_layer_chain_s(config, mask, lo, replica, most_pp, 0);
-  terms.stage_s = std::max(terms.stage_s, slow_layer_s);
-  terms.chain_s = sends_known ? slow_layer_chain_s(config, mask, lo, replica, most_pp, option.send_s[mask]) : slow_layer_s;
+  const SlowLayerStage slow = slow_layer_stage(config, mask, lo, replica, most_pp, send_s);
+  terms.stage_s = std::max(terms.stage_s, slow.layer_s);
+  terms.chain_s = slow.chain_s;
   terms.pipe_s = std::max({m * terms.stage_s, config.path_s[mask] + terms.drain * terms.stage_s,
                            work_s * (1 + terms.send_work_share), m * terms.chain_s}) *
                  (1 - 1e-9);

@@ -172,7 +172,7 @@ class ShapeFloor {
     /// this share.
     double send_work_share = 0;
     /// A stage's passes and the sends it waits on, one micro-batch, at the least: some stage
-    /// at a slow type holds a transformer layer (slow_layer_chain_s).
+    /// at a slow type holds a transformer layer (slow_layer_stage).
     double chain_s = 0;
     double step_s() const { return std::max(pipe_s, comm_s) + sync_s; }
   };
@@ -186,12 +186,15 @@ class ShapeFloor {
   /// runs at its slowest rank's type (infinity for other policies).
   double staged_capacity(const ConfigFloor& config, unsigned mask, const NodeCounts& lo, long long replica,
                          long long most_pp) const;
-  /// A floor under some stage's passes of one micro-batch and the sends (`send_s` each) it
-  /// waits on before its next pass, where each stage runs at its slowest rank's type: the
-  /// slowest types present fill stages enough that one holds a transformer layer (0: none
-  /// known).
-  double slow_layer_chain_s(const ConfigFloor& config, unsigned mask, const NodeCounts& lo, long long replica,
-                            long long most_pp, double send_s) const;
+  /// Where each stage runs at its slowest rank's type, the slowest types present may fill
+  /// stages enough that one holds a transformer layer at their speed: floors under that
+  /// stage's passes of one micro-batch, and with the sends (`send_s` each) it waits on before
+  /// its next pass (0: none known).
+  struct SlowLayerStage {
+    double layer_s = 0, chain_s = 0;
+  };
+  SlowLayerStage slow_layer_stage(const ConfigFloor& config, unsigned mask, const NodeCounts& lo, long long replica,
+                                  long long most_pp, double send_s) const;
   /// A floor under the busiest stage's micro-batch at a configuration on shapes of at most
   /// `most_pp` stages whose types lie in `mask`, those of `sure_mask` surely present: whole units.
   double least_stage_s(const ConfigFloor& config, unsigned mask, unsigned sure_mask, long long most_pp) const;
