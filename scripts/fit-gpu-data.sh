@@ -48,6 +48,18 @@ PY
   cat "$out/$name-$precision.txt"; echo
 }
 
+# gemm_fit NAME PRECISION SWEEPS: the GEMM model of PRECISION fitted to `fasop-cpp profile gemm`
+# sweeps (comma-separated files of one GPU), reported as OUT_DIR/NAME-PRECISION.gemm.txt.
+gemm_fit() {
+  local name=$1 precision=$2 sweeps=$3 tmp
+  tmp=$(mktemp "$out/.gemm.XXXXXX")
+  trap 'rm -f "$tmp"' EXIT INT TERM
+  "$bin" validate --gemm-fit "$sweeps" --fit-precision "$precision" > "$tmp"
+  mv "$tmp" "$out/$name-$precision.gemm.txt"
+  trap - EXIT INT TERM
+  cat "$out/$name-$precision.gemm.txt"; echo
+}
+
 layer_params=gemm_peak_share,gemm_half_dim,memory_share,kernel_gap_s
 # V100 (Sailor, fp32 on CUDA cores): every other case of each model. Not the host's dispatch
 # cost: Sailor's Megatron-DeepSpeed pipeline engine and timing hooks put it at the fit's bound
@@ -71,11 +83,14 @@ fit a100-80gb tf32 gemm_peak_share,gemm_half_dim,dispatch_s.megatron \
   opt-350m-a100-80gb-tp1,gpt-neo-2.7b-a100-80gb-tp2 validation/layers/sailor-profiles
 # A10G, fp16 (FASOP's Megatron-LM fork, timed per unit with synchronize): GPT-2 XL; BERT and T5 held out.
 fit a10g fp16 gemm_peak_share,memory_share,dispatch_s.megatron gpt2xl-a10g validation/layers/fasop-profiles
-# H100, bf16/fp16 (fasop-cpp's LibTorch profiles): llama3-8b at every tp; gpt2xl held out but for
-# the share its unaligned head GEMMs keep (vocabulary 50,257, fp16), fitted at tp 1 only.
-fit h100 bf16 gemm_peak_share,gemm_half_dim,memory_share,dispatch_s.libtorch \
+# H100, bf16 (fp16 as bf16): the GEMM model from `profile gemm` sweeps on the lent H100 (a grid and
+# the shapes of GPT-2 XL's and Llama 3 8B's layers, GPT-2's unaligned head among them); then the
+# memory share and the host's dispatch cost (LibTorch ops that record autograd: about 2 x a bare
+# GEMM's launch in the sweep) from fasop-cpp's LibTorch profiles of llama3-8b at every tp, gpt2xl
+# held out.
+gemm_fit h100 bf16 validation/gemm/h100-grid.yaml,validation/gemm/h100-model-shapes.yaml
+fit h100 bf16 memory_share,dispatch_s.libtorch \
   llama3-8b-h100-tp1,llama3-8b-h100-tp2,llama3-8b-h100-tp4,llama3-8b-h100-tp8 validation/layers/fasop-cpp-h100
-fit h100 fp16 gemm_unaligned_share gpt2xl-h100-tp1 validation/layers/fasop-cpp-h100
 # H100, fp8 (NeMo's published throughput): every other H100 case by size; the rest held out.
 fit h100 fp8 gemm_peak_share,network.bus_share \
   llama2-7b-h100-8gpu-fp8-24.07,gpt3-5b-h100-64gpu-fp8-24.07,nemotron-22b-h100-64gpu-fp8-24.07,llama3-70b-h100-64gpu-fp8-cs-25.11,gpt3-175b-h100-128gpu-fp8-24.07,llama3-8b-h100-8gpu-main \

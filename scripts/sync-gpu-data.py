@@ -71,9 +71,10 @@ def fitted():
     """{(gpu, precision): {parameter: value}} from the fit reports."""
     out = {}
     for path in sorted(glob.glob(os.path.join(FITS, "*.txt"))):
-        gpu, precision = os.path.basename(path)[:-4].rsplit("-", 1)
+        # <gpu>-<precision>.txt (validate --fit) and <gpu>-<precision>.gemm.txt (--gemm-fit)
+        gpu, precision = os.path.basename(path)[:-4].removesuffix(".gemm").rsplit("-", 1)
         head = open(path).read().split("\n\n")[0].split("\n")[1:]
-        out[(gpu, precision)] = dict(line.strip().split(": ") for line in head if ": " in line)
+        out.setdefault((gpu, precision), {}).update(line.strip().split(": ") for line in head if ": " in line)
     return out
 
 

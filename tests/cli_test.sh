@@ -26,6 +26,14 @@ expect_error "--speed-split with the fasop policy" "--speed-split" estimate --mo
   --cluster fasop-8nodes-heterogeneous --mbs 1 --tp 4 --dp 1 --pp 8 --speed-split
 expect_error "search --speed-split with the fasop policy" "--speed-split" search --model gpt2xl \
   --cluster fasop-8nodes-heterogeneous --speed-split --out-dir "$work/a"
+# GEMM sweeps: a file that is not one, a dtype it lacks; the shipped H100 sweeps fit to the numbers
+# configs/gpus/h100.yaml carries (scripts/fit-gpu-data.sh).
+sweeps="$(cd "$(dirname "$0")/../validation/gemm" && pwd)"
+printf 'gpu: H100\npoints: []\n' > "$work/not-sweep.yaml"
+expect_error "--gemm-fit on a file that is not a sweep" "gemm_times" validate --gemm-fit "$work/not-sweep.yaml" --fit-precision bf16
+expect_error "--gemm-fit of a dtype the sweep lacks" "no fp32 GEMMs" validate --gemm-fit "$sweeps/h100-grid.yaml" --fit-precision fp32
+sweep_fit=$("$bin" validate --gemm-fit "$sweeps/h100-grid.yaml,$sweeps/h100-model-shapes.yaml" --fit-precision bf16)
+case "$sweep_fit" in *"gemm_half_dim: 106"*"gemm_unaligned_share: 0.153"*) ok ;; *) fail "H100 bf16 GEMM fit: $sweep_fit" ;; esac
 expect_error "degrees that do not fit" "--tp/--dp/--pp" estimate --model bert --mbs 4 --tp 1 --dp 2 --pp 4
 sed 's/^global_batch: 256/global_batch: 100/' "$(dirname "$0")/../configs/models/bert.yaml" > "$work/bert100.yaml"
 expect_error "dp not dividing the batch" "--dp" estimate --model "$work/bert100.yaml" --mbs 1 --tp 1 --dp 8 --pp 2

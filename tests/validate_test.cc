@@ -260,16 +260,16 @@ points:
   CHECK(sets[0].gpu == "NoSuchGpu");
   CHECK(sets[0].median_abs_error_pct == Approx(std::fabs(points[0].error_pct)));
   // Forward and backward measured as one interval (Metis): the backward of the embedding reads
-  // and writes twice the forward's traffic, adds the sorted segment sum's fp32 partials (4 bytes
-  // more an element than the doubled lookup), fills and accumulates the fp32 table gradient (8
-  // bytes an entry; Megatron pads the 1000 rows to 1024) and launches 6 kernels: 48,234,496 +
-  // 4,194,304 + 8,388,608 = 60,817,408 bytes at 0.9e12 B/s + 18 us.
+  // and writes twice the forward's traffic, where PyTorch's sorted segment sum takes 40 bytes an
+  // element instead of the doubled lookup's 8, fills and accumulates the table gradient (8 bytes
+  // an entry; Megatron pads the 1000 rows to 1024) and launches 6 + 6 kernels: 48,234,496 +
+  // 33,554,432 + 8,388,608 = 90,177,536 bytes at 0.9e12 B/s + 36 us.
   LayerTimeCase both = parse_layer_time_case(
       replace(text, "forward_s: 2.0e-5}", "forward_backward_s: 6.0e-5}"), "tiny.yaml", store);
   std::vector<LayerPointResult> summed = predict_layer_case(both);
   REQUIRE(summed.size() == 1);
   CHECK(summed[0].pass == "fwd+bwd");
-  CHECK(summed[0].predicted_s == Approx(expected + 60817408.0 / 0.9e12 + 6 * 3e-6).epsilon(1e-12));
+  CHECK(summed[0].predicted_s == Approx(expected + 90177536.0 / 0.9e12 + 12 * 3e-6).epsilon(1e-12));
   // A unit the model does not have is an error naming the field.
   try {
     parse_layer_time_case(replace(text, "unit: embedding", "unit: decoder"), "tiny.yaml", store);

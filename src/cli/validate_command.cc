@@ -5,11 +5,14 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "report/atomic_file.h"
 #include "specs/spec_store.h"
+#include "specs/gpu_spec.h"
 #include "specs/spec_error.h"
 #include "validate/efficiency_fit.h"
+#include "validate/gemm_sweep.h"
 #include "validate/layer_validation.h"
 #include "validate/validate.h"
 
@@ -25,7 +28,39 @@ struct ValidateOptions {
   std::vector<std::string> fit;         ///< --fit: cases whose measurements fit the GPU's data
   std::vector<std::string> fit_params;  ///< --fit-params
   std::string fit_precision;            ///< --fit-precision (default: the fitted cases' training precision)
+  std::vector<std::string> gemm_fit;    ///< --gemm-fit: GEMM sweeps to fit the GEMM model of their GPU to
 };
+
+/// The shipped GPU data a sweep was measured on.
+const GpuSpec& sweep_gpu(const GemmSweep& sweep) {
+  const GpuSpec* gpu = shipped_gpu_spec(sweep.gpu);
+  if (!gpu) throw SpecError(sweep.file + ": field 'gpu': no shipped GPU data named '" + sweep.gpu +
+                            "'; name one of configs/gpus (fasop-cpp presets list gpus)");
+  return *gpu;
+}
+
+/// --gemm-fit: the GEMM model of the sweeps' GPU fitted to them together, reported with its
+/// errors on each of them and on the other sweeps given (held out), in the form
+/// scripts/sync-gpu-data.py reads.
+void gemm_fit(const ValidateOptions& options, const ValidationInputs& inputs, const TextSource& disk) {
+  if (options.fit_precision.empty()) throw SpecError("--gemm-fit: give --fit-precision, the dtype to fit (e.g. bf16)");
+  std::vector<GemmSweep> fitted;
+  for (const std::string& path : options.gemm_fit) {
+    std::optional<std::string> text = disk.read(path);
+    if (!text) throw SpecError("--gemm-fit: cannot read '" + path + "'; give GEMM sweep files");
+    if (!is_gemm_sweep(*text))
+      throw SpecError(path + ": field 'kind': not gemm_times; give a sweep `fasop-cpp profile gemm` wrote");
+    fitted.push_back(parse_gemm_sweep(*text, path));
+    if (fitted.back().gpu != fitted.front().gpu)
+      throw SpecError(path + ": field 'gpu': " + fitted.back().gpu + ", where " + fitted.front().file + " has " +
+                      fitted.front().gpu + "; fit one GPU's sweeps together");
+  }
+  std::vector<GemmSweep> held_out;
+  for (const GemmSweep& s : inputs.gemm_sweeps)
+    if (std::none_of(fitted.begin(), fitted.end(), [&](const GemmSweep& f) { return f.file == s.file; }))
+      held_out.push_back(s);
+  std::cout << gemm_fit_report(fitted, held_out, sweep_gpu(fitted.front()), options.fit_precision);
+}
 
 template <typename Case>
 bool named_in(const std::vector<std::string>& names, const Case& c) {
@@ -68,6 +103,7 @@ void run(const ValidateOptions& options) {
   DiskSource disk;
   SpecStore store(disk, embedded_presets());
   ValidationInputs inputs = load_validation_inputs(options.paths, store, disk);
+  if (!options.gemm_fit.empty()) return gemm_fit(options, inputs, disk);
   if (!options.fit.empty()) fit(options, inputs);
   std::vector<ValidationResult> results;
   for (const ValidationCase& c : inputs.cases) results.push_back(predict_case(c));
@@ -79,6 +115,12 @@ void run(const ValidateOptions& options) {
   if (!results.empty()) std::cout << validation_text(results, options.quiet);
   if (!results.empty() && !layer_results.empty()) std::cout << "\n";
   if (!layer_results.empty()) std::cout << layer_validation_text(layer_results, options.quiet);
+  std::vector<GemmSweepResult> gemm_results;
+  for (const GemmSweep& sweep : inputs.gemm_sweeps) {
+    std::vector<GemmSweepResult> r = predict_gemm_sweep(sweep, sweep_gpu(sweep));
+    gemm_results.insert(gemm_results.end(), r.begin(), r.end());
+  }
+  if (!gemm_results.empty()) std::cout << (results.empty() && layer_results.empty() ? "" : "\n") << gemm_sweep_text(gemm_results);
   if (!options.csv.empty()) write_file_atomically(options.csv, validation_csv(results));
   if (!options.layer_csv.empty()) write_file_atomically(options.layer_csv, layer_validation_csv(layer_results));
   if (options.max_mae >= 0) {
@@ -124,6 +166,11 @@ void add_validate_command(CLI::App& app) {
       ->delimiter(',')->type_name("NAME,...");
   command->add_option("--fit-precision", options->fit_precision,
                       "the precision whose efficiencies to fit (default: the fitted cases' training precision)");
+  command->add_option("--gemm-fit", options->gemm_fit,
+                      "fit the GEMM model (gemm_peak_share, gemm_half_dim, gemm_unaligned_share) of --fit-precision "
+                      "to these GEMM sweeps (fasop-cpp profile gemm's output, one GPU) and report its errors on them "
+                      "and on the sweeps among the cases (held out)")
+      ->delimiter(',')->type_name("SWEEP,...");
   command->callback([options] { run(*options); });
 }
 

@@ -102,4 +102,46 @@ GemmFit fit_gemm(const std::vector<GemmPoint>& points, double peak_flops) {
   return fit;
 }
 
+bool gemm_aligned(const GemmPoint& point, double element_bytes) {
+  Gemm gemm;
+  gemm.m = point.m, gemm.n = point.n, gemm.k = point.k;
+  return gemm.aligned(element_bytes);
+}
+
+double launch_bound_s(const std::vector<GemmPoint>& points) {
+  if (points.empty()) return 0;
+  const GemmPoint* shortest = &points.front();
+  double best_rate = 0;
+  for (const GemmPoint& p : points) {
+    if (p.seconds < shortest->seconds) shortest = &p;
+    best_rate = std::max(best_rate, p.flops() / p.seconds);
+  }
+  return shortest->flops() / shortest->seconds < 0.1 * best_rate ? kLaunchBoundFactor * shortest->seconds : 0;
+}
+
+GemmSweepFit fit_gemm_sweep(const std::vector<GemmPoint>& points, double peak_flops, double element_bytes) {
+  GemmSweepFit out;
+  if (points.empty()) throw std::invalid_argument("fit_gemm_sweep: no points");
+  // Where no aligned GEMM outlasts its launch (a sweep of small shapes only), all are fitted.
+  double floor_s = launch_bound_s(points);
+  bool any_long = false;
+  for (const GemmPoint& p : points) any_long |= gemm_aligned(p, element_bytes) && p.seconds >= floor_s;
+  if (!any_long) floor_s = 0;
+  std::vector<GemmPoint> aligned, unaligned;
+  for (const GemmPoint& p : points) {
+    if (p.seconds < floor_s) ++out.launch_bound;
+    else (gemm_aligned(p, element_bytes) ? aligned : unaligned).push_back(p);
+  }
+  if (aligned.empty()) throw std::invalid_argument("fit_gemm_sweep: no aligned GEMM (n and k multiples of 16 bytes)");
+  out.aligned = int(aligned.size());
+  out.unaligned = int(unaligned.size());
+  out.fit = fit_gemm(aligned, peak_flops);
+  if (!unaligned.empty()) {
+    double log_share = 0;
+    for (const GemmPoint& p : unaligned) log_share += std::log(out.fit.predict_s(p.m, p.n, p.k, peak_flops) / p.seconds);
+    out.gemm_unaligned_share = std::min(1.0, std::exp(log_share / double(unaligned.size())));
+  }
+  return out;
+}
+
 }  // namespace fasop

@@ -29,4 +29,31 @@ struct GemmFit {
 /// search refined by golden section. Needs one or more points with positive times.
 GemmFit fit_gemm(const std::vector<GemmPoint>& points, double peak_flops);
 
+/// GEMMs shorter than this x the host's launch time (a few microseconds a GEMM on LibTorch) are
+/// bound by the launch, not by the GPU: a GEMM model's fit leaves them out.
+constexpr double kLaunchBoundFactor = 3;
+
+/// The time under which a sweep's GEMMs are launch-bound: kLaunchBoundFactor x its shortest
+/// GEMM where that one ran at under a tenth of the best rate measured (so was itself bound by
+/// its launch); 0 where the sweep has no such GEMM (all its shapes are large).
+double launch_bound_s(const std::vector<GemmPoint>& points);
+
+/// A sweep's GEMM model: gemm_peak_share and gemm_half_dim fitted to its aligned shapes that are
+/// not launch-bound, and gemm_unaligned_share to the rest that are not (the geometric mean of
+/// the aligned model's time over the measured one, at most 1; 1 when there are none).
+struct GemmSweepFit {
+  GemmFit fit;
+  double gemm_unaligned_share = 1;
+  int launch_bound = 0;  ///< points left out as launch-bound
+  int aligned = 0;       ///< points the share and half-dimension are fitted to
+  int unaligned = 0;     ///< points the unaligned share is fitted to
+};
+
+/// True when a GEMM's n and k are whole multiples of 16 bytes of `element_bytes` elements.
+bool gemm_aligned(const GemmPoint& point, double element_bytes);
+
+/// The fit of one dtype's points (of `element_bytes` elements) at a dense peak of `peak_flops`.
+/// Needs one or more aligned points; where none outlasts its launch, none is left out.
+GemmSweepFit fit_gemm_sweep(const std::vector<GemmPoint>& points, double peak_flops, double element_bytes);
+
 }  // namespace fasop

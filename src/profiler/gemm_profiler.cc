@@ -24,6 +24,7 @@
 #include "profiler/reporting_errors.h"
 #include "report/atomic_file.h"
 #include "specs/gpu_spec.h"
+#include "specs/precision.h"
 #include "specs/spec_error.h"
 
 // FP8 GEMMs need torch::kFloat8_e4m3fn and at::_scaled_mm with its tensor scales (LibTorch 2.4
@@ -388,7 +389,7 @@ int profile_gemm(const GemmProfileOptions& options) {
 
   // The fit per dtype, against its peak or, without one, the measured maximum.
   std::ostringstream fits, notes;
-  std::map<std::string, std::pair<GemmFit, Peak>> fitted;
+  std::map<std::string, std::pair<GemmSweepFit, Peak>> fitted;
   for (const std::string& d : measured_dtypes) {
     std::vector<GemmPoint> points;
     double best_tflops = 0;
@@ -402,15 +403,18 @@ int profile_gemm(const GemmProfileOptions& options) {
     auto it = peaks.find(d);
     if (it != peaks.end()) peak = it->second;
     else peak = {best_tflops, "the measured maximum"};
-    const GemmFit fit = fit_gemm(points, peak.tflops * 1e12);
-    fitted[d] = {fit, peak};
+    const GemmSweepFit sweep = fit_gemm_sweep(points, peak.tflops * 1e12, gemm_input_bytes(d));
+    const GemmFit& fit = sweep.fit;
+    fitted[d] = {sweep, peak};
     notes << "# " << d << ": peak " << number(peak.tflops) << " TFLOP/s from " << peak.from;
     if (it == peaks.end())
       notes << " (no --gpu or --peak-tflops peak for " << d
             << "): gemm_peak_share is relative to the fastest shape measured, not to a datasheet peak";
     notes << ".\n";
     fits << "  " << d << ": {gemm_peak_share: " << number(fit.gemm_peak_share, 4)
-         << ", gemm_half_dim: " << number(fit.gemm_half_dim, 4) << ", peak_tflops: " << number(peak.tflops)
+         << ", gemm_half_dim: " << number(fit.gemm_half_dim, 4)
+         << ", gemm_unaligned_share: " << number(sweep.gemm_unaligned_share, 4) << ", peak_tflops: " << number(peak.tflops)
+         << ", launch_bound_points: " << sweep.launch_bound
          << ", median_error_pct: " << number(100 * fit.median_error, 3)
          << ", worst_error_pct: " << number(100 * fit.worst_error, 3) << "}\n";
   }
@@ -423,8 +427,10 @@ int profile_gemm(const GemmProfileOptions& options) {
        << warmup << " warm-up round" << (warmup == 1 ? "" : "s") << "; tflops = 2 m n k / seconds / 1e12.\n"
        << "# fit: fasop-cpp's GEMM model (configs/gpus/*.yaml precisions), least squares of log seconds:\n"
        << "#   seconds = 2 m n k / (peak x gemm_peak_share x prod over d in m, n, k of d / (d + gemm_half_dim));\n"
-       << "#   errors are |model - measured| / measured over the points.\n"
-       << notes.str() << "gpu: " << yaml_scalar(gpu) << "\ndevice: " << yaml_scalar(name) << "\npoints:\n";
+       << "#   shapes whose n or k is not a multiple of 16 bytes run at gemm_unaligned_share of that;\n"
+       << "#   GEMMs shorter than " << number(kLaunchBoundFactor) << " x the shortest are launch-bound and left out;\n"
+       << "#   errors are |model - measured| / measured over the points fitted.\n"
+       << notes.str() << "kind: gemm_times\ngpu: " << yaml_scalar(gpu) << "\ndevice: " << yaml_scalar(name) << "\npoints:\n";
   for (const Case& c : cases)
     yaml << "  - {dtype: " << c.dtype << ", m: " << c.shape.m << ", n: " << c.shape.n << ", k: " << c.shape.k
          << ", seconds: " << number(c.median_s) << ", tflops: "
@@ -432,18 +438,21 @@ int profile_gemm(const GemmProfileOptions& options) {
   yaml << "fit:\n" << fits.str();
 
   for (const Case& c : cases) {
-    const auto& [fit, peak] = fitted[c.dtype];
-    const double model = fit.predict_s(c.shape.m, c.shape.n, c.shape.k, peak.tflops * 1e12);
+    const auto& [sweep, peak] = fitted[c.dtype];
+    const GemmPoint point{double(c.shape.m), double(c.shape.n), double(c.shape.k), c.median_s};
+    const double model = sweep.fit.predict_s(point.m, point.n, point.k, peak.tflops * 1e12) /
+                         (gemm_aligned(point, gemm_input_bytes(c.dtype)) ? 1 : sweep.gemm_unaligned_share);
     std::printf("%-4s %-19s %11.6g s  %9.4g TFLOP/s  model %+6.1f%%  spread %3.0f%%\n", c.dtype.c_str(),
                 shape_text(c.shape).c_str(), c.median_s, 2.0 * c.shape.m * c.shape.n * c.shape.k / c.median_s / 1e12,
                 100 * (model - c.median_s) / c.median_s, 100 * c.spread);
   }
   for (const std::string& d : measured_dtypes) {
-    const auto& [fit, peak] = fitted[d];
-    std::printf("%s: gemm_peak_share %.4g, gemm_half_dim %.4g against a peak of %.6g TFLOP/s (%s); error median %.3g%%, "
-                "worst %.3g%%\n",
-                d.c_str(), fit.gemm_peak_share, fit.gemm_half_dim, peak.tflops, peak.from.c_str(),
-                100 * fit.median_error, 100 * fit.worst_error);
+    const auto& [sweep, peak] = fitted[d];
+    std::printf("%s: gemm_peak_share %.4g, gemm_half_dim %.4g, gemm_unaligned_share %.3g against a peak of %.6g TFLOP/s "
+                "(%s); error median %.3g%%, worst %.3g%% over %d aligned shapes (%d launch-bound left out)\n",
+                d.c_str(), sweep.fit.gemm_peak_share, sweep.fit.gemm_half_dim, sweep.gemm_unaligned_share, peak.tflops,
+                peak.from.c_str(), 100 * sweep.fit.median_error, 100 * sweep.fit.worst_error, sweep.aligned,
+                sweep.launch_bound);
   }
   if (!file) return 0;
   file->write(yaml.str());

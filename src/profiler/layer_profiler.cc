@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <ctime>
 #include <functional>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -89,14 +90,17 @@ std::function<torch::Tensor(const torch::Tensor&)> make_norm(const ModelSpec& m,
 
 /// Self- (or cross-) attention on one GPU's heads: QKV and output projections as Megatron
 /// shards them (columns, then rows), grouped key/value heads repeated to the query heads.
-std::function<torch::Tensor(const torch::Tensor&)> make_attention(const ModelSpec& m, int tp,
+/// `causal`: each position attends to those before it, as decoders train (the fused kernel
+/// then skips the masked half of the scores, which the analytic model counts the same way).
+std::function<torch::Tensor(const torch::Tensor&)> make_attention(const ModelSpec& m, int tp, bool causal,
                                                                    std::vector<torch::Tensor>& params,
                                                                    const torch::TensorOptions& o, double* flops) {
   const int64_t h = m.hidden, hd = m.hidden / m.heads, heads = m.heads / tp, kv = std::max(1, m.kv_heads / tp);
   const int64_t s = m.sequence;
   torch::Tensor qkv = weight(params, {h, (heads + 2 * kv) * hd}, o);
   torch::Tensor out = weight(params, {heads * hd, h}, o);
-  *flops += 2.0 * s * h * (heads + 2 * kv) * hd + 2.0 * 2.0 * heads * s * s * hd + 2.0 * s * heads * hd * h;
+  *flops += 2.0 * s * h * (heads + 2 * kv) * hd + 2.0 * 2.0 * heads * s * s * hd * (causal ? 0.5 : 1) +
+            2.0 * s * heads * hd * h;
   return [=](const torch::Tensor& x) {
     const int64_t b = x.size(0);
     torch::Tensor all = x.matmul(qkv);
@@ -107,19 +111,25 @@ std::function<torch::Tensor(const torch::Tensor&)> make_attention(const ModelSpe
 #if TORCH_VERSION_MAJOR >= 2
     // The fused kernel (FlashAttention where the device has it), as training uses: memory
     // linear in the sequence rather than the score matrix's square.
-    torch::Tensor context = at::scaled_dot_product_attention(q, k, v);
+    torch::Tensor context = at::scaled_dot_product_attention(q, k, v, {}, 0.0, causal);
 #else
-    torch::Tensor context = torch::softmax(q.matmul(k.transpose(-2, -1)) / std::sqrt(double(hd)), -1).matmul(v);
+    torch::Tensor scores = q.matmul(k.transpose(-2, -1)) / std::sqrt(double(hd));
+    if (causal)
+      scores = scores.masked_fill(torch::ones({s, s}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).triu(1),
+                                  -std::numeric_limits<double>::infinity());
+    torch::Tensor context = torch::softmax(scores, -1).matmul(v);
 #endif
     return context.transpose(1, 2).reshape({b, s, heads * hd}).matmul(out);
   };
 }
 
-LayerModule build_layer(const ModelSpec& m, const LayerUnit& unit, int tp, const torch::TensorOptions& o) {
+LayerModule build_layer(const ModelSpec& m, const LayerUnit& unit, int tp, int vocab_multiple,
+                        const torch::TensorOptions& o) {
   LayerModule layer;
-  // A vocabulary that tp does not divide is padded to a multiple of tp (Megatron-LM pads further,
-  // to 128 x tp; the analytic model's libtorch stack counts this layout, unaligned rows included).
-  const int64_t h = m.hidden, s = m.sequence, v = (m.vocab + tp - 1) / tp, f = m.ffn_hidden / tp;
+  // The vocabulary is padded to a multiple of vocab_multiple x tp, as the trainer pads it; the
+  // analytic model's libtorch stack counts the same rows (padded_vocab_shard).
+  const int64_t h = m.hidden, s = m.sequence, v = padded_vocab_shard(m.vocab, tp, vocab_multiple),
+                f = m.ffn_hidden / tp;
   auto activations = [o, h, s](int mbs) { return torch::randn({mbs, s, h}, o).set_requires_grad(true); };
   switch (unit.role) {
     case LayerRole::kEmbedding: {
@@ -145,9 +155,12 @@ LayerModule build_layer(const ModelSpec& m, const LayerUnit& unit, int tp, const
     }
     case LayerRole::kTransformer: {
       auto norm1 = make_norm(m, layer.params, o), norm2 = make_norm(m, layer.params, o);
-      auto attention = make_attention(m, tp, layer.params, o, &layer.matmul_flops);
+      // Decoders' self-attention is causal (T5's and BERT's encoders attend to everything, and
+      // cross-attention to the whole encoder output).
+      const bool causal = m.causal && unit.segment != "encoder";
+      auto attention = make_attention(m, tp, causal, layer.params, o, &layer.matmul_flops);
       std::function<torch::Tensor(const torch::Tensor&)> cross;
-      if (unit.cross_attention) cross = make_attention(m, tp, layer.params, o, &layer.matmul_flops);
+      if (unit.cross_attention) cross = make_attention(m, tp, false, layer.params, o, &layer.matmul_flops);
       const bool swiglu = m.activation == Activation::kSwiglu;
       torch::Tensor up = weight(layer.params, {h, f}, o);
       torch::Tensor gate = swiglu ? weight(layer.params, {h, f}, o) : torch::Tensor();
@@ -373,7 +386,7 @@ int profile_layers(const LayerProfileOptions& options) {
   const std::vector<const LayerUnit*> units = distinct_layers(model);
   for (int tp : options.tps) {
     std::vector<LayerModule> layers;
-    for (const LayerUnit* unit : units) layers.push_back(build_layer(model, *unit, tp, tensor));
+    for (const LayerUnit* unit : units) layers.push_back(build_layer(model, *unit, tp, options.vocab_multiple, tensor));
     std::vector<LayerModule*> timed;
     for (LayerModule& layer : layers) timed.push_back(&layer);
     auto show_round = [&](int round) {
@@ -399,7 +412,7 @@ int profile_layers(const LayerProfileOptions& options) {
   if (!file) return 0;
   const std::string command = "fasop-cpp profile layers --model " + options.model + " --device " + options.device +
                               " --tp " + join(options.tps) + " --mbs " + join(options.micro_batches) + " --dtype " +
-                              options.dtype;
+                              options.dtype + " --vocab-multiple " + std::to_string(options.vocab_multiple);
   file->write(measured.yaml(command, model.name, gpu, options.warmup, options.repeats));
   file->commit();
   std::printf("wrote %s\n", options.output.c_str());
@@ -409,7 +422,7 @@ int profile_layers(const LayerProfileOptions& options) {
 /// The whole model, stacked, for the step check.
 std::vector<LayerModule> build_stack(const ModelSpec& model, const torch::TensorOptions& tensor) {
   std::vector<LayerModule> layers;
-  for (const LayerUnit& unit : model.units) layers.push_back(build_layer(model, unit, 1, tensor));
+  for (const LayerUnit& unit : model.units) layers.push_back(build_layer(model, unit, 1, kMegatronVocabMultiple, tensor));
   return layers;
 }
 

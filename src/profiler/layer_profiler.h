@@ -21,6 +21,9 @@ struct LayerProfileOptions {
   std::string output;            ///< profile YAML to write (atomically); empty: print only
   bool quiet = false;
   int threads = 0;               ///< intra-op threads on CPU (0: LibTorch's default)
+  /// The vocabulary is padded to a multiple of this x tp, as Megatron-LM does (its default 128),
+  /// so that the head's GEMMs are the aligned ones the trainer runs; 1 pads to tp only.
+  int vocab_multiple = 128;
 };
 
 /// Runs the measurement; returns the process exit code (0 ok, 2 bad input, 1 failure).

@@ -33,6 +33,10 @@ int main(int argc, char** argv) {
   layers_command->add_flag("--allow-noisy", layers.allow_noisy, "write even when the repeats vary more");
   layers_command->add_option("-o,--output", layers.output, "profile YAML to write (configs/profiles format)");
   layers_command->add_option("--threads", layers.threads, "CPU threads for LibTorch (default: its own)");
+  layers_command->add_option("--vocab-multiple", layers.vocab_multiple,
+                             "pad the vocabulary to a multiple of this x tp, as Megatron-LM's "
+                             "--make-vocab-size-divisible-by (default 128; 1: to tp only)")
+      ->check(CLI::PositiveNumber);
   layers_command->add_flag("--quiet,-q", layers.quiet, "no progress on stderr");
   layers_command->callback([&] { code = fasop::run_layer_profile(layers); });
 

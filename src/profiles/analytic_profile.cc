@@ -46,7 +46,8 @@ StackTraits traits(Stack stack) {
     // memory reads it three times (max, sum of exponentials, output) and writes it once (16).
     // Backward: nll_loss's dense zero-filled gradient (4), log_softmax's backward (a sum pass,
     // then gradient and output read and the input's gradient written: 16).
-    case Stack::kLibtorch: return {14, 5, 13, 2, 2, 8.5, 5, 16, 20, 0, false, 0, 1};
+    // Its vocabulary is padded as Megatron-LM pads it (profile layers --vocab-multiple, default 128).
+    case Stack::kLibtorch: return {14, 5, 13, 2, 2, 8.5, 5, 16, 20, 0, false, 0, kMegatronVocabMultiple};
     case Stack::kMegatron: break;
   }
   // Megatron: 2 norms, 4 GEMMs, activation, 2 bias-dropout-adds, rotary or bias kernels (~2);
@@ -60,8 +61,15 @@ StackTraits traits(Stack stack) {
   // place (8); its backward scales the saved softmax by the loss's gradient in place (8).
   // Its embedding (Megatron-LM's and Megatron-DeepSpeed's Embedding.forward) transposes the
   // looked-up rows to [s, b, h] with a contiguous copy.
-  return {11, 4, 11, 0, 2, 6.5, 3, 32, 8, 0, true, 2, 128};
+  return {11, 4, 11, 0, 2, 6.5, 3, 32, 8, 0, true, 2, kMegatronVocabMultiple};
 }
+
+/// PyTorch's embedding backward (embedding_dense_backward on CUDA), per element of the output's
+/// gradient: the time 40 bytes take at an element-wise kernel's memory share, and the launches
+/// its sort and segment kernels add (the sweep's fixed part, about 20 us, at 3 us a launch). Fitted by hand to scripts/measure-embedding-backward.py's H100
+/// sweep (validation/embedding/h100.csv: 36-50 bytes at 8k-32k tokens of width 4096 and 1600).
+constexpr double kEmbeddingBackwardBytesPerElement = 40;
+constexpr int kSortedSegmentSumKernels = 6;
 
 double peak_flops(const GpuSpec& gpu, const std::string& dtype, const std::string& node_name) {
   const std::string precision = peak_precision(dtype);
@@ -114,12 +122,6 @@ double loss_bytes_per_logit(const StackTraits& st, double bytes, bool backward) 
   return cast + copies + (backward ? st.loss_backward_fp32_bytes_per_logit : st.loss_fp32_bytes_per_logit);
 }
 
-/// Rows of the vocabulary one of tp ranks holds: Megatron-LM pads the vocabulary to a multiple
-/// of 128 x tp (GPT-2's 50,257 to 50,304), which also keeps the head's GEMMs aligned.
-double vocab_shard(int vocab, int tp, const StackTraits& st) {
-  const long multiple = long(st.vocab_multiple) * tp;
-  return double((vocab + multiple - 1) / multiple * multiple / tp);
-}
 
 }  // namespace
 
@@ -136,7 +138,7 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
   const double tokens = b * s;
   const double bytes = activation_bytes(m.dtype), gemm_bytes = gemm_input_bytes(m.dtype);
   const StackTraits st = traits(options.stack);
-  const double vocab_rows = vocab_shard(m.vocab, tp, st);  // the embedding's and head's rows on one GPU
+  const double vocab_rows = padded_vocab_shard(m.vocab, tp, st.vocab_multiple);  // the embedding's and head's rows on one GPU
   const double sp = options.sequence_parallel ? t : 1;  // what tp replicates splits over the sequence
   LayerWork w;
   w.tp = tp;
@@ -148,12 +150,17 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
       fw.tp_collectives = tp > 1 ? 1 : 0;  // vocabulary-parallel lookup
       fw.tp_collective_bytes = tokens * h * bytes;
       w.backward = backward_of(fw, m.dtype);
-      // The lookup's backward is PyTorch's sorted segment sum (embedding_dense_backward): it
-      // reads the output's gradient, writes and reads fp32 partial sums per run of equal
-      // tokens and writes the rows (2 x bytes + 8 an element, where doubling the lookup's
-      // forward traffic counts 4 x bytes). The table's gradient is a dense buffer, zeroed and
-      // accumulated into (8 bytes an entry).
-      w.backward.memory_bytes += (8 - 2 * bytes) * tokens * h + 8 * vocab_rows * h;
+      // The lookup's backward is PyTorch's sorted segment sum (embedding_dense_backward): a
+      // radix sort of the indices and the segment kernels, then per element of the output's
+      // gradient a read, fp32 partial sums written and read, and the row written. Timed on H100
+      // across vocabulary shards, token counts and widths (validation/embedding/, by
+      // scripts/measure-embedding-backward.py), its per-token part takes what 40 bytes an
+      // element would at the memory share of element-wise kernels, and its fixed part (about 20 us
+      // at 1,024 tokens) what 6 more launches do.
+      // The table's gradient is a dense buffer, zeroed and accumulated into (8 bytes an entry).
+      // backward_of doubled the lookup's 2 passes (4 x bytes an element): the lookup's own is this.
+      w.backward.memory_bytes += (kEmbeddingBackwardBytesPerElement - 4 * bytes) * tokens * h + 8 * vocab_rows * h;
+      w.backward.kernels += kSortedSegmentSumKernels;
       w.backward.tp_collectives = 0;
       return w;
     case LayerRole::kPostProcess:

@@ -18,4 +18,9 @@ const char* family_name(ModelFamily family) {
   return "gpt2";
 }
 
+long padded_vocab_shard(long vocab, int tp, int multiple) {
+  const long step = long(multiple) * tp;
+  return (vocab + step - 1) / step * step / tp;
+}
+
 }  // namespace fasop

@@ -29,6 +29,15 @@ enum class ModelFamily { kGpt2, kBert, kT5, kLlama };
 /// The family's name as model files write it: gpt2, bert, t5 or llama.
 const char* family_name(ModelFamily family);
 
+/// Megatron-LM's --make-vocab-size-divisible-by default: the vocabulary is padded to a multiple
+/// of this x tp, which keeps the head's GEMMs aligned (GPT-2's 50,257 rows become 50,304).
+constexpr int kMegatronVocabMultiple = 128;
+
+/// Rows of the embedding table (and of the output head) one of tp ranks holds when the
+/// vocabulary is padded to a multiple of `multiple` x tp (1: ceil(vocab / tp)). The analytic
+/// layer model and the LibTorch profiler share it, so that they count the same rows.
+long padded_vocab_shard(long vocab, int tp, int multiple);
+
 /// A transformer model: dimensions, training batch and its pipeline units in order.
 struct ModelSpec {
   std::string name;         ///< preset name, e.g. "gpt2xl"

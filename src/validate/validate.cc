@@ -111,6 +111,10 @@ ValidationInputs load_validation_inputs(const std::vector<std::string>& paths, c
       inputs.layer_cases.push_back(parse_layer_time_case(text, source, store));
       continue;
     }
+    if (is_gemm_sweep(text)) {
+      inputs.gemm_sweeps.push_back(parse_gemm_sweep(text, source));
+      continue;
+    }
     cases.push_back(parse_validation_case(text, source, store));
     measured_step_s(cases.back());  // an unknown flop_formula fails at load, naming the file
   }

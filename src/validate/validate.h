@@ -7,6 +7,7 @@
 #include "costmodel/estimate.h"
 #include "specs/spec_store.h"
 #include "specs/validation_case.h"
+#include "validate/gemm_sweep.h"
 
 namespace fasop {
 
@@ -44,8 +45,10 @@ std::vector<ValidationCase> load_validation_cases(const std::vector<std::string>
 struct ValidationInputs {
   std::vector<ValidationCase> cases;
   std::vector<LayerTimeCase> layer_cases;
+  std::vector<GemmSweep> gemm_sweeps;  ///< kind: gemm_times
 };
-/// As load_validation_cases, with the layer-time cases (kind: layer_times) kept apart.
+/// As load_validation_cases, with the layer-time cases (kind: layer_times) and GEMM sweeps
+/// (kind: gemm_times) kept apart.
 ValidationInputs load_validation_inputs(const std::vector<std::string>& paths, const SpecStore& store,
                                         const TextSource& disk);
 
