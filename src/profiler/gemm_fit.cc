@@ -119,19 +119,25 @@ double launch_bound_s(const std::vector<GemmPoint>& points) {
   return shortest->flops() / shortest->seconds < 0.1 * best_rate ? kLaunchBoundFactor * shortest->seconds : 0;
 }
 
+std::vector<GemmPoint> outlasting_launch(const std::vector<GemmPoint>& points, double element_bytes) {
+  const double floor_s = launch_bound_s(points);
+  std::vector<GemmPoint> kept;
+  bool any_aligned = false;
+  for (const GemmPoint& p : points)
+    if (p.seconds >= floor_s) {
+      kept.push_back(p);
+      any_aligned |= gemm_aligned(p, element_bytes);
+    }
+  return any_aligned ? kept : points;
+}
+
 GemmSweepFit fit_gemm_sweep(const std::vector<GemmPoint>& points, double peak_flops, double element_bytes) {
   GemmSweepFit out;
   if (points.empty()) throw std::invalid_argument("fit_gemm_sweep: no points");
-  // Where no aligned GEMM outlasts its launch (a sweep of small shapes only), all are fitted.
-  double floor_s = launch_bound_s(points);
-  bool any_long = false;
-  for (const GemmPoint& p : points) any_long |= gemm_aligned(p, element_bytes) && p.seconds >= floor_s;
-  if (!any_long) floor_s = 0;
+  const std::vector<GemmPoint> kept = outlasting_launch(points, element_bytes);
+  out.launch_bound = int(points.size() - kept.size());
   std::vector<GemmPoint> aligned, unaligned;
-  for (const GemmPoint& p : points) {
-    if (p.seconds < floor_s) ++out.launch_bound;
-    else (gemm_aligned(p, element_bytes) ? aligned : unaligned).push_back(p);
-  }
+  for (const GemmPoint& p : kept) (gemm_aligned(p, element_bytes) ? aligned : unaligned).push_back(p);
   if (aligned.empty()) throw std::invalid_argument("fit_gemm_sweep: no aligned GEMM (n and k multiples of 16 bytes)");
   out.aligned = int(aligned.size());
   out.unaligned = int(unaligned.size());

@@ -38,6 +38,11 @@ constexpr double kLaunchBoundFactor = 3;
 /// its launch); 0 where the sweep has no such GEMM (all its shapes are large).
 double launch_bound_s(const std::vector<GemmPoint>& points);
 
+/// The points a fit of the GEMM model takes: those that outlast their launch (launch_bound_s),
+/// or all of them where no aligned one (of `element_bytes` elements) does, as in a sweep of small
+/// shapes only. In the points' order.
+std::vector<GemmPoint> outlasting_launch(const std::vector<GemmPoint>& points, double element_bytes);
+
 /// A sweep's GEMM model: gemm_peak_share and gemm_half_dim fitted to its aligned shapes that are
 /// not launch-bound, and gemm_unaligned_share to the rest that are not (the geometric mean of
 /// the aligned model's time over the measured one, at most 1; 1 when there are none).
@@ -52,8 +57,8 @@ struct GemmSweepFit {
 /// True when a GEMM's n and k are whole multiples of 16 bytes of `element_bytes` elements.
 bool gemm_aligned(const GemmPoint& point, double element_bytes);
 
-/// The fit of one dtype's points (of `element_bytes` elements) at a dense peak of `peak_flops`.
-/// Needs one or more aligned points; where none outlasts its launch, none is left out.
+/// The fit of one dtype's points (of `element_bytes` elements) at a dense peak of `peak_flops`,
+/// on outlasting_launch's points. Needs one or more aligned points.
 GemmSweepFit fit_gemm_sweep(const std::vector<GemmPoint>& points, double peak_flops, double element_bytes);
 
 }  // namespace fasop

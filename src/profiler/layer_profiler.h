@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "specs/model_spec.h"
+
 namespace fasop {
 
 /// What `profile layers` measures and where it writes.
@@ -23,7 +25,7 @@ struct LayerProfileOptions {
   int threads = 0;               ///< intra-op threads on CPU (0: LibTorch's default)
   /// The vocabulary is padded to a multiple of this x tp, as Megatron-LM does (its default 128),
   /// so that the head's GEMMs are the aligned ones the trainer runs; 1 pads to tp only.
-  int vocab_multiple = 128;
+  int vocab_multiple = kMegatronVocabMultiple;
 };
 
 /// Runs the measurement; returns the process exit code (0 ok, 2 bad input, 1 failure).

@@ -66,20 +66,12 @@ StackTraits traits(Stack stack) {
 
 /// PyTorch's embedding backward (embedding_dense_backward on CUDA), per element of the output's
 /// gradient: the time 40 bytes take at an element-wise kernel's memory share, and the launches
-/// its sort and segment kernels add (the sweep's fixed part, about 20 us, at 3 us a launch). Fitted by hand to scripts/measure-embedding-backward.py's H100
-/// sweep (validation/embedding/h100.csv: 36-50 bytes at 8k-32k tokens of width 4096 and 1600).
+/// its sort and segment kernels add (the sweep's fixed part, about 20 us, at 3 us a launch).
+/// Fitted by hand to scripts/measure-embedding-backward.py's H100 sweep
+/// (validation/embedding/h100.csv: 36-50 bytes at 8k-32k tokens of width 4096 and 1600).
 constexpr double kEmbeddingBackwardBytesPerElement = 40;
 constexpr int kSortedSegmentSumKernels = 6;
 
-double peak_flops(const GpuSpec& gpu, const std::string& dtype, const std::string& node_name) {
-  const std::string precision = peak_precision(dtype);
-  auto peak = gpu.peak_tflops.find(precision);
-  if (peak == gpu.peak_tflops.end() && precision == "bf16") peak = gpu.peak_tflops.find("fp16");  // e.g. V100
-  if (peak == gpu.peak_tflops.end())
-    throw SpecError("node type '" + node_name + "': field 'peak_tflops." + precision + "': missing; give the " +
-                    gpu.name + "'s dense " + precision + " TFLOP/s or train the model in a precision it lists");
-  return peak->second * 1e12;
-}
 
 /// The backward pass of a forward pass: each GEMM's data and weight gradients (the same FLOPs
 /// in transposed shapes), 2.5 x the fused attention's FLOPs (its backward recomputes the
@@ -122,8 +114,17 @@ double loss_bytes_per_logit(const StackTraits& st, double bytes, bool backward) 
   return cast + copies + (backward ? st.loss_backward_fp32_bytes_per_logit : st.loss_fp32_bytes_per_logit);
 }
 
-
 }  // namespace
+
+double peak_flops(const GpuSpec& gpu, const std::string& dtype, const std::string& node_name) {
+  const std::string precision = peak_precision(dtype);
+  auto peak = gpu.peak_tflops.find(precision);
+  if (peak == gpu.peak_tflops.end() && precision == "bf16") peak = gpu.peak_tflops.find("fp16");  // e.g. V100
+  if (peak == gpu.peak_tflops.end())
+    throw SpecError("node type '" + node_name + "': field 'peak_tflops." + precision + "': missing; give the " +
+                    gpu.name + "'s dense " + precision + " TFLOP/s or train the model in a precision it lists");
+  return peak->second * 1e12;
+}
 
 double PassWork::gemm_flops() const {
   double sum = 0;
@@ -138,7 +139,8 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
   const double tokens = b * s;
   const double bytes = activation_bytes(m.dtype), gemm_bytes = gemm_input_bytes(m.dtype);
   const StackTraits st = traits(options.stack);
-  const double vocab_rows = padded_vocab_shard(m.vocab, tp, st.vocab_multiple);  // the embedding's and head's rows on one GPU
+  // The embedding's and head's rows on one GPU.
+  const double vocab_rows = padded_vocab_shard(m.vocab, tp, st.vocab_multiple);
   const double sp = options.sequence_parallel ? t : 1;  // what tp replicates splits over the sequence
   LayerWork w;
   w.tp = tp;
@@ -155,8 +157,8 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
       // gradient a read, fp32 partial sums written and read, and the row written. Timed on H100
       // across vocabulary shards, token counts and widths (validation/embedding/, by
       // scripts/measure-embedding-backward.py), its per-token part takes what 40 bytes an
-      // element would at the memory share of element-wise kernels, and its fixed part (about 20 us
-      // at 1,024 tokens) what 6 more launches do.
+      // element would at the memory share of element-wise kernels, and its fixed part (about
+      // 20 us at 1,024 tokens) what 6 more launches do.
       // The table's gradient is a dense buffer, zeroed and accumulated into (8 bytes an entry).
       // backward_of doubled the lookup's 2 passes (4 x bytes an element): the lookup's own is this.
       w.backward.memory_bytes += (kEmbeddingBackwardBytesPerElement - 4 * bytes) * tokens * h + 8 * vocab_rows * h;

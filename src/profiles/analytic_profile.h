@@ -62,6 +62,10 @@ struct PassTime {
   double tp_comm_s = 0;    ///< tensor-parallel communication exposed (with overlap: its cost)
 };
 
+/// The GPU's dense peak FLOP/s in the precision `dtype` computes in (fp16's where it lists no
+/// bf16); a missing one throws SpecError naming `node_name`'s field.
+double peak_flops(const GpuSpec& gpu, const std::string& dtype, const std::string& node_name);
+
 /// Share of a precision's dense peak a GEMM of this shape reaches, its elements `element_bytes`
 /// wide (0: alignment not judged, as for a sweep of aligned shapes).
 double gemm_efficiency(const Gemm& gemm, const PrecisionEfficiency& efficiency, double element_bytes);

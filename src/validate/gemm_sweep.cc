@@ -19,18 +19,9 @@ std::string shape_text(const GemmPoint& p) {
   return text;
 }
 
-/// The points that outlast their launch (gemm_fit.h's launch_bound_s), as the fit takes them.
-std::vector<GemmPoint> outlasting_launch(const std::vector<GemmPoint>& points) {
-  const double floor_s = launch_bound_s(points);
-  std::vector<GemmPoint> kept;
-  for (const GemmPoint& p : points)
-    if (p.seconds >= floor_s) kept.push_back(p);
-  return kept.empty() ? points : kept;
-}
-
 GemmSweepResult predict(const GemmSweep& sweep, const std::string& dtype, const GpuSpec& gpu) {
   const std::vector<GemmPoint>& all = sweep.points.at(dtype);
-  const std::vector<GemmPoint> points = outlasting_launch(all);
+  const std::vector<GemmPoint> points = outlasting_launch(all, gemm_input_bytes(dtype));
   GemmSweepResult r;
   r.file = sweep.file, r.gpu = gpu.name, r.dtype = dtype;
   r.points = int(points.size());
@@ -112,13 +103,7 @@ std::string gemm_fit_report(const std::vector<GemmSweep>& fitted, const std::vec
   }
   if (!gpu.precisions.count(precision))
     throw SpecError("GPU data " + gpu.name + ": field 'precisions." + precision + "': missing; add it before fitting");
-  Gemm unit;
-  unit.m = unit.n = unit.k = 1;
-  GpuSpec at_peak = gpu;  // the peak the fit divides by: a 1 x 1 x 1 GEMM at full efficiency
-  PrecisionEfficiency& full = at_peak.precisions[precision];
-  full.gemm_peak_share = 1, full.gemm_half_dim = 0, full.gemm_unaligned_share = 1;
-  const double peak_flops = unit.flops() / gemm_time_s(unit, at_peak, precision);
-  const GemmSweepFit f = fit_gemm_sweep(points, peak_flops, gemm_input_bytes(precision));
+  const GemmSweepFit f = fit_gemm_sweep(points, peak_flops(gpu, precision, gpu.name), gemm_input_bytes(precision));
   GpuSpec with_fit = gpu;
   PrecisionEfficiency& e = with_fit.precisions[precision];
   e.gemm_peak_share = f.fit.gemm_peak_share, e.gemm_half_dim = f.fit.gemm_half_dim;
