@@ -387,11 +387,11 @@ TEST_CASE("GPU data: GEMM shape, memory, attention, launches, collectives, overl
   LayerOptions overlap;
   overlap.overlap_tp_comm = true;
   CHECK(pass_time(w, 4, node, "fp16", overlap).tp_comm_s == Approx(0.1 * ring_s).epsilon(1e-12));
-  // An eager stack launching 10 kernels and 4 collective kernels at 100 us each: the host bounds the pass.
+  // An eager stack launching 10 kernels from 10 host ops at 100 us each: the host bounds the pass.
   LayerOptions eager;
   eager.stack = Stack::kEager;
   PassWork small;
-  small.kernels = 10;
+  small.kernels = 10, small.host_ops = 10;
   small.memory_bytes = 1e6;  // 2 us of traffic, 10 us of gaps: far below the host's 1 ms
   PassTime host = pass_time(small, 1, node, "fp16", eager);
   CHECK(host.host_s == Approx(10 * 1e-4).epsilon(1e-12));

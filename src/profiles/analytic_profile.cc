@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "profiles/libtorch_layer.h"
 #include "specs/precision.h"
 #include "specs/spec_error.h"
 
@@ -88,6 +89,7 @@ PassWork backward_of(const PassWork& forward, const std::string& dtype) {
   b.attention_flops = 2.5 * forward.attention_flops;
   b.memory_bytes = 2 * forward.memory_bytes;
   b.kernels = 2 * forward.kernels;
+  b.host_ops = 2 * forward.host_ops;
   return b;
 }
 
@@ -142,6 +144,7 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
   // The embedding's and head's rows on one GPU.
   const double vocab_rows = padded_vocab_shard(m.vocab, tp, st.vocab_multiple);
   const double sp = options.sequence_parallel ? t : 1;  // what tp replicates splits over the sequence
+  const bool eager = options.stack == Stack::kLibtorch;  // fasop-cpp's profiler: counted op by op
   LayerWork w;
   w.tp = tp;
   PassWork& fw = w.forward;
@@ -149,6 +152,7 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
     case LayerRole::kEmbedding:
       fw.memory_bytes = embedding_passes(m, st, tp) * tokens * h * bytes;
       fw.kernels = st.small_unit_kernels;
+      fw.host_ops = eager ? libtorch_small_unit_host_ops(m, unit.role) : fw.kernels;
       fw.tp_collectives = tp > 1 ? 1 : 0;  // vocabulary-parallel lookup
       fw.tp_collective_bytes = tokens * h * bytes;
       w.backward = backward_of(fw, m.dtype);
@@ -163,6 +167,7 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
       // backward_of doubled the lookup's 2 passes (4 x bytes an element): the lookup's own is this.
       w.backward.memory_bytes += (kEmbeddingBackwardBytesPerElement - 4 * bytes) * tokens * h + 8 * vocab_rows * h;
       w.backward.kernels += kSortedSegmentSumKernels;
+      if (!eager) w.backward.host_ops += kSortedSegmentSumKernels;  // LibTorch launches them from one op
       w.backward.tp_collectives = 0;
       return w;
     case LayerRole::kPostProcess:
@@ -171,6 +176,7 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
       fw.weight_bytes = h * vocab_rows * gemm_bytes;
       fw.memory_bytes = 4 * tokens * h * bytes + loss_bytes_per_logit(st, bytes, false) * tokens * vocab_rows;
       fw.kernels = st.small_unit_kernels;
+      fw.host_ops = eager ? libtorch_small_unit_host_ops(m, unit.role) : fw.kernels;
       w.backward = backward_of(fw, m.dtype);
       w.backward.memory_bytes = 2 * 4 * tokens * h * bytes + loss_bytes_per_logit(st, bytes, true) * tokens * vocab_rows;
       w.backward.tp_collectives = tp > 1 ? 1 : 0;  // the head's input gradient
@@ -182,15 +188,16 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
   const bool swiglu = m.activation == Activation::kSwiglu;
   // Causal self-attention computes half the score matrix (T5's and BERT's encoders all of it).
   const bool causal = m.causal && unit.segment != "encoder";
+  int attention_kernels = 0;
   auto attention = [&](bool is_causal) {
     if (m.flash_attention) {
       fw.attention_flops += 4 * b * s * s * h / t * (is_causal ? 0.5 : 1);
-      fw.kernels += 1;
+      attention_kernels += 1;
     } else {
       fw.gemms.push_back({s, s, head_dim, b * local_heads});  // Q K^T
       fw.gemms.push_back({s, head_dim, s, b * local_heads});  // scores x V
       fw.memory_bytes += st.score_passes * b * local_heads * s * s * bytes;
-      fw.kernels += st.unfused_attention_kernels;
+      attention_kernels += st.unfused_attention_kernels;
     }
   };
   fw.gemms.push_back({tokens, h * (1 + 2 * kv) / t, h});  // Q, K, V
@@ -219,10 +226,26 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
     fw.kernels += 4;
   }
   fw.weight_bytes = weights / t * gemm_bytes;
-  fw.memory_bytes += elements * bytes;
   fw.tp_collectives = tp > 1 ? (unit.cross_attention ? 3 : 2) : 0;  // after attention(s) and MLP
   fw.tp_collective_bytes = tokens * h * bytes;
-  w.backward = backward_of(fw, m.dtype);
+  fw.kernels += attention_kernels;
+  if (eager) {
+    // The profiler's ops as its code runs them (libtorch_layer.h); the attention's own kernels
+    // and unfused scores stay as attention() counted them, doubled backward.
+    const EagerLayerCount count = libtorch_transformer_count(m, unit, tp, mbs);
+    const double attention_bytes = fw.memory_bytes;
+    fw.kernels = attention_kernels + count.forward.kernels;
+    fw.host_ops = count.forward.host_ops;
+    fw.memory_bytes = attention_bytes + count.forward.elements * bytes;
+    w.backward = backward_of(fw, m.dtype);
+    w.backward.kernels = 2 * attention_kernels + count.backward.kernels;
+    w.backward.host_ops = count.backward.host_ops;
+    w.backward.memory_bytes = 2 * attention_bytes + count.backward.elements * bytes;
+  } else {
+    fw.memory_bytes += elements * bytes;
+    fw.host_ops = fw.kernels;
+    w.backward = backward_of(fw, m.dtype);
+  }
   w.backward.tp_collectives = fw.tp_collectives;  // the inputs' gradients, once per region
   w.backward.tp_collective_bytes = fw.tp_collective_bytes;
   return w;
@@ -260,7 +283,10 @@ PassTime pass_time(const PassWork& work, int tp, const NodeType& node, const std
   t.gpu_s = gemm_s + work.memory_bytes / (gpu.memory_bandwidth_bytes_per_s * oe.memory_share) +
             work.kernels * gpu.launch.kernel_gap_s;
   if (work.attention_flops > 0) t.gpu_s += work.attention_flops / (other_peak * (work.backward ? oe.attention_backward_peak_share : oe.attention_peak_share));
-  t.host_s = (work.kernels + 2 * work.tp_collectives) * gpu.launch.dispatch_s_of(stack_name(options.stack));
+  // fasop-cpp's profiler times one GPU's shard alone: it launches no collectives.
+  const int collective_ops = options.stack == Stack::kLibtorch ? 0 : 2 * work.tp_collectives;
+  const double dispatch_s = gpu.launch.dispatch_s_of(stack_name(options.stack));
+  t.host_s = (work.host_ops + collective_ops) * dispatch_s;
   const double compute_s = std::max(t.gpu_s, t.host_s);
   double comm_s = 0;
   if (work.tp_collectives > 0 && tp > 1) {

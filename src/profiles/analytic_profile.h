@@ -28,6 +28,7 @@ struct PassWork {
   double attention_flops = 0;    ///< fused attention's FLOPs (causal attention counts half the scores)
   double memory_bytes = 0;       ///< element-wise traffic (norms, activations, dropouts, casts, unfused scores)
   int kernels = 0;               ///< kernels launched, communication excluded
+  int host_ops = 0;              ///< ops the host dispatches to launch them (fused stacks: one a kernel)
   int tp_collectives = 0;        ///< tensor-parallel all-reduces (or all-gather + reduce-scatter pairs)
   double tp_collective_bytes = 0;  ///< bytes each of them reduces (the full activation)
   bool backward = false;         ///< a backward pass (its fused attention runs at the backward share)

@@ -58,7 +58,7 @@ bool stack_named(const std::string& name, Stack* stack);
 /// (fasop-cpp's C++ profiler). A layer runs at the slower of its GPU time and its launches.
 struct LaunchCosts {
   double kernel_gap_s = 3e-6;             ///< GPU-side gap between back-to-back kernels
-  std::map<std::string, double> dispatch_s;  ///< stack -> host seconds to launch one kernel
+  std::map<std::string, double> dispatch_s;  ///< stack -> host seconds per op it dispatches (PassWork::host_ops)
   double dispatch_s_of(const std::string& stack) const;
 };
 
