@@ -225,24 +225,40 @@ ShapeFloor::ConfigFloor ShapeFloor::config_times(size_t i, size_t j, double batc
   auto has = [&](size_t t) { return !points_[t][i].empty(); };
   auto layer_s = [&](size_t t, size_t l) { return points_[t][i][j].layer_s[l]; };
   // ref_c(l): the fastest type's time of layer l at this configuration; r_c(t) the least ratio.
-  std::vector<double> ref(layers, kInf), ratio(types, kInf);
+  // The transformer layers' ratio r^L_c(t) likewise, over those layers only: a type that runs
+  // the embedding and head nearly as fast as the fastest but its layers slowly earns its
+  // layers' credit there.
+  std::vector<double> ref(layers, kInf), ratio(types, kInf), layer_ratio(types, kInf);
   for (size_t t = 0; t < types; ++t)
     for (size_t l = 0; l < layers && has(t); ++l) ref[l] = std::min(ref[l], layer_s(t, l));
   for (size_t t = 0; t < types; ++t)
     for (size_t l = 0; l < layers && has(t); ++l)
-      if (ref[l] > 0) ratio[t] = std::min(ratio[t], layer_s(t, l) / ref[l]);
+      if (ref[l] > 0) {
+        ratio[t] = std::min(ratio[t], layer_s(t, l) / ref[l]);
+        if (transformer_layer_[l]) layer_ratio[t] = std::min(layer_ratio[t], layer_s(t, l) / ref[l]);
+      }
   ConfigFloor config;
   for (size_t l = 0; l < layers; ++l)
-    if (ref[l] < kInf) config.batch_ref_s += batch_scale * layer_counts_[l] * ref[l];
+    if (ref[l] < kInf) {
+      config.work.batch_ref_s += batch_scale * layer_counts_[l] * ref[l];
+      if (transformer_layer_[l]) config.layer_work.batch_ref_s += batch_scale * layer_counts_[l] * ref[l];
+    }
   for (unsigned mask = 0; mask < (1u << types); ++mask) {
     auto present = [&](size_t t) { return (mask >> t & 1u) && has(t); };
-    std::vector<double> credit(types, 0);
-    for (size_t tau = 0; tau < types; ++tau)
-      for (size_t t = 0; t < types && present(tau); ++t) {
-        // As in credits(): a GPU runs in a stage of a type at least as slow as its own.
-        if (!present(t) || (slowest_rank_ && points_[t][i][j].whole_s < points_[tau][i][j].whole_s)) continue;
-        credit[tau] = std::max(credit[tau], ratio[t] > 0 ? 1 / ratio[t] : kInf);
-      }
+    for (auto [floor, r] : {std::pair{&config.work, &ratio}, std::pair{&config.layer_work, &layer_ratio}}) {
+      std::vector<double> credit(types, 0);
+      for (size_t tau = 0; tau < types; ++tau)
+        for (size_t t = 0; t < types && present(tau); ++t) {
+          // As in credits(): a GPU runs in a stage of a type at least as slow as its own.
+          if (!present(t) || (slowest_rank_ && points_[t][i][j].whole_s < points_[tau][i][j].whole_s)) continue;
+          credit[tau] = std::max(credit[tau], (*r)[t] > 0 ? 1 / (*r)[t] : kInf);
+        }
+      double least_speed = kInf;
+      for (size_t t = 0; t < types; ++t)
+        if (present(t) && (*r)[t] > 0 && (*r)[t] < kInf) least_speed = std::min(least_speed, 1 / (*r)[t]);
+      floor->least_speed.push_back(least_speed < kInf ? least_speed : 0);
+      floor->credit.push_back(std::move(credit));
+    }
     // Each layer type at its fastest present type: the path; the layer types fastest first;
     // the fastest transformer layer.
     double path = 0, least_layer = kInf;
@@ -259,11 +275,6 @@ ShapeFloor::ConfigFloor ShapeFloor::config_times(size_t i, size_t j, double batc
     std::sort(fastest_layers.begin(), fastest_layers.end());
     config.fastest_layers.push_back(std::move(fastest_layers));
     config.least_layer_s.push_back(least_layer < kInf ? least_layer : 0);
-    double least_speed = kInf;
-    for (size_t t = 0; t < types; ++t)
-      if (present(t) && ratio[t] > 0 && ratio[t] < kInf) least_speed = std::min(least_speed, 1 / ratio[t]);
-    config.least_speed.push_back(least_speed < kInf ? least_speed : 0);
-    config.credit.push_back(std::move(credit));
     config.path_s.push_back(path);
     // The first stage's compute is at most the whole model's on the slowest type present.
     double slowest = 0;
@@ -311,8 +322,8 @@ SyncFloorParts least_parts(const std::vector<SyncFloorParts>& per_type, unsigned
 
 }  // namespace
 
-double ShapeFloor::staged_capacity(const ConfigFloor& config, unsigned mask, const NodeCounts& lo, long long replica,
-                                   long long most_pp) const {
+double ShapeFloor::staged_capacity(const ConfigFloor& config, const WorkFloor& work, unsigned mask,
+                                   const NodeCounts& lo, long long replica, long long most_pp) const {
   if (!slowest_rank_) return kInf;
   // The GPUs of the k slowest types fill at least ceil(N_k / replica) stages, each at a type
   // among those k, whose credit is at most the largest of theirs, C_k; the rest of the stages
@@ -324,7 +335,7 @@ double ShapeFloor::staged_capacity(const ConfigFloor& config, unsigned mask, con
   for (size_t k = 0; k < order.size(); ++k) {
     const size_t t = order[k];
     gpus += 1LL * lo[t] * inventory_->node_types[t].gpus_per_node;
-    credit = std::max(credit, config.credit[mask][t]);
+    credit = std::max(credit, work.credit[mask][t]);
     if (k + 1 < order.size() && config.whole_s[order[k + 1]] == config.whole_s[t]) continue;
     const long long filled = std::min((gpus + replica - 1) / replica, most_pp);
     capacity += double(filled - stages) * credit;
@@ -389,17 +400,21 @@ ShapeFloor::SlowLayerStage ShapeFloor::slow_layer_stage(const ConfigFloor& confi
 }
 
 ShapeFloor::OptionTerms ShapeFloor::option_terms(const ConfigFloor& config, const ConfigFloor::DpOption& option,
-                                                 unsigned mask, double capacity, const NodeCounts& lo,
+                                                 unsigned mask, const Capacity& capacity, const NodeCounts& lo,
                                                  long long least_pp, long long most_pp, bool one_stage) const {
   const int m = option.microbatches;
   OptionTerms terms;
   // The work over the shape's credited GPUs, or over its stages where each runs at its
   // slowest rank's type.
   const long long replica = 1LL * config.tp * option.dp;
-  const double most_capacity = std::min(capacity, staged_capacity(config, mask, lo, replica, most_pp));
-  const double work_s = config.batch_ref_s / most_capacity;
+  const double most_capacity = std::min(capacity.all, staged_capacity(config, config.work, mask, lo, replica, most_pp));
+  const double work_s = config.work.batch_ref_s / most_capacity;
+  // The same over the transformer layers alone: other units only add to a stage's time.
+  const double most_layer_capacity =
+      std::min(capacity.layers, staged_capacity(config, config.layer_work, mask, lo, replica, most_pp));
+  const double layer_work_s = most_layer_capacity > 0 ? config.layer_work.batch_ref_s / most_layer_capacity : 0;
   // The busiest stage's micro-batch: its share of the work, or the whole units it must hold.
-  terms.stage_s = std::max(work_s / m, least_stage_s(config, mask, type_mask(lo), most_pp));
+  terms.stage_s = std::max({work_s / m, layer_work_s / m, least_stage_s(config, mask, type_mask(lo), most_pp)});
   // The fill and drain, least at the most stages.
   terms.drain = interleaved_ ? 0 : ((m - 1) - forward_share_ * std::min<long long>(m - 1, most_pp - 1)) * (1 - 1e-9);
   // 1F1B (pipeline_1f1b.h) has a stage send each forward's activations and each backward's
@@ -408,15 +423,20 @@ ShapeFloor::OptionTerms ShapeFloor::option_terms(const ConfigFloor& config, cons
   // W_s <= k_s m t_s (k_s its capacity, at least its GPUs x least_speed) with
   // m (t_s + sends_s) <= T, so T sum_s k_s >= W + m sigma sum_s k_s sends_s / sigma.
   const double send_s = !option.send_s.empty() && !interleaved_ ? option.send_s[mask] : 0;
-  if (send_s > 0 && least_pp > 1 && config.batch_ref_s > 0) {
-    const double sends = m * send_s * double(2 * least_pp - 3) * replica * config.least_speed[mask];
-    terms.send_work_share = sends / config.batch_ref_s * (1 - 1e-9);
+  // Likewise over the layers alone, with their own least speed.
+  if (send_s > 0 && least_pp > 1) {
+    const double sends = m * send_s * double(2 * least_pp - 3) * replica;
+    if (config.work.batch_ref_s > 0)
+      terms.send_work_share = sends * config.work.least_speed[mask] / config.work.batch_ref_s * (1 - 1e-9);
+    if (config.layer_work.batch_ref_s > 0)
+      terms.layer_send_work_share = sends * config.layer_work.least_speed[mask] / config.layer_work.batch_ref_s * (1 - 1e-9);
   }
   const SlowLayerStage slow = slow_layer_stage(config, mask, lo, replica, most_pp, send_s);
   terms.stage_s = std::max(terms.stage_s, slow.layer_s);
   terms.chain_s = slow.chain_s;
   terms.pipe_s = std::max({m * terms.stage_s, config.path_s[mask] + terms.drain * terms.stage_s,
-                           work_s * (1 + terms.send_work_share), m * terms.chain_s}) *
+                           work_s * (1 + terms.send_work_share), layer_work_s * (1 + terms.layer_send_work_share),
+                           m * terms.chain_s}) *
                  (1 - 1e-9);
   if (!sync_) return terms;
   // One stage holds every parameter; of more, the first holds at least its first unit's.
@@ -433,7 +453,7 @@ ShapeFloor::OptionTerms ShapeFloor::option_terms(const ConfigFloor& config, cons
 }
 
 ShapeFloor::ConfigBound ShapeFloor::config_bound(const NodeCounts& lo, const NodeCounts& hi,
-                                                 const std::function<double(const ConfigFloor&)>& work_cost,
+                                                 const std::function<double(const WorkFloor&)>& work_cost,
                                                  const ConfigBound& general, const Reachable& reachable,
                                                  const OptionList* only) const {
   ConfigBound least;
@@ -448,15 +468,18 @@ ShapeFloor::ConfigBound ShapeFloor::config_bound(const NodeCounts& lo, const Nod
     if (hi[t] > 0) gpu_price = std::min(gpu_price, type.price_usd_per_hour / 3600 / type.gpus_per_node);
   }
   // Per configuration: its credited GPUs (0: no type of the box has its tp), and
-  // work_cost(config), asked once a layout can run (-1 before).
-  std::vector<double> capacity(configs_.size(), -1), cost(configs_.size(), -1);
+  // work_cost of its work floors, asked once a layout can run (-1 before).
+  std::vector<Capacity> capacity(configs_.size(), {-1, -1});
+  std::vector<double> cost(configs_.size(), -1), layer_cost(configs_.size(), -1);
   auto try_option = [&](unsigned index) {
     const size_t c = index / 2 / dp_stride_, j = index / 2 % dp_stride_;
     const int part = index % 2;
     const ConfigFloor& config = configs_[c];
     if (j >= config.dps.size()) return;
-    if (capacity[c] < 0) capacity[c] = credited_gpus(*inventory_, hi, config.credit[mask]);
-    if (capacity[c] <= 0) return;
+    if (capacity[c].all < 0)
+      capacity[c] = {credited_gpus(*inventory_, hi, config.work.credit[mask]),
+                     credited_gpus(*inventory_, hi, config.layer_work.credit[mask])};
+    if (capacity[c].all <= 0) return;
     const ConfigFloor::DpOption& option = config.dps[j];
     // The stages a shape of the box gives this (tp, dp): its GPUs over tp x dp, a whole number.
     const long long replica = 1LL * config.tp * option.dp;
@@ -471,14 +494,17 @@ ShapeFloor::ConfigBound ShapeFloor::config_bound(const NodeCounts& lo, const Nod
     const double step_s = std::max(general.step_s, terms.step_s());
     double step_usd = std::max(general.step_cost_usd, lo_price * step_s);
     if (work_cost) {
-      if (cost[c] < 0) cost[c] = work_cost(config);
+      if (cost[c] < 0) cost[c] = work_cost(config.work), layer_cost[c] = work_cost(config.layer_work);
       const double work_usd = cost[c] == kInf ? 0.0 : cost[c];
+      const double layer_work_usd = layer_cost[c] == kInf ? 0.0 : layer_cost[c];
       const double price = std::max(lo_price, double(replica * from) * gpu_price);
       // price x stage_s >= max(work's cost / m, lo's price x the units' floor).
-      const double stage_usd = std::max(work_usd / option.microbatches, lo_price * terms.stage_s);
+      const double stage_usd =
+          std::max({work_usd / option.microbatches, layer_work_usd / option.microbatches, lo_price * terms.stage_s});
       const double pipe_usd = std::max({option.microbatches * stage_usd, lo_price * config.path_s[mask] + terms.drain * stage_usd,
-                                        work_usd * (1 + terms.send_work_share), lo_price * option.microbatches * terms.chain_s,
-                                        price * terms.comm_s}) *
+                                        work_usd * (1 + terms.send_work_share),
+                                        layer_work_usd * (1 + terms.layer_send_work_share),
+                                        lo_price * option.microbatches * terms.chain_s, price * terms.comm_s}) *
                               (1 - 1e-9);
       step_usd = std::max(step_usd, pipe_usd + price * terms.sync_s);
     }
@@ -512,11 +538,12 @@ double ShapeFloor::layout_floor_s(const NodeCounts& counts, const PlanKey& key) 
   const ConfigFloor& config =
       configs_[((mode - modes_.begin()) * tps_ + (tp - tp_values_.begin())) * mbs_ + (mbs - mbs_values_.begin())];
   const unsigned mask = type_mask(counts);
-  const double capacity = credited_gpus(*inventory_, counts, config.credit[mask]);
+  const Capacity capacity{credited_gpus(*inventory_, counts, config.work.credit[mask]),
+                          credited_gpus(*inventory_, counts, config.layer_work.credit[mask])};
   for (const ConfigFloor::DpOption& option : config.dps) {
     if (option.dp != key.dp || option.zero != key.zero_stage) continue;
     if (key.pp < least_fitting(option, counts)) return kInf;
-    if (capacity <= 0) return 0;
+    if (capacity.all <= 0) return 0;
     return option_terms(config, option, mask, capacity, counts, key.pp, key.pp, key.pp == 1).step_s();
   }
   return 0;
@@ -625,7 +652,7 @@ ShapeFloor::BoxFloor ShapeFloor::box_floor(const NodeCounts& lo, const NodeCount
     return floor;
   }
   ConfigBound configs =
-      config_bound(lo, hi, [&](const ConfigFloor& config) { return work_cost(config.credit[mask], config.batch_ref_s); },
+      config_bound(lo, hi, [&](const WorkFloor& work) { return work_cost(work.credit[mask], work.batch_ref_s); },
                    general, reachable, parent && !parent->all_options ? &parent->open : nullptr);
   return {configs.step_s, configs.step_cost_usd, std::move(configs.open), false};
 }

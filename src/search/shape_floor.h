@@ -113,12 +113,25 @@ class ShapeFloor {
   std::vector<double> credits(unsigned mask) const;
   double path_floor_s(unsigned mask) const;
 
+  /// A work floor's terms at one configuration, over some of the units.
+  struct WorkFloor {
+    double batch_ref_s = 0;                   ///< B x sum_u ref_c(u)
+    std::vector<std::vector<double>> credit;  ///< per mask, per type: 1 / r_c
+    /// Per mask: the least 1 / r_c of a type present, so a stage of g GPUs has at least g x
+    /// this of the work floor's capacity (0 where unknown).
+    std::vector<double> least_speed;
+  };
+  /// The credited GPUs of a shape under both work floors.
+  struct Capacity {
+    double all = 0, layers = 0;
+  };
   /// The floors of one (tp, mbs, recomputation) configuration, with the present-type sets
   /// tabulated.
   struct ConfigFloor {
     int tp = 1;
-    double batch_ref_s = 0;                   ///< B x sum_u ref_c(u)
-    std::vector<std::vector<double>> credit;  ///< per mask, per type: 1 / r_c
+    /// The work floor over every unit, and over the transformer layers alone (ratios r^L_c from
+    /// those layers: a stage's other units only add to its time, so T >= W_L / sum k^L too).
+    WorkFloor work, layer_work;
     std::vector<double> path_s;               ///< per mask
     /// Per mask: the first stage's backward and forward seconds per micro-batch at most (the
     /// sync floors' overlap windows).
@@ -127,9 +140,6 @@ class ShapeFloor {
     /// factor) and its units, fastest first.
     std::vector<std::vector<std::pair<double, int>>> fastest_layers;
     std::vector<double> least_layer_s;  ///< per mask: the fastest transformer layer's time
-    /// Per mask: the least 1 / r_c of a type present, so a stage of g GPUs has at least g x
-    /// this of the work floor's capacity (0 where unknown).
-    std::vector<double> least_speed;
     std::vector<std::vector<size_t>> slowest_first;  ///< per mask: its types by whole-model time
     /// Per node type: the whole model's time (which type is slower), its fastest unit's, and
     /// its fastest transformer layer's (0 where none).
@@ -170,22 +180,22 @@ class ShapeFloor {
     double pipe_s = 0, comm_s = 0, sync_s = 0;
     /// The sends the stages wait on over the work floor's work: a price x work floor grows by
     /// this share.
-    double send_work_share = 0;
+    double send_work_share = 0, layer_send_work_share = 0;  ///< of the work floor, of the layers' one
     /// A stage's passes and the sends it waits on, one micro-batch, at the least: some stage
     /// at a slow type holds a transformer layer (slow_layer_stage).
     double chain_s = 0;
     double step_s() const { return std::max(pipe_s, comm_s) + sync_s; }
   };
   /// On shapes of types `mask` with at least `lo` nodes (surely of lo's types), `capacity`
-  /// credited GPUs at most and from `least_pp` to `most_pp` stages.
+  /// credited GPUs at most (under each work floor) and from `least_pp` to `most_pp` stages.
   OptionTerms option_terms(const ConfigFloor& config, const ConfigFloor::DpOption& option, unsigned mask,
-                           double capacity, const NodeCounts& lo, long long least_pp, long long most_pp,
+                           const Capacity& capacity, const NodeCounts& lo, long long least_pp, long long most_pp,
                            bool one_stage) const;
   /// An upper bound on the credit-weighted GPUs of a layout of `replica` GPUs a stage and at
   /// most `most_pp` stages on shapes of types `mask` with at least `lo` nodes, where a stage
   /// runs at its slowest rank's type (infinity for other policies).
-  double staged_capacity(const ConfigFloor& config, unsigned mask, const NodeCounts& lo, long long replica,
-                         long long most_pp) const;
+  double staged_capacity(const ConfigFloor& config, const WorkFloor& work, unsigned mask, const NodeCounts& lo,
+                         long long replica, long long most_pp) const;
   /// Where each stage runs at its slowest rank's type, the slowest types present may fill
   /// stages enough that one holds a transformer layer at their speed: floors under that
   /// stage's passes of one micro-batch, and with the sends (`send_s` each) it waits on before
@@ -216,7 +226,7 @@ class ShapeFloor {
   /// option's floors are first raised to `general` (the floors of every configuration) and
   /// kept where `reachable` accepts them; only `only` are tried where given.
   ConfigBound config_bound(const NodeCounts& lo, const NodeCounts& hi,
-                           const std::function<double(const ConfigFloor&)>& work_cost, const ConfigBound& general,
+                           const std::function<double(const WorkFloor&)>& work_cost, const ConfigBound& general,
                            const Reachable& reachable, const OptionList* only) const;
   size_t dp_stride_ = 0;  ///< option indices: (configuration x dp_stride_ + dp option) x 2 + (pp > 1)
   /// The work and path floors of every configuration together (no configuration floors).
