@@ -48,7 +48,8 @@ StackTraits traits(Stack stack) {
     // Backward: nll_loss's dense zero-filled gradient (4), log_softmax's backward (a sum pass,
     // then gradient and output read and the input's gradient written: 16).
     // Its vocabulary is padded as Megatron-LM pads it (profile layers --vocab-multiple, default 128).
-    case Stack::kLibtorch: return {14, 5, 13, 2, 2, 8.5, 5, 16, 20, 0, false, 0, kMegatronVocabMultiple};
+    // Its transformer layer is counted op by op (libtorch_layer.h), not from the first four fields.
+    case Stack::kLibtorch: return {0, 5, 0, 0, 0, 8.5, 5, 16, 20, 0, false, 0, kMegatronVocabMultiple};
     case Stack::kMegatron: break;
   }
   // Megatron: 2 norms, 4 GEMMs, activation, 2 bias-dropout-adds, rotary or bias kernels (~2);
@@ -208,7 +209,7 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
   double weights = h * h * (1 + 2 * kv) + h * h + (swiglu ? 3 : 2) * h * f;
   double elements = st.replicated_elements * tokens * h / sp + st.head_copy_elements * tokens * h / t +
                     (swiglu ? 1.5 : 1) * st.activation_elements * tokens * f / t;
-  fw.kernels += st.layer_kernels;
+  int layer_kernels = st.layer_kernels;  // beside the attention's
   if (m.family == ModelFamily::kLlama) elements += 2 * tokens * h * (1 + kv) / t;  // rotary on Q and K
   if (unit.cross_attention) {
     fw.gemms.push_back({tokens, h / t, h});           // queries
@@ -217,18 +218,17 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
     fw.gemms.push_back({tokens, h, h / t});
     weights += 2 * h * h + 2 * h * h * kv;
     elements += 8 * tokens * h / sp;
-    fw.kernels += 6;
+    layer_kernels += 6;
   }
   if (is_fp8(m.dtype)) {
     // Each GEMM input is cast to fp8 (read 2 bytes, write 1: 1.5 elements) before it runs.
     // MXFP8's block scales cost its GEMMs, not this traffic: the GPU data's mxfp8 efficiency.
     elements += 1.5 * tokens * (2 * h + h / t + f / t);
-    fw.kernels += 4;
+    layer_kernels += 4;
   }
   fw.weight_bytes = weights / t * gemm_bytes;
   fw.tp_collectives = tp > 1 ? (unit.cross_attention ? 3 : 2) : 0;  // after attention(s) and MLP
   fw.tp_collective_bytes = tokens * h * bytes;
-  fw.kernels += attention_kernels;
   if (eager) {
     // The profiler's ops as its code runs them (libtorch_layer.h); the attention's own kernels
     // and unfused scores stay as attention() counted them, doubled backward.
@@ -236,12 +236,13 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
     const double attention_bytes = fw.memory_bytes;
     fw.kernels = attention_kernels + count.forward.kernels;
     fw.host_ops = count.forward.host_ops;
-    fw.memory_bytes = attention_bytes + count.forward.elements * bytes;
+    fw.memory_bytes += count.forward.elements * bytes;
     w.backward = backward_of(fw, m.dtype);
     w.backward.kernels = 2 * attention_kernels + count.backward.kernels;
     w.backward.host_ops = count.backward.host_ops;
     w.backward.memory_bytes = 2 * attention_bytes + count.backward.elements * bytes;
   } else {
+    fw.kernels = attention_kernels + layer_kernels;
     fw.memory_bytes += elements * bytes;
     fw.host_ops = fw.kernels;
     w.backward = backward_of(fw, m.dtype);

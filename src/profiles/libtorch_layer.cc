@@ -12,11 +12,17 @@ namespace {
 /// residual adds and SwiGLU's multiply. Their bytes count twice.
 constexpr double kStridedKernelCost = 2;
 
-/// Adds `n` kernels (each one host op) moving `elements`.
-void add(EagerCount& c, int n, double elements) {
+/// Adds `n` kernels moving `elements` (backward: autograd launches them; its host ops are
+/// counted apart).
+void launch(EagerCount& c, int n, double elements) {
   c.kernels += n;
-  c.host_ops += n;
   c.elements += elements;
+}
+
+/// Adds `n` forward kernels, each its own host op, moving `elements`.
+void add(EagerCount& c, int n, double elements) {
+  launch(c, n, elements);
+  c.host_ops += n;
 }
 
 struct Widths {
@@ -55,17 +61,17 @@ void norm_forward(EagerCount& c, const Widths& w) {
 void norm_backward(EagerCount& c, const Widths& w) {
   const double th = w.tokens_h;
   if (!w.rms) {
-    add(c, 1, 3 * th);
-    add(c, 1, 2 * th * kStridedKernelCost);
+    launch(c, 1, 3 * th);
+    launch(c, 1, 2 * th * kStridedKernelCost);
     return;
   }
-  add(c, 2, 2 * 2 * th * kStridedKernelCost);  // g * w, ga * r
-  add(c, 2, 2 * 3 * th);                       // g * a, ga * x
-  add(c, 2, 2 * th * kStridedKernelCost);      // the two reductions
-  add(c, 1, 2 * th);                           // 2 x
-  add(c, 1, 2 * th * kStridedKernelCost);      // times the mean's expanded gradient
-  add(c, 1, 3 * th);
-  add(c, 2, 0);                                // rsqrt's and the mean's gradients on [T, 1]
+  launch(c, 2, 2 * 2 * th * kStridedKernelCost);  // g * w, ga * r
+  launch(c, 2, 2 * 3 * th);                       // g * a, ga * x
+  launch(c, 2, 2 * th * kStridedKernelCost);      // the two reductions
+  launch(c, 1, 2 * th);                           // 2 x
+  launch(c, 1, 2 * th * kStridedKernelCost);      // times the mean's expanded gradient
+  launch(c, 1, 3 * th);
+  launch(c, 2, 0);                                // rsqrt's and the mean's gradients on [T, 1]
 }
 
 }  // namespace
@@ -96,25 +102,24 @@ EagerLayerCount libtorch_transformer_count(const ModelSpec& m, const LayerUnit& 
   add(fw, 1, 3 * w.tokens_h);                   // residual add
 
   // Backward: each GEMM's data and weight gradients.
-  bw.kernels += 2 * (attentions * 2 + (w.swiglu ? 3 : 2));
+  launch(bw, 2 * (attentions * 2 + (w.swiglu ? 3 : 2)), 0);
   for (int i = 0; i < norm_calls; ++i) norm_backward(bw, w);
   for (int i = 0; i < attentions; ++i) {
-    bw.elements += 2 * w.q;  // the fused backward's dO . O pre-pass reads both (a kernel of the attention's)
-    if (w.grouped) bw.kernels += 2, bw.elements += 2 * (w.q + w.kv) * kStridedKernelCost;  // repeats summed
+    launch(bw, 0, 2 * w.q);  // the fused backward's dO . O pre-pass reads both (a kernel of the attention's)
+    if (w.grouped) launch(bw, 2, 2 * (w.q + w.kv) * kStridedKernelCost);  // repeats summed
     // narrow's backward: each of q, k, v's gradients zero-filled to the QKV output's width,
     // its slice copied in, and the three summed.
-    bw.kernels += 3 + 3 + 2;
-    bw.elements += 3 * qkv + 2 * qkv * kStridedKernelCost + 2 * 3 * qkv;
+    launch(bw, 3 + 3 + 2, 3 * qkv + 2 * qkv * kStridedKernelCost + 2 * 3 * qkv);
   }
   // Gradients of tensors used twice are summed: each norm's input (also the residual; RMSNorm
   // reads it twice itself) and SwiGLU's input (gate and up).
   const int input_sums = norm_calls * (w.rms ? 2 : 1) + (w.swiglu ? 1 : 0);
-  bw.kernels += input_sums, bw.elements += input_sums * 3 * w.tokens_h;
-  if (w.swiglu) bw.kernels += 3, bw.elements += 3 * w.f + 2 * 3 * w.f;  // silu's backward, the product's two
-  else bw.kernels += 1, bw.elements += 3 * w.f;                            // gelu's backward
+  launch(bw, input_sums, input_sums * 3 * w.tokens_h);
+  if (w.swiglu) launch(bw, 3, 3 * w.f + 2 * 3 * w.f);  // silu's backward, the product's two
+  else launch(bw, 1, 3 * w.f);                          // gelu's backward
   // Each weight's gradient is added to the one already there (read both, write).
   const int params = norm_params + attentions * 2 + (w.swiglu ? 3 : 2);
-  bw.kernels += params, bw.elements += 3 * weights;
+  launch(bw, params, 3 * weights);
   // Autograd runs about two ops for each the forward pass recorded (its kernels launch from them).
   bw.host_ops = 2 * fw.host_ops;
   return n;
