@@ -394,3 +394,29 @@ TEST_CASE("the transformer layers' own work floor: speed at the small units earn
   }
   CHECK(found > 0);
 }
+
+TEST_CASE("memory-bound layouts: stages cannot share the layers evenly, and the floors stay under every plan",
+          "[pareto][bounded]") {
+  // llama2-70b at tp 8, pp 4, micro-batches of 2 on 32 H100s (32 micro-batches): the first
+  // stage holds 4 in flight, the last 1, so the first ones have room for fewer layers and the
+  // last ones take more. The floor that knows each stage's memory is a fifth above the one
+  // that shares the layers evenly, and under the plan's estimate.
+  AnalyticInventory big("llama2-70b", "mixed-1024gpu", 64, {4, 1, 1, 1});
+  const ShapeFloor aware(big.input.search, true, true), unaware(big.input.search, true, false);
+  const NodeCounts h100s{4, 0, 0, 0};
+  ShapeWork work = shape_work(big.input, h100s);
+  size_t found = 0;
+  for (const PlanKey& key : work.keys) {
+    if (key.tp != 8 || key.dp != 1 || key.mbs != 2 || key.zero_stage != 0 || key.recompute_mode() != RecomputeMode::kNone)
+      continue;
+    ++found;
+    const CandidateResult r = evaluate_candidate(input_for(big.input, work), key);
+    REQUIRE(!r.estimate.memory.is_oom);
+    CHECK(aware.layout_floor_s(h100s, key) > 1.2 * unaware.layout_floor_s(h100s, key));
+    CHECK(aware.layout_floor_s(h100s, key) <= r.estimate.step_time_s);
+  }
+  CHECK(found == 1);
+  // Every fitting plan of every shape of up to 4 H100, one A100, one L40S and one L4 node stays
+  // above its layout's floor, and each shape's fastest above the shape's floors.
+  CHECK(check_layout_floors(big) > 100);
+}

@@ -60,15 +60,22 @@ double credited_gpus(const ClusterSpec& inventory, const NodeCounts& counts, con
   return capacity;
 }
 
-/// The least pp of a layout at (tp, mbs, dp, ZeRO) whose stages can hold every transformer layer
-/// on GPUs of `memory_bytes` (ShapeFloor's per-configuration memory floor); INT_MAX: none. One
-/// stage holds every unit, embedding and head too, and one micro-batch.
-int least_fitting_pp(const ModelSpec& model, const SearchSpaceOptions& space, int tp, int mbs, int dp, int zero,
-                     RecomputeMode recompute, double memory_bytes) {
+/// What a layout at (tp, mbs, dp, ZeRO, recomputation) keeps on a GPU, at the least: the
+/// lightest transformer layer's state (parameters, gradients, optimizer) and its activations per
+/// micro-batch in flight, and every unit's state with one micro-batch's activations (one stage
+/// holds every unit, embedding and head too).
+struct LayerFootprint {
+  double state_bytes = kInf, activation_bytes = kInf, whole_bytes = 0;
+  int layers = 0;
+  int microbatches = 1;  ///< m = B / (mbs dp): no stage holds more in flight
+};
+
+LayerFootprint layer_footprint(const ModelSpec& model, const SearchSpaceOptions& space, int tp, int mbs, int dp,
+                               int zero, RecomputeMode recompute) {
   // A layer's least parameters and activations (one sample) with or without sequence
   // parallelism, and every unit's.
+  LayerFootprint fp;
   double params = kInf, activations = kInf, all_params = 0, all_activations = 0;
-  int layers = 0;
   for (const LayerUnit& unit : model.units) {
     const double unit_p = unit_params(model, unit, tp);
     double unit_a = kInf;
@@ -77,24 +84,42 @@ int least_fitting_pp(const ModelSpec& model, const SearchSpaceOptions& space, in
     all_params += unit_p;
     all_activations += unit_a;
     if (unit.role != LayerRole::kTransformer) continue;
-    ++layers;
+    ++fp.layers;
     params = std::min(params, unit_p);
     activations = std::min(activations, unit_a);
   }
-  constexpr int kNone = std::numeric_limits<int>::max();
-  const double room = memory_bytes - kReservedGpuBytes;
-  if (layers == 0) return 1;
-  if (room <= 0) return kNone;
-  const int m = model.global_batch / (mbs * dp);
   const double per_param = AnalyticPolicy::bytes_per_param(zero, dp, model.dtype);
-  if (all_params * per_param + all_activations * mbs <= room) return 1;
-  // Stages 1..pp hold min(k, m) micro-batches each, k = 1..pp: a stage more adds one.
-  double held = std::floor(room / (params * per_param + activations * mbs));
-  for (int pp = 2; pp <= layers; ++pp) {
-    held += std::floor(room / (params * per_param + activations * mbs * std::min(pp, m)));
-    if (held >= layers) return pp;
+  fp.state_bytes = params * per_param;
+  fp.activation_bytes = activations * mbs;
+  fp.whole_bytes = all_params * per_param + all_activations * mbs;
+  fp.microbatches = model.global_batch / (mbs * dp);
+  return fp;
+}
+
+/// The most transformer layers a stage k-th from the end (k = 1 the last) can hold on GPUs of
+/// `memory_bytes`, k = 1 .. layers: under 1F1B it holds min(k, m) micro-batches in flight; no
+/// more than the model's layers (empty: one stage holds the whole model, so any holds any layers).
+std::vector<uint16_t> layer_caps(const LayerFootprint& fp, double memory_bytes) {
+  const double room = memory_bytes - kReservedGpuBytes;
+  if (fp.layers == 0 || (room > 0 && fp.whole_bytes <= room)) return {};
+  std::vector<uint16_t> caps(fp.layers, 0);
+  for (int k = 1; k <= fp.layers && room > 0; ++k)
+    caps[k - 1] = static_cast<uint16_t>(std::min<double>(
+        fp.layers, std::floor(room / (fp.state_bytes + fp.activation_bytes * std::min(k, fp.microbatches)))));
+  return caps;
+}
+
+/// The least pp whose stages can hold every transformer layer, given each stage's caps
+/// (ShapeFloor's per-configuration memory floor); INT_MAX: none.
+int least_fitting_pp(const std::vector<uint16_t>& caps, int layers) {
+  if (caps.empty()) return 1;
+  int held = 0;
+  for (int pp = 1; pp <= layers; ++pp) {
+    held += caps[pp - 1];
+    // The whole model does not fit one stage: two at the least.
+    if (held >= layers) return std::max(pp, 2);
   }
-  return kNone;
+  return std::numeric_limits<int>::max();
 }
 
 }  // namespace
@@ -201,11 +226,12 @@ void ShapeFloor::add_config_floors(const SearchInput& input, const std::vector<i
         config.tp = tp;
         for (int dp : divisors(model.global_batch / mbss[j]))
           for (int zero : zeros) {
-            ConfigFloor::DpOption option{dp, zero, model.global_batch / (mbss[j] * dp), {}, {}, {}, {}};
+            ConfigFloor::DpOption option{dp, zero, model.global_batch / (mbss[j] * dp), {}, {}, {}, {}, {}};
+            const LayerFootprint footprint = layer_footprint(model, input.space, tp, mbss[j], dp, zero, recompute);
             for (const NodeType& type : inventory_->node_types) {
-              option.least_pp.push_back(
-                  check_memory ? least_fitting_pp(model, input.space, tp, mbss[j], dp, zero, recompute, type.gpu_memory_gib * kGibBytes)
-                               : 1);
+              option.layer_caps.push_back(check_memory ? layer_caps(footprint, type.gpu_memory_gib * kGibBytes)
+                                                       : std::vector<uint16_t>());
+              option.least_pp.push_back(least_fitting_pp(option.layer_caps.back(), footprint.layers));
               if (!sync_) continue;
               option.one_stage.push_back(sync_floor_parts(model, *sync_, type, limits, tp, dp, zero, all_params));
               option.first_stage.push_back(sync_floor_parts(model, *sync_, type, limits, tp, dp, zero, first_params));
@@ -370,6 +396,28 @@ double ShapeFloor::least_stage_s(const ConfigFloor& config, unsigned mask, unsig
   return std::max(least, unit == kInf ? 0.0 : unit);
 }
 
+namespace {
+
+/// 1F1B's step is at least sum_s t_s + D tau, tau = max_s t_s >= `tau0` (t_s: stage s's passes
+/// of a micro-batch, D: `drain`). The stages' passes carry the work, W <= sum_s k_s t_s, at
+/// speeds k_s >= kappa with K = sum_s k_s, so sum_s (tau - t_s) <= (K tau - W) / kappa and
+///   sum_s t_s >= A(tau) = pp tau - (K tau - W) / kappa;  also sum_s t_s >= `path_s`.
+/// The floor is the least over tau >= tau0 of max(A(tau), path_s) + D tau: both are linear in
+/// tau, the second rising, so the least sits at tau0 or where the two meet. 0 where unknown.
+double filled_pipeline_floor_s(double tau0, double stages, double drain, double path_s, double work,
+                               double capacity, double kappa) {
+  if (kappa <= 0 || capacity <= 0 || capacity == kInf || work <= 0) return 0;
+  const double slope = stages + drain - capacity / kappa, offset = work / kappa;  // A(tau) + D tau
+  auto filled = [&](double tau) { return std::max(slope * tau + offset, path_s + drain * tau); };
+  // Both rise from tau0, or the rising one is already the larger there.
+  if (slope >= 0 || slope * tau0 + offset <= path_s + drain * tau0) return filled(tau0);
+  // A + D tau falls until it meets path + D tau, at tau1 > tau0.
+  const double tau1 = (offset - path_s) / (drain - slope);
+  return filled(std::max(tau0, tau1));
+}
+
+}  // namespace
+
 ShapeFloor::SlowLayerStage ShapeFloor::slow_layer_stage(const ConfigFloor& config, unsigned mask, const NodeCounts& lo,
                                                         long long replica, long long most_pp, double send_s) const {
   SlowLayerStage stage;
@@ -432,9 +480,17 @@ ShapeFloor::OptionTerms ShapeFloor::option_terms(const ConfigFloor& config, cons
       terms.layer_send_work_share = sends * config.layer_work.least_speed[mask] / config.layer_work.batch_ref_s * (1 - 1e-9);
   }
   const SlowLayerStage slow = slow_layer_stage(config, mask, lo, replica, most_pp, send_s);
-  terms.stage_s = std::max(terms.stage_s, slow.layer_s);
+  terms.stage_s = std::max({terms.stage_s, slow.layer_s, memory_balanced_stage_s(config, option, mask, most_pp)});
   terms.chain_s = slow.chain_s;
-  terms.pipe_s = std::max({m * terms.stage_s, config.path_s[mask] + terms.drain * terms.stage_s,
+  // The chain through every stage holds each stage's pass, not only each unit's at its fastest
+  // type: where the work fills most stages, their sum is near pp x the busiest.
+  double filled_s = 0;
+  if (!interleaved_)
+    for (auto [work, capacity] : {std::pair{&config.work, most_capacity}, std::pair{&config.layer_work, most_layer_capacity}})
+      filled_s = std::max(filled_s, filled_pipeline_floor_s(terms.stage_s, double(least_pp), terms.drain, config.path_s[mask],
+                                                            work->batch_ref_s / m, capacity,
+                                                            double(replica) * work->least_speed[mask]));
+  terms.pipe_s = std::max({m * terms.stage_s, config.path_s[mask] + terms.drain * terms.stage_s, filled_s,
                            work_s * (1 + terms.send_work_share), layer_work_s * (1 + terms.layer_send_work_share),
                            m * terms.chain_s}) *
                  (1 - 1e-9);
@@ -518,6 +574,59 @@ ShapeFloor::ConfigBound ShapeFloor::config_bound(const NodeCounts& lo, const Nod
   } else {
     for (unsigned index = 0; index < configs_.size() * dp_stride_ * 2; ++index) try_option(index);
   }
+  return least;
+}
+
+double ShapeFloor::memory_balanced_stage_s(const ConfigFloor& config, const ConfigFloor::DpOption& option,
+                                           unsigned mask, long long pp) const {
+  const size_t types = option.layer_caps.size();
+  const int layers = most_stages_;
+  if (pp < 1 || pp > layers || layers == 0) return 0;
+  const uint64_t index = uint64_t(&config - configs_.data()) * dp_stride_ + uint64_t(&option - config.dps.data());
+  const uint64_t key = ((index << types) + mask) * uint64_t(layers + 1) + uint64_t(pp);
+  const auto known = balanced_stage_s_.find(key);
+  if (known != balanced_stage_s_.end()) return known->second;
+  // The types present, each with its caps (none: any stage of it holds any layers) and its
+  // layer time (0: no time cap known; it is never the reason a stage holds fewer layers).
+  std::vector<size_t> present;
+  bool capped = false;
+  for (size_t t = 0; t < types; ++t)
+    if (mask >> t & 1u) present.push_back(t), capped = capped || !option.layer_caps[t].empty();
+  double least = 0;
+  if (capped) {
+    auto holds = [&](double tau) {  // the stages hold every layer with none above tau
+      long long held = 0;
+      for (long long k = 1; k <= pp; ++k) {
+        long long best = 0;
+        for (size_t t : present) {
+          const std::vector<uint16_t>& caps = option.layer_caps[t];
+          const double layer_s = config.least_layer_by_type_s[t];
+          long long n = caps.empty() ? layers : caps[k - 1];
+          // A hair over the quotient: tau = j l_t must count j layers, not j - 1.
+          if (layer_s > 0) n = std::min<long long>(n, static_cast<long long>(std::floor(tau / layer_s * (1 + 1e-12))));
+          best = std::max(best, n);
+        }
+        held += best;
+        if (held >= layers) return true;
+      }
+      return false;
+    };
+    // The least tau is some type's j x l_t: per type, the least such j that holds them.
+    least = kInf;
+    for (size_t t : present) {
+      const double layer_s = config.least_layer_by_type_s[t];
+      if (layer_s <= 0 || !holds(layers * layer_s)) continue;
+      int lo = 1, hi = layers;
+      while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        if (holds(mid * layer_s)) hi = mid;
+        else lo = mid + 1;
+      }
+      least = std::min(least, lo * layer_s);
+    }
+    if (least == kInf && holds(kInf)) least = 0;  // no type has a time cap: memory alone holds them
+  }
+  balanced_stage_s_.emplace(key, least);
   return least;
 }
 

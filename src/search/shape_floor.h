@@ -3,8 +3,10 @@
 // without enumerating a layout: the bounded pareto search (bounded_pareto.h) prunes whole boxes
 // of shapes with them.
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <limits>
+#include <unordered_map>
 #include <vector>
 
 #include "costmodel/analytic_sync_floor.h"
@@ -152,6 +154,9 @@ class ShapeFloor {
       /// Per node type: the least pp whose stages can hold every layer where the largest GPU
       /// memory is that type's (1: memory not checked; INT_MAX: none).
       std::vector<int> least_pp;
+      /// Per node type: the most transformer layers a stage k-th from the end (k = 1 .. layers)
+      /// holds in its memory (empty: memory not checked, or the whole model fits one stage).
+      std::vector<std::vector<uint16_t>> layer_caps;
       /// Per node type (analytic policy): the first stage's sync floors with pp 1 (every
       /// parameter) and with more stages (its first unit's).
       std::vector<SyncFloorParts> one_stage, first_stage;
@@ -208,6 +213,16 @@ class ShapeFloor {
   /// A floor under the busiest stage's micro-batch at a configuration on shapes of at most
   /// `most_pp` stages whose types lie in `mask`, those of `sure_mask` surely present: whole units.
   double least_stage_s(const ConfigFloor& config, unsigned mask, unsigned sure_mask, long long most_pp) const;
+  /// Where plans must fit in memory, a floor under the busiest stage's micro-batch on `pp` stages
+  /// of types `mask`: stage k-th from the end holds at most cap_k(t) transformer layers on a GPU
+  /// of type t, and at most tau / l_t in time tau (l_t: a layer's least time at t), so tau is at
+  /// least the least with sum_k max_t min(cap_k(t), floor(tau / l_t)) >= the layers. Memory-bound
+  /// models pay here what the work floor misses: their stages cannot share the layers evenly, the
+  /// first ones holding the most micro-batches. 0 where memory is not checked; infinity where the
+  /// stages cannot hold the layers at all. Kept per (option, mask, pp): not for concurrent use.
+  double memory_balanced_stage_s(const ConfigFloor& config, const ConfigFloor::DpOption& option, unsigned mask,
+                                 long long pp) const;
+  mutable std::unordered_map<uint64_t, double> balanced_stage_s_;
   /// The fewest stages that hold the layers with the largest memory of `counts`.
   static int least_fitting(const ConfigFloor::DpOption& option, const NodeCounts& counts);
   int most_stages_ = 0;               ///< pp at most the transformer layers
