@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "costmodel/fasop_policy.h"
 #include "costmodel/pipeline_1f1b.h"
@@ -85,8 +86,13 @@ double element_bytes(const ModelSpec& model) { return activation_bytes(model.dty
 /// two zones (zone_egress.h). Out of line: the inner loops that time rings in one zone skip it.
 [[gnu::noinline]] void limit_ring_by_zones(const PlanContext& ctx, int stage, Link& link) {
   const double sharing = network_sharing(ctx, stage, type_of_node(ctx, ctx.node_of(ctx.stage_first_rank(stage))), true);
+  // Each pair of node types bounds it once.
+  std::vector<std::pair<int, int>> limited;
   for_each_cross_zone_ring_edge(ctx, stage, [&](int rank_a, int rank_b) {
-    limit_by_zones(ctx, type_of_node(ctx, ctx.node_of(rank_a)), type_of_node(ctx, ctx.node_of(rank_b)), sharing, link);
+    const std::pair<int, int> types{ctx.key.node_order[ctx.node_of(rank_a)], ctx.key.node_order[ctx.node_of(rank_b)]};
+    if (std::find(limited.begin(), limited.end(), types) != limited.end()) return;
+    limited.push_back(types);
+    limit_by_zones(ctx, ctx.cluster->node_types[types.first], ctx.cluster->node_types[types.second], sharing, link);
   });
 }
 
@@ -231,11 +237,14 @@ double AnalyticPolicy::gradient_bytes(const std::string& dtype) {
 
 std::vector<int> AnalyticPolicy::stage_node_types(const PlanContext& ctx) const {
   std::vector<int> types;
+  // Each type's whole-model time, summed once (a stage spans many nodes of few types).
+  std::vector<double> whole_s(ctx.unit_compute_s.size(), -1);
+  auto whole = [&](int type) { return whole_s[type] < 0 ? whole_s[type] = total(ctx.unit_compute_s[type]) : whole_s[type]; };
   for (int s = 0; s < ctx.pp(); ++s) {
     int slowest = -1;
     for (int node = ctx.node_of(first_rank(ctx, s)); node <= ctx.node_of(last_rank(ctx, s)); ++node) {
       int type = ctx.key.node_order[node];
-      if (slowest < 0 || total(ctx.unit_compute_s[type]) > total(ctx.unit_compute_s[slowest])) slowest = type;
+      if (slowest < 0 || whole(type) > whole(slowest)) slowest = type;
     }
     types.push_back(slowest);
   }
@@ -253,9 +262,18 @@ std::vector<double> AnalyticPolicy::boundary_send_s(const PlanContext& ctx) cons
     // any pair may cross between two zones, so every pair is tried.
     const int d_step = ctx.multi_zone ? 1 : std::max(1, replicas - 1), t_step = ctx.multi_zone ? 1 : std::max(1, lanes - 1);
     double slowest = 0;
+    // A pair's link depends only on whether its ranks share a node and on the two nodes' types:
+    // each such kind is timed once (hundreds of replicas across zones meet a few kinds).
+    std::vector<std::tuple<bool, int, int>> timed;
     for (int d = 0; d < replicas; d += d_step)
-      for (int t = 0; t < lanes; t += t_step)
-        slowest = std::max(slowest, link_between(ctx, b, ctx.stage_rank(b, d, t), ctx.stage_rank(b + 1, d, t)).seconds(bytes));
+      for (int t = 0; t < lanes; t += t_step) {
+        const int rank_a = ctx.stage_rank(b, d, t), rank_b = ctx.stage_rank(b + 1, d, t);
+        const int node_a = ctx.node_of(rank_a), node_b = ctx.node_of(rank_b);
+        const std::tuple<bool, int, int> kind{node_a == node_b, k.node_order[node_a], k.node_order[node_b]};
+        if (std::find(timed.begin(), timed.end(), kind) != timed.end()) continue;
+        timed.push_back(kind);
+        slowest = std::max(slowest, link_between(ctx, b, rank_a, rank_b).seconds(bytes));
+      }
     sends.push_back(slowest);
   }
   return sends;
