@@ -2,7 +2,9 @@
 // front on small inventories of 2, 3 and 4 node types, with fewer candidates estimated.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <deque>
+#include <tuple>
 
 #include "costmodel/analytic_policy.h"
 #include "costmodel/egress_floor.h"
@@ -419,4 +421,46 @@ TEST_CASE("memory-bound layouts: stages cannot share the layers evenly, and the 
   // Every fitting plan of every shape of up to 4 H100, one A100, one L40S and one L4 node stays
   // above its layout's floor, and each shape's fastest above the shape's floors.
   CHECK(check_layout_floors(big) > 100);
+}
+
+TEST_CASE("a tolerance keeps a plan within it of every exact front plan, and estimates fewer", "[pareto][bounded]") {
+  for (auto [model, cluster, limits] : {std::tuple{"llama2-7b", "mixed-h100-a100-l4", NodeCounts{2, 2, 2}},
+                                        std::tuple{"llama2-7b", "mixed-1024gpu", NodeCounts{1, 2, 1, 2}}}) {
+    AnalyticInventory inv(model, cluster, 16, limits);
+    FrontTracker exact(inv.input.constraints);
+    const size_t exact_estimated = run_bounded_pareto_search(inv.input, exact).candidates;
+    REQUIRE(exact.front().size() >= 2);
+    for (double tolerance : {0.05, 0.2}) {
+      INFO(cluster << " tolerance " << tolerance);
+      ParetoInput in = inv.input;
+      in.constraints.tolerance = tolerance;
+      FrontTracker kept(in.constraints);
+      const size_t estimated = run_bounded_pareto_search(in, kept).candidates;
+      CHECK(estimated <= exact_estimated);
+      if (tolerance == 0.2) CHECK(estimated < exact_estimated);
+      // Every exact front plan has a kept one at most (1 + tolerance) x its time and its cost.
+      for (const CandidateResult& e : exact.front())
+        CHECK(std::any_of(kept.front().begin(), kept.front().end(), [&](const CandidateResult& k) {
+          return k.estimate.step_time_s <= (1 + tolerance) * e.estimate.step_time_s &&
+                 k.estimate.train_cost_usd <= (1 + tolerance) * e.estimate.train_cost_usd;
+        }));
+      // Every kept plan is a real one: the exact front has one as fast and as cheap.
+      for (const CandidateResult& k : kept.front())
+        CHECK(std::any_of(exact.front().begin(), exact.front().end(), [&](const CandidateResult& e) {
+          return e.estimate.step_time_s <= k.estimate.step_time_s && e.estimate.train_cost_usd <= k.estimate.train_cost_usd;
+        }));
+    }
+  }
+  // The fastest plan within a cost, to 20%: no slower than 1.2 x the exact one.
+  AnalyticInventory inv("llama2-7b", "mixed-1024gpu", 16, {1, 2, 1, 2});
+  ParetoInput in = inv.input;
+  in.ranking = Ranking::kFastest;
+  FrontTracker fastest(in.constraints, Ranking::kFastest, 1);
+  run_bounded_pareto_search(in, fastest);
+  in.constraints.tolerance = 0.2;
+  FrontTracker near(in.constraints, Ranking::kFastest, 1);
+  run_bounded_pareto_search(in, near);
+  REQUIRE((fastest.front().size() == 1 && near.front().size() == 1));
+  CHECK(near.front()[0].estimate.step_time_s <= 1.2 * fastest.front()[0].estimate.step_time_s);
+  CHECK(near.front()[0].estimate.step_time_s >= fastest.front()[0].estimate.step_time_s);
 }

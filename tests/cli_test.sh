@@ -58,6 +58,10 @@ expect_error "NaN iterations" "--iterations" search --model gpt2xl --iterations 
 expect_error "a degree fixed twice" "tp is fixed twice" search --model gpt2xl --fix tp=1 --fix tp=2 --out-dir "$work/a"
 expect_error "a directory as the model" "--model: '$work/' is a directory" search --model "$work/" --out-dir "$work/a"
 expect_error "unwritable --out-dir" "cannot create directory" search --model bert --out-dir "$work/not-a-dir/x"
+expect_error "a tolerance of 100% or more" "--tolerance: must be a percentage from 0 to under 100" \
+  search --model gpt2xl --pareto --tolerance 100 --out-dir "$work/a"
+expect_error "a tolerance without a shape search" "--tolerance needs --pareto or --use-subset" \
+  search --model gpt2xl --tolerance 5 --out-dir "$work/a"
 # An unknown GPU without specs names the cluster file and the field.
 printf 'name: u\nnode_types:\n  - {name: a, gpu: Z900, gpus_per_node: 8, gpu_memory_gib: 16, intra_node_bandwidth_bits_per_s: 1e11,\n     inter_node_bandwidth_bits_per_s: 1e10, price_usd_per_hour: 1}\nnodes: [{type: a, count: 2}]\n' \
   > "$work/z900.yaml"

@@ -42,6 +42,7 @@ struct SearchOptions {
   // Budgets (any search) and subsets
   double min_throughput = 0;     ///< iterations per second; 0: none
   double max_cost_per_step = 0;  ///< USD per step; 0: none
+  double tolerance_percent = 0;  ///< --tolerance: PlanConstraints::tolerance in percent
   bool use_subset = false;
   std::string objective;  ///< "time" or "cost"; empty: cost under a throughput floor, else time
   // --save-plan
@@ -114,6 +115,7 @@ PlanConstraints budget_constraints(const SearchOptions& options, double iteratio
   PlanConstraints c = options.constraints;
   if (options.min_throughput > 0) c.max_step_time_s = std::min(c.max_step_time_s, 1 / options.min_throughput);
   if (options.max_cost_per_step > 0) c.max_cost_usd = std::min(c.max_cost_usd, options.max_cost_per_step * iterations);
+  c.tolerance = options.tolerance_percent / 100;
   return c;
 }
 
@@ -196,6 +198,18 @@ std::string constraints_text(const PlanConstraints& c) {
   return text.empty() ? "none" : text;
 }
 
+/// What --tolerance promises of the plans a shape search kept (empty without it): of the front,
+/// or (`objective`) of the best plans by one measure.
+std::string tolerance_text(const PlanConstraints& c, const char* objective = nullptr) {
+  if (c.tolerance <= 0) return "";
+  std::ostringstream out;
+  const double pct = c.tolerance * 100;
+  out << " (--tolerance " << pct << "%: ";
+  if (objective) out << "no plan left out is more than " << pct << "% " << objective << " than the last one kept)";
+  else out << "every plan left out has one on the front at most " << pct << "% slower and " << pct << "% dearer)";
+  return out.str();
+}
+
 /// Inventories of up to this many shapes have their candidates counted, to choose between the
 /// exhaustive and the bounded search.
 constexpr double kMostShapesToCount = 2000;
@@ -261,7 +275,7 @@ void run_subset_command(const SearchOptions& options) {
             << shape_label(setup->cluster, input.limits) << "; " << 1 / best.estimate.step_time_s
             << " iterations/s, $" << best.estimate.price_per_step_usd << " a step\n"
             << "the " << ranked.size() << " best plans under the budget (" << (by_cost ? "cheapest" : "fastest")
-            << " first):\n"
+            << " first)" << tolerance_text(input.constraints, by_cost ? "cheaper" : "faster") << ":\n"
             << best_plans_table(setup->cluster, ranked, std::min(options.top, ranked.size())) << "wrote " << path << "\n";
   if (!options.save_plan.empty())
     std::cout << "wrote " << options.save_plan << " (plan " << options.rank << " of them)\n";
@@ -359,7 +373,7 @@ void run_pareto_command(const SearchOptions& options) {
               << " s (" << stats.refined << " got the full partitioner)\n";
   std::cout
             << "constraints: " << constraints_text(constraints) << " (" << report.admitted() << " candidates meet them)\n";
-  std::cout << "pareto front: " << front.size() << " plans, cheapest first\n"
+  std::cout << "pareto front: " << front.size() << " plans, cheapest first" << tolerance_text(constraints) << "\n"
             << best_plans_table(setup->cluster, front, front.size())
             << "best under the constraints:\n  fastest:  " << plan_summary(setup->cluster, front.back())
             << "\n  cheapest: " << plan_summary(setup->cluster, front.front()) << "\n";
@@ -414,6 +428,21 @@ void add_search_command(CLI::App& app) {
   command->add_option("--max-cost-per-step", options->max_cost_per_step,
                       "keep plans whose step costs at most USD (Sailor's budget per iteration)")
       ->type_name("USD")->check(positive_number("dollars"));
+  command->add_option("--tolerance", options->tolerance_percent,
+                      "with --pareto or --use-subset: leave out plans that a kept one is within PCT% of, in time "
+                      "and in cost (default 0: the exact front or best plan); fewer shapes are estimated")
+      ->type_name("PCT")
+      ->check(CLI::Validator(
+          [](std::string& value) {
+            try {
+              size_t used = 0;
+              const double v = std::stod(value, &used);
+              if (used == value.size() && v >= 0 && v < 100) return std::string();
+            } catch (const std::exception&) {
+            }
+            return "must be a percentage from 0 to under 100, e.g. 5, got '" + value + "'";
+          },
+          "PCT"));
   command->add_flag("--use-subset", options->use_subset,
                     "plan on any subset of the cluster's nodes (whole nodes), leaving the rest unused where that "
                     "is cheaper or faster: the best plan under the budget, without writing the full pareto sweep");
@@ -451,6 +480,8 @@ void add_search_command(CLI::App& app) {
     if (!options->max_nodes.empty() && !options->planner.pareto && !options->use_subset)
       throw SpecError("--max-nodes needs --pareto or --use-subset");
     if (command->count("--objective") && !options->use_subset) throw SpecError("--objective needs --use-subset");
+    if (command->count("--tolerance") && !options->planner.pareto && !options->use_subset)
+      throw SpecError("--tolerance needs --pareto or --use-subset (a plain search estimates every plan)");
     if (options->use_subset && options->planner.pareto)
       throw SpecError("--use-subset and --pareto: --pareto already searches every subset of the inventory; keep one");
     if (options->planner.pareto) run_pareto_command(*options);

@@ -23,6 +23,10 @@ struct PlanConstraints {
   double max_step_time_s = std::numeric_limits<double>::infinity();
   double max_cost_usd = std::numeric_limits<double>::infinity();  ///< for the whole run
   bool exclude_oom = false;  ///< drop plans that do not fit without ZeRO
+  /// The shape searches may leave a plan out where one they keep is at most this share slower
+  /// and this share dearer (0: the exact front; 0.05: every plan of the exact front has a kept
+  /// one within 5% of its time and 5% of its cost). Not a constraint on the plans admitted.
+  double tolerance = 0;
 
   bool admits(const PlanEstimate& estimate) const {
     return estimate.step_time_s <= max_step_time_s && estimate.train_cost_usd <= max_cost_usd &&

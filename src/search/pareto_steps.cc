@@ -37,8 +37,10 @@ bool cannot_reach_front_at(const std::vector<CandidateResult>& front, const Plan
       floor_cost > constraints.max_cost_usd * (1 + kFloorMargin))
     return true;
   // The front runs cheapest (slowest) to dearest (fastest): the fastest point no dearer than
-  // the floor's cost decides.
-  const double cost_limit = floor_cost * (1 - kFloorMargin);
+  // the floor's cost decides. Within a tolerance, a point at most (1 + tolerance) x the floor's
+  // time and cost covers every plan above the floor.
+  floor_s *= 1 + constraints.tolerance;
+  const double cost_limit = floor_cost * (1 + constraints.tolerance) * (1 - kFloorMargin);
   auto dearer = std::upper_bound(front.begin(), front.end(), cost_limit, [](double c, const CandidateResult& r) {
     return c < r.estimate.train_cost_usd;
   });
@@ -56,7 +58,8 @@ double front_time_cap_s(const std::vector<CandidateResult>& front, const PlanCon
   };
   double cap = std::min(constraints.max_step_time_s * (1 + kFloorMargin), at_cost(constraints.max_cost_usd * (1 + kFloorMargin)));
   for (const CandidateResult& point : front)
-    cap = std::min(cap, std::max(point.estimate.step_time_s, at_cost(point.estimate.train_cost_usd)) / (1 - kFloorMargin));
+    cap = std::min(cap, std::max(point.estimate.step_time_s, at_cost(point.estimate.train_cost_usd)) /
+                            ((1 - kFloorMargin) * (1 + constraints.tolerance)));
   // The clauses' boundaries are strict or not: a step past them, checked, else no cap.
   cap *= 1 + 1e-12;
   return cap < inf && cannot_reach_front(front, constraints, cap, usd_per_step_second) ? cap : inf;
