@@ -9,9 +9,11 @@
 #      0.2 iterations/s on any subset (--use-subset --min-throughput 0.2);
 #   5. Sailor's budget problem (b): the fastest plan under 1.2 USD per iteration
 #      (--use-subset --max-cost-per-step 1.2).
+#   6. llama2-70b on 8 nodes of each of mixed-1024gpu's 4 types (6,560 shapes), --pareto --front-only:
+#      the exact front, and the front within --tolerance 5 (scale between cases 2 and 3).
 # For 4 and 5, Sailor's own plan (reference/sailor/budget-plans.yaml: 16 A100 nodes of one zone,
 # tp 4 dp 16 mbs 8; and all 64 A100 nodes of both zones, tp 4 dp 64 mbs 8) is estimated beside ours.
-# Usage: scripts/bench-pareto-scale.sh [CASE...]   (default: all five)
+# Usage: scripts/bench-pareto-scale.sh [CASE...]   (default: all six)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 limit=${LIMIT_S:-120}
@@ -47,7 +49,7 @@ sailor_plan() {  # sailor_plan NODES_A NODES_B DP: Sailor's A100 plan on that ma
 }
 
 cases=("$@")
-[ ${#cases[@]} -eq 0 ] && cases=(1 2 3 4 5)
+[ ${#cases[@]} -eq 0 ] && cases=(1 2 3 4 5 6)
 for c in "${cases[@]}"; do
   case $c in
     1) run_case fasop-gpt2xl search --model gpt2xl --heterogeneous --pareto ;;
@@ -59,6 +61,10 @@ for c in "${cases[@]}"; do
     5) run_case sailor-b search --model opt-350m --cluster sailor-budget --use-subset --max-cost-per-step 1.2
        echo "Sailor's plan (b) under our estimate: 32 + 32 A100 nodes of both zones, tp 4 dp 64 pp 1 mbs 8"
        sailor_plan 32 32 64 ;;
-    *) echo "unknown case $c (1-5)"; exit 2 ;;
+    6) eights=(--max-nodes H100=8 --max-nodes A100-80G=8 --max-nodes L40S=8 --max-nodes L4=8)
+       run_case llama2-70b-4x8 search --model llama2-70b --pareto --cluster mixed-1024gpu "${eights[@]}" --front-only
+       run_case llama2-70b-4x8-within-5pct search --model llama2-70b --pareto --cluster mixed-1024gpu "${eights[@]}" \
+         --front-only --tolerance 5 ;;
+    *) echo "unknown case $c (1-6)"; exit 2 ;;
   esac
 done
