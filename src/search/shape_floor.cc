@@ -611,10 +611,14 @@ double ShapeFloor::memory_balanced_stage_s(const ConfigFloor& config, const Conf
       }
       return false;
     };
-    // The least tau is some type's j x l_t: per type, the least such j that holds them.
+    // The least tau is some type's j x l_t: per type, the least such j that holds them. At the
+    // slowest type's layers x l_t no type's time caps a stage below the layers: where that does
+    // not hold them, memory alone cannot (infinity).
     least = kInf;
+    bool timed = false;
     for (size_t t : present) {
       const double layer_s = config.least_layer_by_type_s[t];
+      timed = timed || layer_s > 0;
       if (layer_s <= 0 || !holds(layers * layer_s)) continue;
       int lo = 1, hi = layers;
       while (lo < hi) {
@@ -624,7 +628,7 @@ double ShapeFloor::memory_balanced_stage_s(const ConfigFloor& config, const Conf
       }
       least = std::min(least, lo * layer_s);
     }
-    if (least == kInf && holds(kInf)) least = 0;  // no type has a time cap: memory alone holds them
+    if (!timed && holds(0)) least = 0;  // no type has a time cap: memory alone decides
   }
   balanced_stage_s_.emplace(key, least);
   return least;
