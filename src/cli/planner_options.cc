@@ -17,18 +17,32 @@ static std::string lower_case(std::string text) {
   return text;
 }
 
-CLI::Validator positive_number(const std::string& what) {
+namespace {
+
+/// A CLI11 check: the whole value is a number that `accepts`; else "must be <what>, got '...'".
+template <typename Accepts>
+CLI::Validator number_check(const std::string& what, const std::string& name, Accepts accepts) {
   return CLI::Validator(
-      [what](std::string& value) {
+      [what, accepts](std::string& value) {
         try {
           size_t used = 0;
           const double v = std::stod(value, &used);
-          if (used == value.size() && v > 0 && std::isfinite(v)) return std::string();
+          if (used == value.size() && accepts(v)) return std::string();
         } catch (const std::exception&) {
         }
-        return "must be a positive number of " + what + ", got '" + value + "'";
+        return "must be " + what + ", got '" + value + "'";
       },
-      "POSITIVE");
+      name);
+}
+
+}  // namespace
+
+CLI::Validator positive_number(const std::string& what) {
+  return number_check("a positive number of " + what, "POSITIVE", [](double v) { return v > 0 && std::isfinite(v); });
+}
+
+CLI::Validator percentage_below_100() {
+  return number_check("a percentage from 0 to under 100, e.g. 5", "PCT", [](double v) { return v >= 0 && v < 100; });
 }
 
 void PlannerOptions::add_to(CLI::App& command, bool model_required) {

@@ -67,5 +67,7 @@ std::vector<int> apply_node_counts(const ClusterSpec& cluster, const std::string
 /// A CLI11 check: a finite positive number (NaN and infinity refused, as CLI's PositiveNumber
 /// lets NaN through), its unit named in the message.
 CLI::Validator positive_number(const std::string& what);
+/// A CLI11 check: a percentage from 0 to under 100 (NaN refused).
+CLI::Validator percentage_below_100();
 
 }  // namespace fasop

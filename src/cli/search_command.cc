@@ -431,18 +431,7 @@ void add_search_command(CLI::App& app) {
   command->add_option("--tolerance", options->tolerance_percent,
                       "with --pareto or --use-subset: leave out plans that a kept one is within PCT% of, in time "
                       "and in cost (default 0: the exact front or best plan); fewer shapes are estimated")
-      ->type_name("PCT")
-      ->check(CLI::Validator(
-          [](std::string& value) {
-            try {
-              size_t used = 0;
-              const double v = std::stod(value, &used);
-              if (used == value.size() && v >= 0 && v < 100) return std::string();
-            } catch (const std::exception&) {
-            }
-            return "must be a percentage from 0 to under 100, e.g. 5, got '" + value + "'";
-          },
-          "PCT"));
+      ->type_name("PCT")->check(percentage_below_100());
   command->add_flag("--use-subset", options->use_subset,
                     "plan on any subset of the cluster's nodes (whole nodes), leaving the rest unused where that "
                     "is cheaper or faster: the best plan under the budget, without writing the full pareto sweep");
