@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "costmodel/analytic_policy.h"
 
@@ -202,8 +204,7 @@ void ShapeFloor::add_config_floors(const SearchInput& input, const std::vector<i
   units_ = model.num_units();
   const std::vector<int>& vs = input.space.virtual_stages;
   interleaved_ = std::any_of(vs.begin(), vs.end(), [](int v) { return v > 1; });
-  forward_share_ = 0;
-  for (int zero : input.space.zero_stages) forward_share_ = std::max(forward_share_, input.policy->forward_share_bound(zero));
+  for (int zero = 0; zero < 4; ++zero) forward_share_[zero] = input.policy->forward_share_bound(zero);
   // Recomputation repeats part of the forward pass (the analytic policy's times; FASOP's
   // space has none): each mode is a configuration of its own, its time and memory apart.
   modes_ = sorted_unique(input.space.recompute);
@@ -447,9 +448,181 @@ ShapeFloor::SlowLayerStage ShapeFloor::slow_layer_stage(const ConfigFloor& confi
   return stage;
 }
 
+ShapeFloor::Ladder ShapeFloor::ladder(const ConfigFloor& config, const ConfigFloor::DpOption& option, unsigned mask,
+                                      const NodeCounts& lo, long long replica, long long most_pp) const {
+  Ladder ladder;
+  if (!slowest_rank_ || most_stages_ == 0 || most_pp < 1) return ladder;
+  // The GPUs of the k slowest types fill at least ceil(N_k / replica) stages at types at least
+  // as slow as the k-th (as staged_capacity), the other stages (up to most_pp) at any type
+  // present. Each rung: its stages, the types they may run at, a transformer layer's least time
+  // on those.
+  const std::vector<size_t>& order = config.slowest_first[mask];
+  std::vector<unsigned> types;
+  long long gpus = 0, stages = 0;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const size_t t = order[k];
+    gpus += 1LL * lo[t] * inventory_->node_types[t].gpus_per_node;
+    if (k + 1 < order.size() && config.whole_s[order[k + 1]] == config.whole_s[t]) continue;
+    const long long filled = std::min((gpus + replica - 1) / replica, most_pp);
+    if (filled == stages) continue;
+    Ladder::Rung rung{filled - stages, kInf, {}};
+    unsigned rung_types = 0;
+    for (size_t u = 0; u < config.whole_s.size(); ++u)
+      if ((mask >> u & 1u) && config.whole_s[u] >= config.whole_s[t])
+        rung.layer_s = std::min(rung.layer_s, config.least_layer_by_type_s[u]), rung_types |= 1u << u;
+    ladder.rungs.push_back(std::move(rung));
+    types.push_back(rung_types);
+    stages = filled;
+  }
+  if (most_pp > stages) {
+    ladder.rungs.push_back({most_pp - stages, config.least_layer_s[mask], {}});
+    types.push_back(mask);
+  }
+  // Per rung, the most layers its stages can hold in memory at positions 1, 2, ... from the
+  // end: each rung takes the positions of the most room (the last ones), as if the others were
+  // elsewhere, at its most lenient type there. A real layout's stages are each as slow as the
+  // ladder's (or slower), at positions they share: they hold no more.
+  const int layers = most_stages_;
+  for (size_t r = 0; r < ladder.rungs.size(); ++r) {
+    Ladder::Rung& rung = ladder.rungs[r];
+    if (!(rung.layer_s > 0) || rung.layer_s == kInf) rung.layer_s = 0;  // none known: time caps nothing
+    rung.room.assign(static_cast<size_t>(rung.stages), layers);
+    for (long long k = 0; k < rung.stages && !option.layer_caps.empty(); ++k) {
+      int most = 0;
+      for (size_t u = 0; u < option.layer_caps.size(); ++u) {
+        if (!(types[r] >> u & 1u)) continue;
+        const std::vector<uint16_t>& caps = option.layer_caps[u];
+        most = std::max(most, caps.empty() ? layers : int(caps[static_cast<size_t>(k)]));
+      }
+      rung.room[static_cast<size_t>(k)] = most;
+    }
+  }
+  // Fastest rung first: where the layers go cheapest.
+  std::stable_sort(ladder.rungs.begin(), ladder.rungs.end(),
+                   [](const Ladder::Rung& a, const Ladder::Rung& b) { return a.layer_s < b.layer_s; });
+  return ladder;
+}
+
+namespace {
+
+/// The layers a stage of `room` holds in time tau at `layer_s` a layer (0: no time cap).
+long long held_layers(int room, double tau, double layer_s) {
+  if (layer_s <= 0) return room;
+  // A hair over the quotient: tau = j l must count j layers, not j - 1.
+  const double quotient = std::floor(tau / layer_s * (1 + 1e-12));
+  return quotient >= room ? room : static_cast<long long>(quotient);
+}
+
+}  // namespace
+
+double ShapeFloor::laddered_stage_s(const Ladder& ladder) const {
+  if (ladder.rungs.empty()) return 0;
+  const int layers = most_stages_;
+  // A stage holds at most floor(tau / l) whole layers in time tau: the busiest stage's tau is
+  // at least the least with sum over the rungs' stages of min(room, floor(tau / l)) >= the
+  // layers, some rung's j x l. Where the stages cannot hold them at all: infinity.
+  auto holds = [&](double tau) {
+    long long held = 0;
+    for (const Ladder::Rung& rung : ladder.rungs) {
+      // Rooms only fall along a rung: once a stage holds what the last one does, so does
+      // every stage between them.
+      const long long last = rung.room.empty() ? 0 : held_layers(rung.room.back(), tau, rung.layer_s);
+      for (size_t k = 0; k < rung.room.size(); ++k) {
+        const long long n = held_layers(rung.room[k], tau, rung.layer_s);
+        if (n == last) {
+          held += n * static_cast<long long>(rung.room.size() - k);
+          break;
+        }
+        held += n;
+      }
+      if (held >= layers) return true;
+    }
+    return false;
+  };
+  double least = kInf;
+  bool timed = false;
+  for (const Ladder::Rung& rung : ladder.rungs) {
+    if (rung.layer_s <= 0) continue;
+    timed = true;
+    int a = 1, b = layers;
+    if (!holds(b * rung.layer_s)) continue;
+    while (a < b) {
+      const int middle = (a + b) / 2;
+      if (holds(middle * rung.layer_s)) b = middle;
+      else a = middle + 1;
+    }
+    least = std::min(least, a * rung.layer_s);
+  }
+  if (!timed) return holds(kInf) ? 0 : kInf;
+  return least;
+}
+
+double ShapeFloor::laddered_pipeline_s(const Ladder& ladder, double tau0, double drain) const {
+  if (ladder.rungs.empty() || tau0 == kInf) return 0;
+  const int layers = most_stages_;
+  const long long other_units = units_ - most_stages_;
+  // The least sum of the stages' passes that holds the layers with none above tau (infinity
+  // where they do not fit). Every stage holds a unit: all but the model's other units' hold a
+  // transformer layer. Those that cannot are spared first, then the slowest: sparing a slower
+  // stage's layer never costs more. Then one layer on each stage not spared, and the rest where
+  // a layer takes least.
+  std::vector<long long> cap;
+  auto least_sum_s = [&](double tau) {
+    cap.clear();
+    long long none = 0;
+    for (const Ladder::Rung& rung : ladder.rungs)
+      for (int room : rung.room) {
+        cap.push_back(held_layers(room, tau, rung.layer_s));
+        none += cap.back() < 1;
+      }
+    if (none > other_units) return kInf;
+    std::vector<char> must(cap.size(), 0);
+    long long spare = other_units - none;
+    for (size_t i = cap.size(); i-- > 0;) {  // rungs are fastest first: the slowest last
+      if (cap[i] < 1) continue;
+      if (spare > 0) --spare;
+      else must[i] = 1;
+    }
+    long long left = layers;
+    double sum = 0;
+    size_t i = 0;
+    for (const Ladder::Rung& rung : ladder.rungs)
+      for (size_t k = 0; k < rung.room.size(); ++k, ++i)
+        if (must[i]) sum += rung.layer_s, --left;
+    if (left < 0) return sum;  // more stages than layers: no layout (other floors say so)
+    i = 0;
+    for (const Ladder::Rung& rung : ladder.rungs)
+      for (size_t k = 0; k < rung.room.size(); ++k, ++i) {
+        const long long extra = std::min(left, cap[i] - must[i]);
+        if (extra <= 0) continue;
+        sum += double(extra) * rung.layer_s;
+        left -= extra;
+      }
+    return left > 0 ? kInf : sum;
+  };
+  // The sum's least at any tau: at no time cap.
+  const double lowest_sum = least_sum_s(kInf);
+  // 1F1B's step is at least sum_s t_s + D tau at the busiest stage's tau >= tau0: the least over
+  // tau of least_sum_s(tau) + D tau. The sum only falls where a rung's stage holds one layer more
+  // (tau = j l): tried in order, up to a budget, after which the sum's least floors the rest.
+  double best = least_sum_s(tau0) + drain * tau0;
+  double tau = tau0;
+  for (int step = 0; step < 64; ++step) {
+    // The next tau where some rung's stage holds one layer more.
+    double next = kInf;
+    for (const Ladder::Rung& rung : ladder.rungs)
+      if (rung.layer_s > 0) next = std::min(next, (std::floor(tau / rung.layer_s * (1 + 1e-12)) + 1) * rung.layer_s);
+    if (next == kInf || lowest_sum + drain * next >= best) return best;
+    tau = next;
+    best = std::min(best, least_sum_s(tau) + drain * tau);
+  }
+  return std::min(best, lowest_sum + drain * tau);
+}
+
 ShapeFloor::OptionTerms ShapeFloor::option_terms(const ConfigFloor& config, const ConfigFloor::DpOption& option,
                                                  unsigned mask, const Capacity& capacity, const NodeCounts& lo,
-                                                 long long least_pp, long long most_pp, bool one_stage) const {
+                                                 long long least_pp, long long most_pp, bool one_stage,
+                                                 bool laddered) const {
   const int m = option.microbatches;
   OptionTerms terms;
   // The work over the shape's credited GPUs, or over its stages where each runs at its
@@ -464,7 +637,7 @@ ShapeFloor::OptionTerms ShapeFloor::option_terms(const ConfigFloor& config, cons
   // The busiest stage's micro-batch: its share of the work, or the whole units it must hold.
   terms.stage_s = std::max({work_s / m, layer_work_s / m, least_stage_s(config, mask, type_mask(lo), most_pp)});
   // The fill and drain, least at the most stages.
-  terms.drain = interleaved_ ? 0 : ((m - 1) - forward_share_ * std::min<long long>(m - 1, most_pp - 1)) * (1 - 1e-9);
+  terms.drain = interleaved_ ? 0 : ((m - 1) - forward_share_[option.zero] * std::min<long long>(m - 1, most_pp - 1)) * (1 - 1e-9);
   // 1F1B (pipeline_1f1b.h) has a stage send each forward's activations and each backward's
   // gradients before its next pass: every stage but the first runs m x (its passes + its
   // sends), a middle stage two sends a micro-batch, the last one. Stage s's passes meet
@@ -480,7 +653,9 @@ ShapeFloor::OptionTerms ShapeFloor::option_terms(const ConfigFloor& config, cons
       terms.layer_send_work_share = sends * config.layer_work.least_speed[mask] / config.layer_work.batch_ref_s * (1 - 1e-9);
   }
   const SlowLayerStage slow = slow_layer_stage(config, mask, lo, replica, most_pp, send_s);
-  terms.stage_s = std::max({terms.stage_s, slow.layer_s, memory_balanced_stage_s(config, option, mask, most_pp)});
+  const Ladder rungs = laddered ? ladder(config, option, mask, lo, replica, most_pp) : Ladder();
+  terms.stage_s = std::max({terms.stage_s, slow.layer_s, memory_balanced_stage_s(config, option, mask, most_pp),
+                            laddered_stage_s(rungs)});
   terms.chain_s = slow.chain_s;
   // The chain through every stage holds each stage's pass, not only each unit's at its fastest
   // type: where the work fills most stages, their sum is near pp x the busiest.
@@ -490,6 +665,7 @@ ShapeFloor::OptionTerms ShapeFloor::option_terms(const ConfigFloor& config, cons
       filled_s = std::max(filled_s, filled_pipeline_floor_s(terms.stage_s, double(least_pp), terms.drain, config.path_s[mask],
                                                             work->batch_ref_s / m, capacity,
                                                             double(replica) * work->least_speed[mask]));
+  if (!interleaved_) filled_s = std::max(filled_s, laddered_pipeline_s(rungs, terms.stage_s, terms.drain));
   terms.pipe_s = std::max({m * terms.stage_s, config.path_s[mask] + terms.drain * terms.stage_s, filled_s,
                            work_s * (1 + terms.send_work_share), layer_work_s * (1 + terms.layer_send_work_share),
                            m * terms.chain_s}) *
@@ -546,10 +722,11 @@ ShapeFloor::ConfigBound ShapeFloor::config_bound(const NodeCounts& lo, const Nod
     if (gpus_lo == gpus_hi && gpus_hi % replica != 0) return;  // one shape: pp must be whole
     const long long from = part == 0 ? least_pp : std::max(least_pp, 2LL), to = part == 0 ? 1 : most_pp;
     if (from > to) return;
-    const OptionTerms terms = option_terms(config, option, mask, capacity[c], lo, from, to, part == 0);
-    const double step_s = std::max(general.step_s, terms.step_s());
-    double step_usd = std::max(general.step_cost_usd, lo_price * step_s);
-    if (work_cost) {
+    // The floors' (step seconds, USD per step) from the option's terms.
+    auto floors = [&](const OptionTerms& terms) {
+      const double step_s = std::max(general.step_s, terms.step_s());
+      double step_usd = std::max(general.step_cost_usd, lo_price * step_s);
+      if (!work_cost) return std::pair{step_s, step_usd};
       if (cost[c] < 0) cost[c] = work_cost(config.work), layer_cost[c] = work_cost(config.layer_work);
       const double work_usd = cost[c] == kInf ? 0.0 : cost[c];
       const double layer_work_usd = layer_cost[c] == kInf ? 0.0 : layer_cost[c];
@@ -562,8 +739,12 @@ ShapeFloor::ConfigBound ShapeFloor::config_bound(const NodeCounts& lo, const Nod
                                         layer_work_usd * (1 + terms.layer_send_work_share),
                                         lo_price * option.microbatches * terms.chain_s, price * terms.comm_s}) *
                               (1 - 1e-9);
-      step_usd = std::max(step_usd, pipe_usd + price * terms.sync_s);
-    }
+      return std::pair{step_s, std::max(step_usd, pipe_usd + price * terms.sync_s)};
+    };
+    // The ladder's floors cost the most: only for an option the others leave open.
+    auto [step_s, step_usd] = floors(option_terms(config, option, mask, capacity[c], lo, from, to, part == 0, false));
+    if (reachable && !reachable(step_s, step_usd)) return;
+    std::tie(step_s, step_usd) = floors(option_terms(config, option, mask, capacity[c], lo, from, to, part == 0, true));
     if (reachable && !reachable(step_s, step_usd)) return;
     least.open.push_back(index);
     least.step_s = std::min(least.step_s, step_s);

@@ -192,10 +192,11 @@ class ShapeFloor {
     double step_s() const { return std::max(pipe_s, comm_s) + sync_s; }
   };
   /// On shapes of types `mask` with at least `lo` nodes (surely of lo's types), `capacity`
-  /// credited GPUs at most (under each work floor) and from `least_pp` to `most_pp` stages.
+  /// credited GPUs at most (under each work floor) and from `least_pp` to `most_pp` stages;
+  /// `laddered`: with the ladder's floors (the costliest).
   OptionTerms option_terms(const ConfigFloor& config, const ConfigFloor::DpOption& option, unsigned mask,
                            const Capacity& capacity, const NodeCounts& lo, long long least_pp, long long most_pp,
-                           bool one_stage) const;
+                           bool one_stage, bool laddered = true) const;
   /// An upper bound on the credit-weighted GPUs of a layout of `replica` GPUs a stage and at
   /// most `most_pp` stages on shapes of types `mask` with at least `lo` nodes, where a stage
   /// runs at its slowest rank's type (infinity for other policies).
@@ -213,6 +214,29 @@ class ShapeFloor {
   /// A floor under the busiest stage's micro-batch at a configuration on shapes of at most
   /// `most_pp` stages whose types lie in `mask`, those of `sure_mask` surely present: whole units.
   double least_stage_s(const ConfigFloor& config, unsigned mask, unsigned sure_mask, long long most_pp) const;
+  /// Where each stage runs at its slowest rank's type: the stages a layout of `replica` GPUs a
+  /// stage and at most `most_pp` stages surely runs at each speed. The GPUs of lo's slowest
+  /// types fill some stages at their speed or slower (rungs, fastest first); a stage holds
+  /// whole transformer layers, at most its room in memory.
+  struct Ladder {
+    struct Rung {
+      long long stages = 0;
+      double layer_s = 0;     ///< a transformer layer's least time on the rung's types (0: unknown)
+      std::vector<int> room;  ///< per stage, the most layers it holds in memory, most first
+    };
+    std::vector<Rung> rungs;  ///< empty: no ladder (another policy)
+  };
+  Ladder ladder(const ConfigFloor& config, const ConfigFloor::DpOption& option, unsigned mask, const NodeCounts& lo,
+                long long replica, long long most_pp) const;
+  /// A floor under the busiest stage's micro-batch from the ladder: slow stages of one or two
+  /// layers leave the fast ones the rest. Shapes whose slow GPUs cannot share the work evenly
+  /// pay here what the work floor credits them.
+  double laddered_stage_s(const Ladder& ladder) const;
+  /// A floor under 1F1B's step (sum_s t_s + `drain` tau, tau >= `tau0` the busiest stage's
+  /// micro-batch) from the ladder: at a given tau the stages' passes sum to at least the
+  /// least that holds the layers, each stage holding one (but the model's other units') and
+  /// the rest going where a layer takes least.
+  double laddered_pipeline_s(const Ladder& ladder, double tau0, double drain) const;
   /// Where plans must fit in memory, a floor under the busiest stage's micro-batch on `pp` stages
   /// of types `mask`: stage k-th from the end holds at most cap_k(t) transformer layers on a GPU
   /// of type t, and at most tau / l_t in time tau (l_t: a layer's least time at t), so tau is at
@@ -227,7 +251,7 @@ class ShapeFloor {
   static int least_fitting(const ConfigFloor::DpOption& option, const NodeCounts& counts);
   int most_stages_ = 0;               ///< pp at most the transformer layers
   int units_ = 0;                     ///< the model's pipeline units
-  double forward_share_ = 0.5;        ///< phi: a forward pass's largest share of its stage's time
+  double forward_share_[4] = {0.5, 0.5, 0.5, 0.5};  ///< phi per ZeRO stage: a forward pass's largest share of its stage's time
   bool interleaved_ = false;          ///< the space tries virtual stages: no fill-and-drain term
   const AnalyticOptions* sync_ = nullptr;  ///< the analytic policy's options: sync floors
   void add_config_floors(const SearchInput& input, const std::vector<int>& tps, const std::vector<int>& mbss,
