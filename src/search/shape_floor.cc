@@ -349,25 +349,42 @@ SyncFloorParts least_parts(const std::vector<SyncFloorParts>& per_type, unsigned
 
 }  // namespace
 
+template <typename Step>
+void ShapeFloor::for_each_slow_step(const ConfigFloor& config, unsigned mask, const NodeCounts& lo, long long replica,
+                                    long long most_pp, Step&& step) const {
+  // Types of equal whole-model time go together (a stage may run at either).
+  const std::vector<size_t>& order = config.slowest_first[mask];
+  long long gpus = 0;
+  for (size_t k = 0; k < order.size(); ++k) {
+    gpus += 1LL * lo[order[k]] * inventory_->node_types[order[k]].gpus_per_node;
+    if (k + 1 < order.size() && config.whole_s[order[k + 1]] == config.whole_s[order[k]]) continue;
+    step(k, std::min((gpus + replica - 1) / replica, most_pp));
+  }
+}
+
+unsigned ShapeFloor::at_least_as_slow(const ConfigFloor& config, unsigned mask, size_t t) {
+  unsigned types = 0;
+  for (size_t u = 0; u < config.whole_s.size(); ++u)
+    if ((mask >> u & 1u) && config.whole_s[u] >= config.whole_s[t]) types |= 1u << u;
+  return types;
+}
+
 double ShapeFloor::staged_capacity(const ConfigFloor& config, const WorkFloor& work, unsigned mask,
                                    const NodeCounts& lo, long long replica, long long most_pp) const {
   if (!slowest_rank_) return kInf;
   // The GPUs of the k slowest types fill at least ceil(N_k / replica) stages, each at a type
   // among those k, whose credit is at most the largest of theirs, C_k; the rest of the stages
   // at most the largest credit of all.
-  // Types of equal whole-model time go together (a stage may run at either).
   const std::vector<size_t>& order = config.slowest_first[mask];
   double capacity = 0, credit = 0;
-  long long gpus = 0, stages = 0;
-  for (size_t k = 0; k < order.size(); ++k) {
-    const size_t t = order[k];
-    gpus += 1LL * lo[t] * inventory_->node_types[t].gpus_per_node;
-    credit = std::max(credit, work.credit[mask][t]);
-    if (k + 1 < order.size() && config.whole_s[order[k + 1]] == config.whole_s[t]) continue;
-    const long long filled = std::min((gpus + replica - 1) / replica, most_pp);
+  long long stages = 0;
+  size_t seen = 0;
+  for_each_slow_step(config, mask, lo, replica, most_pp, [&](size_t k, long long filled) {
+    for (; seen <= k; ++seen) credit = std::max(credit, work.credit[mask][order[seen]]);
     capacity += double(filled - stages) * credit;
     stages = filled;
-  }
+  });
+  // The walk ends at the last type: credit is the largest of all.
   capacity += double(most_pp - stages) * credit;
   return capacity * replica;
 }
@@ -430,21 +447,17 @@ ShapeFloor::SlowLayerStage ShapeFloor::slow_layer_stage(const ConfigFloor& confi
   // is in the middle (two).
   const std::vector<size_t>& order = config.slowest_first[mask];
   const long long other_units = units_ - most_stages_;
-  long long gpus = 0;
-  for (size_t k = 0; k < order.size(); ++k) {
-    const size_t t = order[k];
-    gpus += 1LL * lo[t] * inventory_->node_types[t].gpus_per_node;
-    if (k + 1 < order.size() && config.whole_s[order[k + 1]] == config.whole_s[t]) continue;
-    const long long layer_stages = std::min((gpus + replica - 1) / replica, most_pp) - other_units;
-    if (layer_stages < 1) continue;
+  for_each_slow_step(config, mask, lo, replica, most_pp, [&](size_t k, long long filled) {
+    const long long layer_stages = filled - other_units;
+    if (layer_stages < 1) return;
+    const unsigned slower = at_least_as_slow(config, mask, order[k]);
     double layer = kInf;
     for (size_t u = 0; u < config.whole_s.size(); ++u)
-      if ((mask >> u & 1u) && config.whole_s[u] >= config.whole_s[t] && config.least_layer_by_type_s[u] > 0)
-        layer = std::min(layer, config.least_layer_by_type_s[u]);
-    if (layer == kInf) continue;
+      if ((slower >> u & 1u) && config.least_layer_by_type_s[u] > 0) layer = std::min(layer, config.least_layer_by_type_s[u]);
+    if (layer == kInf) return;
     stage.layer_s = std::max(stage.layer_s, layer);
     stage.chain_s = std::max(stage.chain_s, layer + double(std::min<long long>(2, layer_stages - 1)) * send_s);
-  }
+  });
   return stage;
 }
 
@@ -458,22 +471,16 @@ ShapeFloor::Ladder ShapeFloor::ladder(const ConfigFloor& config, const ConfigFlo
   // on those.
   const std::vector<size_t>& order = config.slowest_first[mask];
   std::vector<unsigned> types;
-  long long gpus = 0, stages = 0;
-  for (size_t k = 0; k < order.size(); ++k) {
-    const size_t t = order[k];
-    gpus += 1LL * lo[t] * inventory_->node_types[t].gpus_per_node;
-    if (k + 1 < order.size() && config.whole_s[order[k + 1]] == config.whole_s[t]) continue;
-    const long long filled = std::min((gpus + replica - 1) / replica, most_pp);
-    if (filled == stages) continue;
+  long long stages = 0;
+  for_each_slow_step(config, mask, lo, replica, most_pp, [&](size_t k, long long filled) {
+    if (filled == stages) return;
+    types.push_back(at_least_as_slow(config, mask, order[k]));
     Ladder::Rung rung{filled - stages, kInf, {}};
-    unsigned rung_types = 0;
     for (size_t u = 0; u < config.whole_s.size(); ++u)
-      if ((mask >> u & 1u) && config.whole_s[u] >= config.whole_s[t])
-        rung.layer_s = std::min(rung.layer_s, config.least_layer_by_type_s[u]), rung_types |= 1u << u;
+      if (types.back() >> u & 1u) rung.layer_s = std::min(rung.layer_s, config.least_layer_by_type_s[u]);
     ladder.rungs.push_back(std::move(rung));
-    types.push_back(rung_types);
     stages = filled;
-  }
+  });
   if (most_pp > stages) {
     ladder.rungs.push_back({most_pp - stages, config.least_layer_s[mask], {}});
     types.push_back(mask);
@@ -513,6 +520,30 @@ long long held_layers(int room, double tau, double layer_s) {
   return quotient >= room ? room : static_cast<long long>(quotient);
 }
 
+/// The least tau at which `holds` (monotone in tau) holds: some j x l, j = 1 .. layers, l the
+/// positive `layer_s` of an item of `items` (where a stage's layers change). Infinity where none
+/// does; where no item has a time, 0 if `holds` holds at all (time caps nothing), else infinity.
+template <typename Items, typename LayerTime, typename Holds>
+double least_holding_tau(const Items& items, LayerTime layer_s, int layers, Holds holds) {
+  double least = kInf;
+  bool timed = false;
+  for (const auto& item : items) {
+    const double l = layer_s(item);
+    if (l <= 0) continue;
+    timed = true;
+    if (!holds(layers * l)) continue;
+    int a = 1, b = layers;
+    while (a < b) {
+      const int middle = (a + b) / 2;
+      if (holds(middle * l)) b = middle;
+      else a = middle + 1;
+    }
+    least = std::min(least, a * l);
+  }
+  if (!timed) return holds(0) ? 0 : kInf;
+  return least;
+}
+
 }  // namespace
 
 double ShapeFloor::laddered_stage_s(const Ladder& ladder) const {
@@ -539,22 +570,7 @@ double ShapeFloor::laddered_stage_s(const Ladder& ladder) const {
     }
     return false;
   };
-  double least = kInf;
-  bool timed = false;
-  for (const Ladder::Rung& rung : ladder.rungs) {
-    if (rung.layer_s <= 0) continue;
-    timed = true;
-    int a = 1, b = layers;
-    if (!holds(b * rung.layer_s)) continue;
-    while (a < b) {
-      const int middle = (a + b) / 2;
-      if (holds(middle * rung.layer_s)) b = middle;
-      else a = middle + 1;
-    }
-    least = std::min(least, a * rung.layer_s);
-  }
-  if (!timed) return holds(kInf) ? 0 : kInf;
-  return least;
+  return least_holding_tau(ladder.rungs, [](const Ladder::Rung& rung) { return rung.layer_s; }, layers, holds);
 }
 
 double ShapeFloor::laddered_pipeline_s(const Ladder& ladder, double tau0, double drain) const {
@@ -567,6 +583,7 @@ double ShapeFloor::laddered_pipeline_s(const Ladder& ladder, double tau0, double
   // stage's layer never costs more. Then one layer on each stage not spared, and the rest where
   // a layer takes least.
   std::vector<long long> cap;
+  std::vector<char> must;
   auto least_sum_s = [&](double tau) {
     cap.clear();
     long long none = 0;
@@ -576,7 +593,7 @@ double ShapeFloor::laddered_pipeline_s(const Ladder& ladder, double tau0, double
         none += cap.back() < 1;
       }
     if (none > other_units) return kInf;
-    std::vector<char> must(cap.size(), 0);
+    must.assign(cap.size(), 0);
     long long spare = other_units - none;
     for (size_t i = cap.size(); i-- > 0;) {  // rungs are fastest first: the slowest last
       if (cap[i] < 1) continue;
@@ -781,35 +798,17 @@ double ShapeFloor::memory_balanced_stage_s(const ConfigFloor& config, const Conf
         long long best = 0;
         for (size_t t : present) {
           const std::vector<uint16_t>& caps = option.layer_caps[t];
-          const double layer_s = config.least_layer_by_type_s[t];
-          long long n = caps.empty() ? layers : caps[k - 1];
-          // A hair over the quotient: tau = j l_t must count j layers, not j - 1.
-          if (layer_s > 0) n = std::min<long long>(n, static_cast<long long>(std::floor(tau / layer_s * (1 + 1e-12))));
-          best = std::max(best, n);
+          best = std::max(best, held_layers(caps.empty() ? layers : caps[k - 1], tau, config.least_layer_by_type_s[t]));
         }
         held += best;
         if (held >= layers) return true;
       }
       return false;
     };
-    // The least tau is some type's j x l_t: per type, the least such j that holds them. At the
-    // slowest type's layers x l_t no type's time caps a stage below the layers: where that does
-    // not hold them, memory alone cannot (infinity).
-    least = kInf;
-    bool timed = false;
-    for (size_t t : present) {
-      const double layer_s = config.least_layer_by_type_s[t];
-      timed = timed || layer_s > 0;
-      if (layer_s <= 0 || !holds(layers * layer_s)) continue;
-      int lo = 1, hi = layers;
-      while (lo < hi) {
-        const int mid = (lo + hi) / 2;
-        if (holds(mid * layer_s)) hi = mid;
-        else lo = mid + 1;
-      }
-      least = std::min(least, lo * layer_s);
-    }
-    if (!timed && holds(0)) least = 0;  // no type has a time cap: memory alone decides
+    // The least tau is some type's j x l_t. At the slowest type's layers x l_t no type's time
+    // caps a stage below the layers: where that does not hold them, memory alone cannot
+    // (infinity); where no type has a time cap, memory alone decides.
+    least = least_holding_tau(present, [&](size_t t) { return config.least_layer_by_type_s[t]; }, layers, holds);
   }
   balanced_stage_s_.emplace(key, least);
   return least;

@@ -197,6 +197,15 @@ class ShapeFloor {
   OptionTerms option_terms(const ConfigFloor& config, const ConfigFloor::DpOption& option, unsigned mask,
                            const Capacity& capacity, const NodeCounts& lo, long long least_pp, long long most_pp,
                            bool one_stage, bool laddered = true) const;
+  /// Where each stage runs at its slowest rank's type: the GPUs of lo's k slowest types (of
+  /// config.slowest_first[mask], equal whole-model times together) fill at least ceil(N_k /
+  /// replica) stages, at most `most_pp`, each at a type at least as slow as the k-th. Calls
+  /// step(k, those stages) at each group's last type.
+  template <typename Step>
+  void for_each_slow_step(const ConfigFloor& config, unsigned mask, const NodeCounts& lo, long long replica,
+                          long long most_pp, Step&& step) const;
+  /// The types of `mask` whose whole-model time is at least type t's.
+  static unsigned at_least_as_slow(const ConfigFloor& config, unsigned mask, size_t t);
   /// An upper bound on the credit-weighted GPUs of a layout of `replica` GPUs a stage and at
   /// most `most_pp` stages on shapes of types `mask` with at least `lo` nodes, where a stage
   /// runs at its slowest rank's type (infinity for other policies).
