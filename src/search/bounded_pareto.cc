@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <optional>
+#include <tuple>
 
 #include "costmodel/egress_floor.h"
 #include "costmodel/estimate.h"
@@ -40,6 +42,27 @@ std::optional<EgressFloor> egress_floor(const SearchInput& input) {
   return EgressFloor(*input.model, *input.cluster);
 }
 
+/// A shape's layout floors (ShapeFloor::layout_floor_s), each computed once: the floor reads a
+/// layout's degrees, never its placement, and a shape lists each degree once per placement.
+class LayoutFloors {
+ public:
+  LayoutFloors(const ShapeFloor& floor, const NodeCounts& counts) : floor_(floor), counts_(counts) {}
+  double operator()(const PlanKey& key) {
+    const auto degrees = std::tuple(key.tp, key.mbs, key.dp, key.pp, key.zero_stage, int(key.recompute_mode()),
+                                    key.virtual_stages, key.stage_tp, key.stage_dp);
+    const auto known = floors_.find(degrees);
+    if (known != floors_.end()) return known->second;
+    const double floor_s = floor_.layout_floor_s(counts_, key);
+    floors_.emplace(degrees, floor_s);
+    return floor_s;
+  }
+
+ private:
+  const ShapeFloor& floor_;
+  const NodeCounts& counts_;
+  std::map<std::tuple<int, int, int, int, int, int, int, std::vector<int>, std::vector<int>>, double> floors_;
+};
+
 /// The search's state: the front of every plan estimated so far, and what it counted.
 class BoundedSearch {
  public:
@@ -73,8 +96,9 @@ class BoundedSearch {
                                   floor.step_cost_usd * input_.search.iterations);
   }
 
-  /// Every layout of one shape, each as far as the front so far leaves it a chance.
-  void evaluate_shape(const NodeCounts& counts) {
+  /// Every layout of one shape, each as far as the front so far leaves it a chance; `box`: the
+  /// shape's floors as a box of its own (their options the front had ruled out stay so).
+  void evaluate_shape(const NodeCounts& counts, const ShapeFloor::BoxFloor& box) {
     const double usd_per_step_second =
         shape_price_usd_per_s(*input_.search.cluster, counts) * input_.search.iterations;
     // The configuration's floor at a layout's own degrees needs no context and no placement:
@@ -85,8 +109,9 @@ class BoundedSearch {
       return floor_s < std::numeric_limits<double>::infinity() &&  // else its stages cannot hold the layers
              !cannot_reach_front_at(known_.bound(), input_.constraints, floor_s, floor_s * usd_per_step_second + egress_usd);
     };
+    LayoutFloors layout_floor_s(floor_, counts);
     ShapeWork work = shape_work(input_, counts, [&](const PlanKey& key) {
-      return reaches_front(floor_.layout_floor_s(counts, key), 0);
+      return floor_.option_open(box, key) && reaches_front(layout_floor_s(key), 0);
     });
     if (work.keys.empty()) return;
     const SearchInput shape_input = input_for(input_, work);
@@ -104,7 +129,7 @@ class BoundedSearch {
     std::vector<size_t> open;
     std::vector<double> layout_floors(n, 0), egress_usd(n, 0);
     for (size_t i = 0; i < n; ++i) {
-      layout_floors[i] = floor_.layout_floor_s(counts, work.keys[i]);
+      layout_floors[i] = layout_floor_s(work.keys[i]);
       if (egress_) egress_usd[i] = egress_->usd_per_step(work.keys[i]) * input_.search.iterations;
       if (reaches_front(layout_floors[i], egress_usd[i])) open.push_back(i);
     }
@@ -287,7 +312,7 @@ ParetoStats run_bounded_pareto_search(const ParetoInput& input, CandidateSink& s
     if (!search.open(next.floor)) {
       settled += shapes - (has_empty ? 1 : 0);
     } else if (box.lo == box.hi) {
-      search.evaluate_shape(box.lo);
+      search.evaluate_shape(box.lo, next.floor);
       settled += 1;
     } else {
       auto [lower, upper] = split(box);

@@ -171,13 +171,14 @@ std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSp
                                          const SearchSpaceOptions& options, const LayoutFilter& keep) {
   const int gpus = cluster.num_gpus();
   const int gbs = model.global_batch;
+  const int layers = model.num_transformer_layers();  // counted once: it walks the units
   const bool fasop_tp = options.max_tp > 0;
   const int max_tp = fasop_tp ? std::min(cluster.gpus_per_node(), options.max_tp) : cluster.gpus_per_node();
   const std::vector<std::vector<int>> placements =
       options.placements == PlacementKind::kCyclic ? cyclic_placements(cluster) : type_block_placements(cluster);
   // Megatron-LM's interleaved schedule: v equal chunks a rank, whole rounds of pp micro-batches.
   auto interleaves = [&](const PlanKey& key, int v) {
-    return v == 1 || (key.pp > 1 && model.num_transformer_layers() % (key.pp * v) == 0 &&
+    return v == 1 || (key.pp > 1 && layers % (key.pp * v) == 0 &&
                       slowest_replica_microbatches(gbs, key) % key.pp == 0);
   };
   // Every variant of `key` the options ask for (ZeRO, recomputation, sequence parallelism,
@@ -208,7 +209,7 @@ std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSp
       if (!fasop_tp && (model.heads % tp != 0 || model.kv_heads % tp != 0)) continue;
       for (int dp : divisors(gpus / tp)) {
         int pp = gpus / (tp * dp);
-        if (pp > model.num_transformer_layers() || !batch_split_allowed(gbs, mbs, dp, options.uneven_dp)) continue;
+        if (pp > layers || !batch_split_allowed(gbs, mbs, dp, options.uneven_dp)) continue;
         PlanKey key{mbs, tp, dp, pp, {}};
         key.uneven_dp = splits_batch_unevenly(gbs, key);
         variants(key, [&](const PlanKey& k) {

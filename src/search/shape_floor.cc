@@ -822,24 +822,37 @@ int ShapeFloor::least_fitting(const ConfigFloor::DpOption& option, const NodeCou
   return fitting;
 }
 
-double ShapeFloor::layout_floor_s(const NodeCounts& counts, const PlanKey& key) const {
-  if (configs_.empty() || key.virtual_stages != 1 || !key.stage_tp.empty() || !key.stage_dp.empty()) return 0;
+std::optional<unsigned> ShapeFloor::option_of(const PlanKey& key) const {
+  if (configs_.empty() || key.virtual_stages != 1 || !key.stage_tp.empty() || !key.stage_dp.empty()) return std::nullopt;
   const auto mode = std::find(modes_.begin(), modes_.end(), key.recompute_mode());
   const auto tp = std::find(tp_values_.begin(), tp_values_.end(), key.tp);
   const auto mbs = std::find(mbs_values_.begin(), mbs_values_.end(), key.mbs);
-  if (mode == modes_.end() || tp == tp_values_.end() || mbs == mbs_values_.end()) return 0;
-  const ConfigFloor& config =
-      configs_[((mode - modes_.begin()) * tps_ + (tp - tp_values_.begin())) * mbs_ + (mbs - mbs_values_.begin())];
+  if (mode == modes_.end() || tp == tp_values_.end() || mbs == mbs_values_.end()) return std::nullopt;
+  const size_t c = ((mode - modes_.begin()) * tps_ + (tp - tp_values_.begin())) * mbs_ + (mbs - mbs_values_.begin());
+  const std::vector<ConfigFloor::DpOption>& dps = configs_[c].dps;
+  for (size_t j = 0; j < dps.size(); ++j)
+    if (dps[j].dp == key.dp && dps[j].zero == key.zero_stage)
+      return static_cast<unsigned>((c * dp_stride_ + j) * 2 + (key.pp > 1 ? 1 : 0));
+  return std::nullopt;
+}
+
+bool ShapeFloor::option_open(const BoxFloor& box, const PlanKey& key) const {
+  if (box.all_options) return true;
+  const std::optional<unsigned> index = option_of(key);
+  return !index || std::binary_search(box.open.begin(), box.open.end(), *index);
+}
+
+double ShapeFloor::layout_floor_s(const NodeCounts& counts, const PlanKey& key) const {
+  const std::optional<unsigned> index = option_of(key);
+  if (!index) return 0;
+  const ConfigFloor& config = configs_[*index / 2 / dp_stride_];
+  const ConfigFloor::DpOption& option = config.dps[*index / 2 % dp_stride_];
+  if (key.pp < least_fitting(option, counts)) return kInf;
   const unsigned mask = type_mask(counts);
   const Capacity capacity{credited_gpus(*inventory_, counts, config.work.credit[mask]),
                           credited_gpus(*inventory_, counts, config.layer_work.credit[mask])};
-  for (const ConfigFloor::DpOption& option : config.dps) {
-    if (option.dp != key.dp || option.zero != key.zero_stage) continue;
-    if (key.pp < least_fitting(option, counts)) return kInf;
-    if (capacity.all <= 0) return 0;
-    return option_terms(config, option, mask, capacity, counts, key.pp, key.pp, key.pp == 1).step_s();
-  }
-  return 0;
+  if (capacity.all <= 0) return 0;
+  return option_terms(config, option, mask, capacity, counts, key.pp, key.pp, key.pp == 1).step_s();
 }
 
 std::vector<double> ShapeFloor::credits(unsigned mask) const {

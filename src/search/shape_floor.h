@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -91,6 +92,10 @@ class ShapeFloor {
   /// cannot hold the layers; zero where there are no configuration floors): cheaper than the
   /// layout's context.
   double layout_floor_s(const NodeCounts& counts, const PlanKey& key) const;
+  /// False where `box` (box_floor's floors) ruled out layout `key`'s configuration option: no
+  /// layout of it on any shape of the box reaches the front. The box's open options are in
+  /// ascending order (as box_floor lists them).
+  bool option_open(const BoxFloor& box, const PlanKey& key) const;
 
  private:
   /// One node type's compute at one (tp, micro-batch size).
@@ -256,6 +261,9 @@ class ShapeFloor {
   double memory_balanced_stage_s(const ConfigFloor& config, const ConfigFloor::DpOption& option, unsigned mask,
                                  long long pp) const;
   mutable std::unordered_map<uint64_t, double> balanced_stage_s_;
+  /// Layout `key`'s configuration option (none where the floors have none for it: virtual
+  /// stages, per-stage degrees, a degree the tables lack).
+  std::optional<unsigned> option_of(const PlanKey& key) const;
   /// The fewest stages that hold the layers with the largest memory of `counts`.
   static int least_fitting(const ConfigFloor::DpOption& option, const NodeCounts& counts);
   int most_stages_ = 0;               ///< pp at most the transformer layers
