@@ -10,6 +10,7 @@
 #include "costmodel/egress_floor.h"
 #include "costmodel/make_context.h"
 #include "costmodel/unit_times.h"
+#include "specs/precision.h"
 #include "profiles/analytic_profile.h"
 #include "search/bounded_pareto.h"
 #include "search/pareto_steps.h"
@@ -497,4 +498,41 @@ TEST_CASE("the ladder: slow nodes fill whole stages of whole layers, and the flo
   // Measured: the fastest plan 11.85 s, its layout's floor 10.86 s, the shape's 10.25 s.
   CHECK(fastest_floor_s >= 0.9 * fastest_s);
   CHECK(floor.step_floor_s(counts) >= 0.85 * fastest_s);
+}
+
+TEST_CASE("ZeRO 3's floors see the slowest network its stages' rings must cross", "[pareto][bounded]") {
+  // llama2-70b on 16 H100 + 16 A100 + 8 L40S + 8 L4 nodes, tp 8 dp 2 pp 24 at ZeRO 3: every
+  // micro-batch gathers each layer's parameters twice and reduce-scatters its gradients over
+  // dp. The 64 L4 GPUs sit together (type blocks) and fill four of the 16-GPU stages, each with
+  // an L4 rank at an end; at most two stages (the embedding's, the head's) hold no transformer
+  // layer, so one of them passes a layer's collectives over an L4 node's 100 Gb/s shared by its
+  // 8 tp rings, every one of the m = 64 / 2 = 32 micro-batches.
+  AnalyticInventory inv("llama2-70b", "mixed-1024gpu", 64, {16, 16, 8, 8});
+  inv.input.search.space.zero_stages = {3};
+  inv.input.search.space.recompute = {RecomputeMode::kNone};
+  const NodeCounts counts{16, 16, 8, 8};
+  const ShapeFloor floor(inv.input.search, true, true);
+  double layer_params = 0;
+  for (const LayerUnit& unit : inv.model.units)
+    if (unit.role == LayerRole::kTransformer) layer_params = unit_params(inv.model, unit, 8);
+  const NodeType& l4 = inv.cluster.node_types[3];
+  REQUIRE(l4.gpu_data.name == "L4");
+  const double ring_bits_per_s = l4.inter_node_bandwidth_bits_per_s / 8 * l4.gpu_data.network.bus_share;
+  auto ring_s = [&](double bytes) { return 2.0 * 1 / 2 * 8 * bytes / ring_bits_per_s; };  // 2 (r - 1) / r, r = 2
+  const double layer_s = ring_s(activation_bytes(inv.model.dtype) * layer_params) +
+                         ring_s(AnalyticPolicy::gradient_bytes(inv.model.dtype) * layer_params) / 2;
+  ShapeWork work = shape_work(inv.input, counts);
+  double fastest = std::numeric_limits<double>::infinity(), layout_floor = 0;
+  for (const PlanKey& key : work.keys) {
+    if (key.tp != 8 || key.dp != 2 || key.mbs != 1 || key.speed_split) continue;
+    layout_floor = floor.layout_floor_s(counts, key);
+    fastest = std::min(fastest, evaluate_candidate(input_for(inv.input, work), key).estimate.step_time_s);
+  }
+  REQUIRE(fastest < std::numeric_limits<double>::infinity());
+  INFO("floor " << layout_floor << " fastest " << fastest << " one layer " << 32 * layer_s);
+  CHECK(layout_floor >= 32 * layer_s * (1 - 1e-9));
+  CHECK(layout_floor <= fastest);
+  // 10.6 s under the fastest placement's 14.2 s (the floors that took the first stage's link
+  // and the fastest type's gave 2.5 s).
+  CHECK(layout_floor > 0.5 * fastest);
 }

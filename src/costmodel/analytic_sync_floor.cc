@@ -31,6 +31,18 @@ double ring_floor_s(const NodeType& type, const LinkFloorLimits& limits, int tp,
   return least;
 }
 
+/// The bandwidth part of ring_floor_s: 2(r - 1) / r x the bytes at the link's plateau share,
+/// at most what the ring takes (latency and small messages only add to it).
+double ring_stream_floor_s(const NodeType& type, const LinkFloorLimits& limits, int tp, int dp, double bytes) {
+  const int sharing = std::max(1, std::min({tp, tp * dp, limits.fewest_gpus_per_node}));
+  const GpuSpec& gpu = type.gpu_data;
+  const double r = dp, bits = 2 * (r - 1) / r * 8 * bytes;
+  double least = bits / (type.inter_node_bandwidth_bits_per_s / sharing * gpu.network.bus_share);
+  if (tp * dp <= type.gpus_per_node)
+    least = std::min(least, bits / (type.intra_node_bandwidth_bits_per_s * gpu.nvlink.bus_share));
+  return least;
+}
+
 }  // namespace
 
 SyncFloorParts sync_floor_parts(const ModelSpec& model, const AnalyticOptions& options, const NodeType& type,
@@ -47,6 +59,8 @@ SyncFloorParts sync_floor_parts(const ModelSpec& model, const AnalyticOptions& o
     // Every unit's gathers twice and its reduce-scatter once a micro-batch (half rings each);
     // ring times add up to at least the ring of the sum (each has its own latency).
     parts.zero3_pass_s = ring(element * params) + ring(gradient * params) / 2;
+    parts.zero3_stream_s = ring_stream_floor_s(type, limits, tp, dp, element * params) +
+                           ring_stream_floor_s(type, limits, tp, dp, gradient * params) / 2;
     return parts;
   }
   // A stage of P parameters has K = ceil(P / cap) buckets where bucketing (or one of P): each of

@@ -22,6 +22,10 @@ struct SyncFloorParts {
   /// ZeRO 3: one micro-batch's gathers (forward and backward) and reduce-scatter: a floor
   /// under the stage's forward plus backward seconds.
   double zero3_pass_s = 0;
+  /// ZeRO 3: the same at the bandwidth alone (no latency, the collective's plateau share):
+  /// linear in the parameters, so the stages' pass collectives together take at least this
+  /// for all of theirs, however the parameters are split.
+  double zero3_stream_s = 0;
 };
 
 /// What the link floors need of the inventory: the least latency and the fewest tp rings that

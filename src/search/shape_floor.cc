@@ -204,6 +204,7 @@ void ShapeFloor::add_config_floors(const SearchInput& input, const std::vector<i
   units_ = model.num_units();
   const std::vector<int>& vs = input.space.virtual_stages;
   interleaved_ = std::any_of(vs.begin(), vs.end(), [](int v) { return v > 1; });
+  type_blocks_ = input.space.placements == PlacementKind::kTypeBlocks;
   for (int zero = 0; zero < 4; ++zero) forward_share_[zero] = input.policy->forward_share_bound(zero);
   // Recomputation repeats part of the forward pass (the analytic policy's times; FASOP's
   // space has none): each mode is a configuration of its own, its time and memory apart.
@@ -222,12 +223,20 @@ void ShapeFloor::add_config_floors(const SearchInput& input, const std::vector<i
       double all_params = 0;
       for (const LayerUnit& unit : model.units) all_params += unit_params(model, unit, tp);
       const double first_params = model.units.empty() ? 0 : unit_params(model, model.units[0], tp);
+      double layer_params = kInf, least_unit_params = kInf;  // the smallest transformer layer's, unit's
+      for (const LayerUnit& unit : model.units) {
+        const double params = unit_params(model, unit, tp);
+        least_unit_params = std::min(least_unit_params, params);
+        if (unit.role == LayerRole::kTransformer) layer_params = std::min(layer_params, params);
+      }
+      if (layer_params == kInf) layer_params = 0;
+      if (least_unit_params == kInf) least_unit_params = 0;
       for (size_t j = 0; j < mbs_; ++j) {
         ConfigFloor config = config_times(i, j, factor * model.global_batch * tp / mbss[j], factor);
         config.tp = tp;
         for (int dp : divisors(model.global_batch / mbss[j]))
           for (int zero : zeros) {
-            ConfigFloor::DpOption option{dp, zero, model.global_batch / (mbss[j] * dp), {}, {}, {}, {}, {}};
+            ConfigFloor::DpOption option{dp, zero, model.global_batch / (mbss[j] * dp), {}, {}, {}, {}, {}, {}, {}};
             const LayerFootprint footprint = layer_footprint(model, input.space, tp, mbss[j], dp, zero, recompute);
             for (const NodeType& type : inventory_->node_types) {
               option.layer_caps.push_back(check_memory ? layer_caps(footprint, type.gpu_memory_gib * kGibBytes)
@@ -236,6 +245,8 @@ void ShapeFloor::add_config_floors(const SearchInput& input, const std::vector<i
               if (!sync_) continue;
               option.one_stage.push_back(sync_floor_parts(model, *sync_, type, limits, tp, dp, zero, all_params));
               option.first_stage.push_back(sync_floor_parts(model, *sync_, type, limits, tp, dp, zero, first_params));
+              option.layer_stage.push_back(sync_floor_parts(model, *sync_, type, limits, tp, dp, zero, layer_params));
+              option.unit_stage.push_back(sync_floor_parts(model, *sync_, type, limits, tp, dp, zero, least_unit_params));
             }
             if (sync_) option.send_s = send_floor_s_by_types(model, *inventory_, limits, tp, dp, mbss[j]);
             config.dps.push_back(std::move(option));
@@ -333,7 +344,7 @@ namespace {
 
 /// The least of each part over the node types of `mask`.
 SyncFloorParts least_parts(const std::vector<SyncFloorParts>& per_type, unsigned mask) {
-  SyncFloorParts least{kInf, kInf, kInf, kInf, kInf, kInf};
+  SyncFloorParts least{kInf, kInf, kInf, kInf, kInf, kInf, kInf};
   for (size_t t = 0; t < per_type.size(); ++t) {
     if (!(mask >> t & 1u)) continue;
     const SyncFloorParts& p = per_type[t];
@@ -343,6 +354,7 @@ SyncFloorParts least_parts(const std::vector<SyncFloorParts>& per_type, unsigned
     least.gather_bucket_s = std::min(least.gather_bucket_s, p.gather_bucket_s);
     least.optimizer_s = std::min(least.optimizer_s, p.optimizer_s);
     least.zero3_pass_s = std::min(least.zero3_pass_s, p.zero3_pass_s);
+    least.zero3_stream_s = std::min(least.zero3_stream_s, p.zero3_stream_s);
   }
   return least;
 }
@@ -470,19 +482,42 @@ ShapeFloor::Ladder ShapeFloor::ladder(const ConfigFloor& config, const ConfigFlo
   // present. Each rung: its stages, the types they may run at, a transformer layer's least time
   // on those.
   const std::vector<size_t>& order = config.slowest_first[mask];
+  // ZeRO 3: a stage's passes also hold its layers' collectives, each layer's at least at the
+  // bandwidth of its ring's link (zero3_stream_s, linear in the parameters). That link is no
+  // faster than the stage's first rank's type's: some type of the mask. On type blocks, a type
+  // of N >= replica - 1 GPUs sits at an end of every stage it touches (zero3_type_stage_s):
+  // the stages lo's slowest types fill pass a layer's collectives no faster than theirs.
+  const bool zero3 = option.zero == 3 && !option.layer_stage.empty();
+  std::vector<double> layer_comm_s(lo.size(), 0);
+  double any_comm_s = kInf;
+  if (zero3)
+    for (size_t u = 0; u < lo.size(); ++u)
+      if (mask >> u & 1u) any_comm_s = std::min(any_comm_s, option.layer_stage[u].zero3_stream_s);
+  if (!zero3 || any_comm_s == kInf) any_comm_s = 0;
+  for (size_t u = 0; u < lo.size() && zero3; ++u) {
+    const long long gpus = 1LL * lo[u] * inventory_->node_types[u].gpus_per_node;
+    layer_comm_s[u] = type_blocks_ && gpus > 0 && gpus + 1 >= replica ? option.layer_stage[u].zero3_stream_s : any_comm_s;
+  }
   std::vector<unsigned> types;
   long long stages = 0;
+  size_t seen = 0;
+  double slow_comm_s = kInf;  // the least of layer_comm_s over lo's types among the k slowest
   for_each_slow_step(config, mask, lo, replica, most_pp, [&](size_t k, long long filled) {
+    for (; seen <= k; ++seen)
+      if (lo[order[seen]] > 0) slow_comm_s = std::min(slow_comm_s, layer_comm_s[order[seen]]);
     if (filled == stages) return;
     types.push_back(at_least_as_slow(config, mask, order[k]));
     Ladder::Rung rung{filled - stages, kInf, {}};
     for (size_t u = 0; u < config.whole_s.size(); ++u)
       if (types.back() >> u & 1u) rung.layer_s = std::min(rung.layer_s, config.least_layer_by_type_s[u]);
+    if (zero3 && rung.layer_s > 0 && rung.layer_s < kInf && slow_comm_s < kInf)
+      rung.layer_s = std::max(rung.layer_s, slow_comm_s);
     ladder.rungs.push_back(std::move(rung));
     stages = filled;
   });
   if (most_pp > stages) {
-    ladder.rungs.push_back({most_pp - stages, config.least_layer_s[mask], {}});
+    const double layer_s = config.least_layer_s[mask];
+    ladder.rungs.push_back({most_pp - stages, layer_s > 0 && layer_s < kInf ? std::max(layer_s, any_comm_s) : layer_s, {}});
     types.push_back(mask);
   }
   // Per rung, the most layers its stages can hold in memory at positions 1, 2, ... from the
@@ -694,11 +729,42 @@ ShapeFloor::OptionTerms ShapeFloor::option_terms(const ConfigFloor& config, cons
   // ZeRO 3: a stage passes its own parameters' collectives every micro-batch, and some stage
   // holds a pp-th of them.
   const double shared = every.zero3_pass_s / most_pp;
-  terms.comm_s = m * std::max(parts.zero3_pass_s, shared) * (1 - 1e-9);
+  const double busiest_comm_s = std::max({parts.zero3_pass_s, shared, zero3_type_stage_s(config, option, lo, replica, most_pp)});
+  terms.comm_s = m * busiest_comm_s * (1 - 1e-9);
+  // A stage's passes hold its collectives (t_s >= z_s, and t_s >= its compute c_s): 1F1B's
+  // chain through the stages, sum_s max(c_s, z_s), holds every parameter's, and its fill and
+  // drain the busiest stage's again.
+  if (option.zero == 3 && !interleaved_)
+    terms.comm_s = std::max(terms.comm_s, (std::max(config.path_s[mask], every.zero3_stream_s) +
+                                           terms.drain * std::max(terms.stage_s, busiest_comm_s)) *
+                                              (1 - 1e-9));
   terms.sync_s = exposed_sync_floor_s(parts, *sync_, option.zero, config.backward_window_s[mask],
                                       config.forward_window_s[mask]) *
                  (1 - 1e-9);
   return terms;
+}
+
+double ShapeFloor::zero3_type_stage_s(const ConfigFloor& config, const ConfigFloor::DpOption& option,
+                                      const NodeCounts& lo, long long replica, long long most_pp) const {
+  if (option.zero != 3 || !type_blocks_ || option.layer_stage.empty() || most_pp < 2) return 0;
+  // Type t's N_t GPUs sit together in rank order and stages are runs of `replica` ranks: they
+  // touch at least ceil(N_t / replica) stages, and where N_t >= replica - 1 no stage holds
+  // them strictly inside (it would need N_t + 2 ranks), so each has a rank of t at an end. Its
+  // data-parallel ring's link (AnalyticPolicy's dp_link: its end ranks' link) is then no
+  // faster than t's. Each holds a unit, and all but the model's other units' stages a
+  // transformer layer: where t touches more, some stage passes a layer's collectives at t's
+  // link every micro-batch, else a unit's.
+  const long long other_units = units_ - most_stages_;
+  double busiest = 0;
+  for (size_t t = 0; t < lo.size(); ++t) {
+    const long long gpus = 1LL * lo[t] * inventory_->node_types[t].gpus_per_node;
+    if (gpus == 0 || gpus + 1 < replica) continue;
+    const long long touched = std::min((gpus + replica - 1) / replica, most_pp);
+    const std::vector<SyncFloorParts>& held = touched > other_units ? option.layer_stage : option.unit_stage;
+    busiest = std::max(busiest, held[t].zero3_pass_s);
+  }
+  (void)config;
+  return busiest;
 }
 
 ShapeFloor::ConfigBound ShapeFloor::config_bound(const NodeCounts& lo, const NodeCounts& hi,

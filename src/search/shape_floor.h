@@ -49,6 +49,12 @@ namespace fasop {
 /// forward passes (pipeline_1f1b_lower_bound), so with every forward pass at most a share phi of
 /// its stage's time, T >= sum_s t_s + ((m - 1) - phi min(m - 1, pp - 1)) max_s t_s, where
 /// sum_s t_s >= the path floor and m max_s t_s >= the work floor.
+/// ZeRO 3. A stage's passes hold its parameters' gathers and reduce-scatter each micro-batch
+/// (t_s >= max(c_s, z_s)), at its data-parallel ring's link: no faster than its end ranks'
+/// types'. The chain through the stages holds every parameter's collectives at the bandwidth
+/// alone (linear in the parameters); on type blocks, a type of at least replica - 1 GPUs sits at
+/// an end of every stage it touches, so the ladder's stages of slow types pass each layer's
+/// collectives no faster than over those types' networks.
 class ShapeFloor {
  public:
   /// `input`: the pareto search's input (the inventory as its cluster, a profile per node
@@ -165,6 +171,8 @@ class ShapeFloor {
       /// Per node type (analytic policy): the first stage's sync floors with pp 1 (every
       /// parameter) and with more stages (its first unit's).
       std::vector<SyncFloorParts> one_stage, first_stage;
+      /// Per node type (analytic policy): a stage holding one transformer layer, or one unit, at least.
+      std::vector<SyncFloorParts> layer_stage, unit_stage;
       /// Per mask (analytic policy): the least seconds a pipeline send between two stages
       /// takes on the types present (0: not known).
       std::vector<double> send_s;
@@ -270,6 +278,11 @@ class ShapeFloor {
   int units_ = 0;                     ///< the model's pipeline units
   double forward_share_[4] = {0.5, 0.5, 0.5, 0.5};  ///< phi per ZeRO stage: a forward pass's largest share of its stage's time
   bool interleaved_ = false;          ///< the space tries virtual stages: no fill-and-drain term
+  bool type_blocks_ = false;          ///< the space places each node type's nodes together
+  /// ZeRO 3 on type blocks: the floor of the busiest stage's collectives a micro-batch where
+  /// lo's types fill whole stages (zero3_type_stage_s).
+  double zero3_type_stage_s(const ConfigFloor& config, const ConfigFloor::DpOption& option, const NodeCounts& lo,
+                            long long replica, long long most_pp) const;
   const AnalyticOptions* sync_ = nullptr;  ///< the analytic policy's options: sync floors
   void add_config_floors(const SearchInput& input, const std::vector<int>& tps, const std::vector<int>& mbss,
                          bool check_memory);
