@@ -4,7 +4,8 @@
 # that hits it prints "no answer in LIMIT_S s" with its last progress line):
 #   1. gpt2xl on FASOP's inventory (8 A100 + 8 A10 nodes: 80 shapes), --pareto;
 #   2. llama2-70b on mixed-h100-a100-l4 (0..4 nodes of 3 types: 124 shapes), --pareto;
-#   3. llama2-70b on mixed-1024gpu (0..32 nodes of 4 types: 1,185,920 shapes), --pareto --front-only;
+#   3. llama2-70b on mixed-1024gpu (0..32 nodes of 4 types: 1,185,920 shapes), --pareto --front-only:
+#      the exact front, and the fronts within --tolerance 10 and 20 (a stated bound);
 #   4. Sailor's budget problem (a), OPT-350M on sailor-budget: the cheapest plan of at least
 #      0.2 iterations/s on any subset (--use-subset --min-throughput 0.2);
 #   5. Sailor's budget problem (b): the fastest plan under 1.2 USD per iteration
@@ -48,13 +49,32 @@ sailor_plan() {  # sailor_plan NODES_A NODES_B DP: Sailor's A100 plan on that ma
   "$bin" estimate --model opt-350m --cluster "$cluster" --tp 4 --dp "$dp" --pp 1 --mbs 8 2>&1 | grep -E "step|cost|\\$" | head -n 4
 }
 
+within_check() {  # within_check EXACT_DIR APPROX_DIR PCT: every exact front plan's nearest on the approximate front
+  local exact=$1/llama2-70b_pareto_front.csv approx=$2/llama2-70b_pareto_front.csv
+  [ -f "$exact" ] && [ -f "$approx" ] || return 0
+  command -v python3 > /dev/null || { echo "(python3 missing: the fronts were not compared)"; return 0; }
+  python3 - "$exact" "$approx" "$3" <<'PY'
+import csv, sys
+load = lambda p: [(float(r["estimated time (s/step)"]), float(r["train_cost"])) for r in csv.DictReader(open(p))]
+exact, approx, pct = load(sys.argv[1]), load(sys.argv[2]), float(sys.argv[3])
+worst = max(min(max(t2 / t, c2 / c) for t2, c2 in approx) - 1 for t, c in exact)
+print(f"checked against the exact front: every exact plan has one at most {100 * worst:.1f}% slower and dearer"
+      f" ({'within' if worst <= pct / 100 + 1e-9 else 'OUTSIDE'} the stated {pct:g}%)")
+PY
+}
+
 cases=("$@")
 [ ${#cases[@]} -eq 0 ] && cases=(1 2 3 4 5 6)
 for c in "${cases[@]}"; do
   case $c in
     1) run_case fasop-gpt2xl search --model gpt2xl --heterogeneous --pareto ;;
     2) run_case llama2-70b-3x4 search --model llama2-70b --pareto ;;
-    3) run_case llama2-70b-4x32 search --model llama2-70b --pareto --cluster mixed-1024gpu --front-only ;;
+    3) run_case llama2-70b-4x32 search --model llama2-70b --pareto --cluster mixed-1024gpu --front-only
+       for pct in 10 20; do
+         run_case "llama2-70b-4x32-within-${pct}pct" search --model llama2-70b --pareto --cluster mixed-1024gpu \
+           --front-only --tolerance "$pct"
+         within_check "$out/llama2-70b-4x32" "$out/llama2-70b-4x32-within-${pct}pct" "$pct"
+       done ;;
     4) run_case sailor-a search --model opt-350m --cluster sailor-budget --use-subset --min-throughput 0.2
        echo "Sailor's plan (a) under our estimate: 16 A100 nodes of us-central1-b, tp 4 dp 16 pp 1 mbs 8"
        sailor_plan 0 16 16 ;;
@@ -64,7 +84,8 @@ for c in "${cases[@]}"; do
     6) eights=(--max-nodes H100=8 --max-nodes A100-80G=8 --max-nodes L40S=8 --max-nodes L4=8)
        run_case llama2-70b-4x8 search --model llama2-70b --pareto --cluster mixed-1024gpu "${eights[@]}" --front-only
        run_case llama2-70b-4x8-within-5pct search --model llama2-70b --pareto --cluster mixed-1024gpu "${eights[@]}" \
-         --front-only --tolerance 5 ;;
+         --front-only --tolerance 5
+       within_check "$out/llama2-70b-4x8" "$out/llama2-70b-4x8-within-5pct" 5 ;;
     *) echo "unknown case $c (1-6)"; exit 2 ;;
   esac
 done

@@ -729,7 +729,7 @@ ShapeFloor::OptionTerms ShapeFloor::option_terms(const ConfigFloor& config, cons
   // ZeRO 3: a stage passes its own parameters' collectives every micro-batch, and some stage
   // holds a pp-th of them.
   const double shared = every.zero3_pass_s / most_pp;
-  const double busiest_comm_s = std::max({parts.zero3_pass_s, shared, zero3_type_stage_s(config, option, lo, replica, most_pp)});
+  const double busiest_comm_s = std::max({parts.zero3_pass_s, shared, zero3_type_stage_s(option, lo, replica, most_pp)});
   terms.comm_s = m * busiest_comm_s * (1 - 1e-9);
   // A stage's passes hold its collectives (t_s >= z_s, and t_s >= its compute c_s): 1F1B's
   // chain through the stages, sum_s max(c_s, z_s), holds every parameter's, and its fill and
@@ -744,8 +744,8 @@ ShapeFloor::OptionTerms ShapeFloor::option_terms(const ConfigFloor& config, cons
   return terms;
 }
 
-double ShapeFloor::zero3_type_stage_s(const ConfigFloor& config, const ConfigFloor::DpOption& option,
-                                      const NodeCounts& lo, long long replica, long long most_pp) const {
+double ShapeFloor::zero3_type_stage_s(const ConfigFloor::DpOption& option, const NodeCounts& lo, long long replica,
+                                      long long most_pp) const {
   if (option.zero != 3 || !type_blocks_ || option.layer_stage.empty() || most_pp < 2) return 0;
   // Type t's N_t GPUs sit together in rank order and stages are runs of `replica` ranks: they
   // touch at least ceil(N_t / replica) stages, and where N_t >= replica - 1 no stage holds
@@ -763,7 +763,6 @@ double ShapeFloor::zero3_type_stage_s(const ConfigFloor& config, const ConfigFlo
     const std::vector<SyncFloorParts>& held = touched > other_units ? option.layer_stage : option.unit_stage;
     busiest = std::max(busiest, held[t].zero3_pass_s);
   }
-  (void)config;
   return busiest;
 }
 

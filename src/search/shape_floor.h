@@ -281,8 +281,8 @@ class ShapeFloor {
   bool type_blocks_ = false;          ///< the space places each node type's nodes together
   /// ZeRO 3 on type blocks: the floor of the busiest stage's collectives a micro-batch where
   /// lo's types fill whole stages (zero3_type_stage_s).
-  double zero3_type_stage_s(const ConfigFloor& config, const ConfigFloor::DpOption& option, const NodeCounts& lo,
-                            long long replica, long long most_pp) const;
+  double zero3_type_stage_s(const ConfigFloor::DpOption& option, const NodeCounts& lo, long long replica,
+                            long long most_pp) const;
   const AnalyticOptions* sync_ = nullptr;  ///< the analytic policy's options: sync floors
   void add_config_floors(const SearchInput& input, const std::vector<int>& tps, const std::vector<int>& mbss,
                          bool check_memory);
