@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <limits>
-#include <map>
+#include <cstdint>
 #include <optional>
-#include <tuple>
+#include <unordered_map>
 
 #include "costmodel/egress_floor.h"
 #include "costmodel/estimate.h"
@@ -48,8 +48,14 @@ class LayoutFloors {
  public:
   LayoutFloors(const ShapeFloor& floor, const NodeCounts& counts) : floor_(floor), counts_(counts) {}
   double operator()(const PlanKey& key) {
-    const auto degrees = std::tuple(key.tp, key.mbs, key.dp, key.pp, key.zero_stage, int(key.recompute_mode()),
-                                    key.virtual_stages, key.stage_tp, key.stage_dp);
+    // Layouts the floors have no configuration for (virtual stages, per-stage degrees) get 0 at once.
+    // The degrees in one word: tp < 2^8, mbs and dp < 2^16, pp < 2^16, ZeRO and recomputation < 2^4;
+    // others are not kept.
+    if (key.virtual_stages != 1 || !key.stage_tp.empty() || !key.stage_dp.empty() || key.tp >= 1 << 8 ||
+        key.mbs >= 1 << 16 || key.dp >= 1 << 16 || key.pp >= 1 << 16)
+      return floor_.layout_floor_s(counts_, key);
+    const uint64_t degrees = uint64_t(key.tp) << 56 | uint64_t(key.mbs) << 40 | uint64_t(key.dp) << 24 |
+                             uint64_t(key.pp) << 8 | uint64_t(key.zero_stage) << 4 | uint64_t(key.recompute_mode());
     const auto known = floors_.find(degrees);
     if (known != floors_.end()) return known->second;
     const double floor_s = floor_.layout_floor_s(counts_, key);
@@ -60,7 +66,7 @@ class LayoutFloors {
  private:
   const ShapeFloor& floor_;
   const NodeCounts& counts_;
-  std::map<std::tuple<int, int, int, int, int, int, int, std::vector<int>, std::vector<int>>, double> floors_;
+  std::unordered_map<uint64_t, double> floors_;
 };
 
 /// The search's state: the front of every plan estimated so far, and what it counted.
