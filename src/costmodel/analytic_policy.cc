@@ -351,15 +351,16 @@ void AnalyticPolicy::time_stage(const PlanContext& ctx, const std::vector<int>& 
     const Link link = dp_link(ctx, s);
     const std::vector<double>& prefix = ctx.partition_memory->stage_params_prefix(s);
     const double param_bytes = element_bytes(*ctx.model), grad_bytes = gradient_bytes(ctx.model->dtype);
-    double gathers = 0, reduces = 0, first_gather = 0, last_gather = 0, first_reduce = 0;
-    for (int u = first; u < first + count; ++u) {
-      const double params = prefix[u + 1] - prefix[u];
-      const double gather = ring_s(link, dp, param_bytes * params) / 2, reduce = ring_s(link, dp, grad_bytes * params) / 2;
-      if (u == first) first_gather = gather, first_reduce = reduce;
-      last_gather = gather;
-      gathers += gather;
-      reduces += reduce;
-    }
+    // Every unit's ring is affine in its bytes: the units' sum is theirs in one go.
+    const CollectiveEfficiency::RingTerms ring =
+        link.collective.ring_allreduce_terms(dp, link.ring_step_latency_s(dp), link.bits_per_s);
+    const double params = prefix[first + count] - prefix[first];
+    const double gathers = (count * ring.fixed_s + ring.per_byte_s * param_bytes * params) / 2;
+    const double reduces = (count * ring.fixed_s + ring.per_byte_s * grad_bytes * params) / 2;
+    auto params_of_unit = [&](int u) { return prefix[u + 1] - prefix[u]; };
+    const double first_gather = ring_s(link, dp, param_bytes * params_of_unit(first)) / 2;
+    const double first_reduce = ring_s(link, dp, grad_bytes * params_of_unit(first)) / 2;
+    const double last_gather = ring_s(link, dp, param_bytes * params_of_unit(first + count - 1)) / 2;
     const double slowdown = stage_gpu(ctx, s).overlap_slowdown;
     auto overlap = [&](double comm, double lead, double pass_s, double& pass) {
       const double exposed = options_.zero3_prefetch ? std::max(lead, comm - pass_s) : comm;

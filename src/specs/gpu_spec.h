@@ -42,6 +42,17 @@ struct CollectiveEfficiency {
     const double r = ranks;
     return 2 * (r - 1) * latency_s + 2 * (r - 1) / r * 8 * bytes / (bits_per_s * at(bytes));
   }
+  /// The same as fixed_s + per_byte_s x bytes (for bytes > 0): bytes / at(bytes) is
+  /// (bytes + half_bytes) / bus_share, so k rings of B bytes in all take k x fixed_s +
+  /// per_byte_s x B.
+  struct RingTerms {
+    double fixed_s = 0, per_byte_s = 0;
+  };
+  RingTerms ring_allreduce_terms(int ranks, double latency_s, double bits_per_s) const {
+    if (ranks <= 1) return {};
+    const double r = ranks, per_byte_s = 2 * (r - 1) / r * 8 / (bits_per_s * bus_share);
+    return {2 * (r - 1) * latency_s + per_byte_s * half_bytes, per_byte_s};
+  }
 };
 
 /// The software that runs the layers, which decides their kernels: Megatron-LM's fused
