@@ -76,12 +76,12 @@ double LaunchCosts::dispatch_s_of(const std::string& stack) const {
 
 const PrecisionEfficiency& GpuSpec::efficiency(const std::string& precision) const {
   static const PrecisionEfficiency kDefault;
+  // The cost model asks in its inner loops: the common case builds no string.
+  auto it = precisions.find(precision);
+  if (it != precisions.end()) return it->second;
   // A precision without data of its own takes its nearest kin's: MXFP8 fp8's, bf16 fp16's.
-  const std::string kin = precision == "mxfp8" ? "fp8" : precision == "bf16" ? "fp16" : "bf16";
-  for (const std::string& name : {precision, kin}) {
-    auto it = precisions.find(name);
-    if (it != precisions.end()) return it->second;
-  }
+  it = precisions.find(precision == "mxfp8" ? "fp8" : precision == "bf16" ? "fp16" : "bf16");
+  if (it != precisions.end()) return it->second;
   return precisions.empty() ? kDefault : precisions.begin()->second;
 }
 
