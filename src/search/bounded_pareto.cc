@@ -322,9 +322,9 @@ ParetoStats run_bounded_pareto_search(const ParetoInput& input, CandidateSink& s
       settled += 1;
     } else {
       auto [lower, upper] = split(box);
-      // Depth first pops the last pushed: the upper half first.
-      push(std::move(lower), &next.floor);
+      // Depth first pops the last pushed: the lower half first.
       push(std::move(upper), &next.floor);
+      push(std::move(lower), &next.floor);
       continue;
     }
     if (progress) progress(settled, total, search.stats().candidates);
