@@ -9,6 +9,15 @@ trap 'rm -rf "$work"' EXIT
 source "$(dirname "${BASH_SOURCE[0]}")/test_lib.sh"
 
 expect_error "unknown model" "--model" search --model gpt3 --out-dir "$work/a"
+# Mistyped words get the nearest known one, in one line and exit 2 (not CLI11's 105-109).
+expect_error "mistyped subcommand" "unknown subcommand 'serch' of fasop-cpp; did you mean search?" serch --model gpt2xl
+expect_error "mistyped flag" "unknown flag --modle of fasop-cpp search; did you mean --model?" search --modle gpt2xl
+expect_error "mistyped nested subcommand" "did you mean show?" plan shw plan.yaml
+expect_error "a word near nothing" "see fasop-cpp presets --help" presets nothing-like-it
+expect_error "a flag's value that starts with a dash is a value" "--plan" launch --plan "$work/none.yaml" \
+  --container-args --ulimit
+version=$("$bin" --version 2>&1); rc=$?
+if [ "$rc" -eq 0 ] && [[ "$version" =~ ^fasop-cpp\ [0-9]+\.[0-9]+\.[0-9]+$ ]]; then ok; else fail "--version: exit $rc, '$version'"; fi
 printf 'name: x\nnode_types: [\n' > "$work/bad.yaml"
 expect_error "malformed YAML" "$work/bad.yaml" search --model bert --cluster "$work/bad.yaml" --out-dir "$work/a"
 sed 's/gpu: A10$/gpu: L4/' "$(dirname "$0")/../clusters/fasop-bert.yaml" > "$work/l4.yaml"

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include <iostream>
+#include <optional>
 #include <new>
 
 #include "cli/calibrate_command.h"
@@ -12,6 +13,7 @@
 #include "cli/profile_command.h"
 #include "cli/schedule_command.h"
 #include "cli/search_command.h"
+#include "cli/usage_typo.h"
 #include "cli/validate_command.h"
 #include "report/atomic_file.h"
 #include "specs/spec_error.h"
@@ -25,6 +27,7 @@ int main(int argc, char** argv) {
       "(one line on stderr names the file, field or flag and the fix); 130 or 143 interrupted (SIGINT, SIGTERM), "
       "no half-written file left.");
   app.require_subcommand(1);
+  app.set_version_flag("--version", "fasop-cpp " FASOP_VERSION);
   fasop::add_search_command(app);
   fasop::add_estimate_command(app);
   fasop::add_plan_command(app);
@@ -34,8 +37,16 @@ int main(int argc, char** argv) {
   fasop::add_profile_command(app);
   fasop::add_validate_command(app);
   fasop::add_presets_command(app);
+  // A mistyped subcommand or flag, named with the nearest known one, before CLI11 reports what
+  // the typo left missing instead.
+  if (const std::optional<std::string> typo = fasop::usage_typo(app, argc, argv)) {
+    std::cerr << "fasop-cpp: " << *typo << "\n";
+    return 2;
+  }
   try {
     app.parse(argc, argv);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
