@@ -16,6 +16,12 @@ expect_error "mistyped nested subcommand" "did you mean show?" plan shw plan.yam
 expect_error "a word near nothing" "see fasop-cpp presets --help" presets nothing-like-it
 expect_error "a flag's value that starts with a dash is a value" "--plan" launch --plan "$work/none.yaml" \
   --container-args --ulimit
+# estimate --placement takes the NxTYPE form search prints: the same estimate as the names one by one.
+est=(estimate --model gpt2xl --cluster fasop-8nodes-heterogeneous --mbs 1 --tp 4 --dp 1 --pp 8 --placement)
+short=$("$bin" "${est[@]}" 1xp4d.24xlarge,7xg5.24xlarge 2>&1)
+long=$("$bin" "${est[@]}" p4d.24xlarge,g5.24xlarge,g5.24xlarge,g5.24xlarge,g5.24xlarge,g5.24xlarge,g5.24xlarge,g5.24xlarge 2>&1)
+if [ -n "$short" ] && [ "$short" = "$long" ]; then ok; else fail "--placement NxTYPE: '$short' differs from '$long'"; fi
+expect_error "--placement of an unknown type" "NxTYPE" "${est[@]}" 8xnope
 version=$("$bin" --version 2>&1); rc=$?
 if [ "$rc" -eq 0 ] && [[ "$version" =~ ^fasop-cpp\ [0-9]+\.[0-9]+\.[0-9]+$ ]]; then ok; else fail "--version: exit $rc, '$version'"; fi
 printf 'name: x\nnode_types: [\n' > "$work/bad.yaml"

@@ -74,15 +74,25 @@ std::vector<int> parse_partition(const std::string& text) {
 std::vector<int> parse_placement(const std::string& text, const ClusterSpec& cluster) {
   if (text.empty()) return cyclic_placements(cluster).front();
   std::vector<int> order;
-  for (const std::string& name : split(text)) {
-    int type = cluster.find_node_type(name);
+  for (std::string name : split(text)) {
+    // "32xp5.48xlarge", as search prints a placement: 32 nodes of that type in a row.
+    long long repeat = 1;
+    const size_t x = name.find('x');
+    if (cluster.find_node_type(name) < 0 && x != std::string::npos && x > 0 &&
+        name.find_first_not_of("0123456789") == x && cluster.find_node_type(name.substr(x + 1)) >= 0) {
+      repeat = std::stoll(name.substr(0, std::min<size_t>(x, 9)));
+      name = name.substr(x + 1);
+      if (repeat < 1 || repeat > 100000)
+        throw SpecError("--placement: " + std::to_string(repeat) + " nodes of '" + name + "'; give 1 to 100000");
+    }
+    const int type = cluster.find_node_type(name);
     if (type < 0) {
       std::string known;
       for (const NodeType& t : cluster.node_types) known += (known.empty() ? "" : ", ") + t.name;
       throw SpecError("--placement: unknown node type '" + name + "' in cluster '" + cluster.name +
-                      "'; use " + known);
+                      "'; use " + known + " (or NxTYPE for N nodes of TYPE)");
     }
-    order.push_back(type);
+    order.insert(order.end(), static_cast<size_t>(repeat), type);
   }
   return order;
 }
@@ -156,7 +166,8 @@ void add_estimate_command(CLI::App& app) {
                     "split each stage's micro-batch over its replicas by their speed where they sit on several "
                     "node types (Metis-style; analytic policy)");
   command->add_option("--placement", options->placement,
-                      "node types in rank order, comma-separated (default: the cluster's order)");
+                      "node types in rank order, comma-separated, NxTYPE for N in a row as search prints them, "
+                      "e.g. 8xp5.48xlarge,1xg6e.48xlarge (default: the cluster's order)");
   command->add_option("--partition", options->partition,
                       "units per stage, comma-separated (default: the best partition found)");
   command->add_flag("--json", options->json, "print one JSON object");
