@@ -66,10 +66,11 @@ std::optional<std::string> usage_typo(const CLI::App& app, int argc, const char*
       command = command->get_subcommand(word);
       continue;
     }
-    const bool follows_flag = i > 1 && argv[i - 1][0] == '-';  // a flag's further values
+    // Right after a flag that takes no value here (a boolean, or --name=value), CLI11 judges the word.
+    const bool follows_flag = i > 1 && argv[i - 1][0] == '-';
     if (!subcommands.empty() && !follows_flag && command->get_require_subcommand_min() > 0)
       return "unknown subcommand '" + word + "' of " + command_path(*command) + suggestion(word, subcommands, *command);
-    if (!follows_flag && command->get_subcommands({}).empty()) operands = true;
+    if (!follows_flag && subcommands.empty()) operands = true;
   }
   return std::nullopt;
 }

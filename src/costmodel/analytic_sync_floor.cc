@@ -18,34 +18,32 @@ LinkFloorLimits link_floor_limits(const ClusterSpec& inventory) {
 
 namespace {
 
-/// The fewest rings that share a node's network: min(tp, tp dp, the fewest GPUs a node).
-int least_ring_sharing(const LinkFloorLimits& limits, int tp, int dp) {
-  return std::max(1, std::min({tp, tp * dp, limits.fewest_gpus_per_node}));
+/// The least of `ring_s(collective, bits_per_s)` over the links a stage's data-parallel ring on
+/// type `type` may use: its network, shared by at least min(tp, tp dp, the fewest GPUs a node)
+/// rings, or where the stage fits in a node possibly NVLink. A ring time only grows with the
+/// latency and falls with the bandwidth; zones only lower the bandwidth.
+template <typename RingTime>
+double least_over_links(const NodeType& type, const LinkFloorLimits& limits, int tp, int dp, RingTime ring_s) {
+  const int sharing = std::max(1, std::min({tp, tp * dp, limits.fewest_gpus_per_node}));
+  const GpuSpec& gpu = type.gpu_data;
+  double least = ring_s(gpu.network, type.inter_node_bandwidth_bits_per_s / sharing);
+  if (tp * dp <= type.gpus_per_node) least = std::min(least, ring_s(gpu.nvlink, type.intra_node_bandwidth_bits_per_s));
+  return least;
 }
 
-/// A floor under a ring all-reduce of `bytes` over the dp ranks of a stage on type `type`: over
-/// its network, shared by at least min(tp, tp dp, the fewest GPUs a node) rings, or where the
-/// stage fits in a node possibly over NVLink. A ring time only grows with the latency and falls
-/// with the bandwidth; zones only lower the bandwidth.
+/// A floor under a ring all-reduce of `bytes` over the dp ranks of a stage on type `type`, at
+/// the least latency.
 double ring_floor_s(const NodeType& type, const LinkFloorLimits& limits, int tp, int dp, double bytes) {
-  const int sharing = least_ring_sharing(limits, tp, dp);
-  const GpuSpec& gpu = type.gpu_data;
-  double least = gpu.network.ring_allreduce_s(bytes, dp, limits.least_latency_s, type.inter_node_bandwidth_bits_per_s / sharing);
-  if (tp * dp <= type.gpus_per_node)
-    least = std::min(least, gpu.nvlink.ring_allreduce_s(bytes, dp, limits.least_latency_s, type.intra_node_bandwidth_bits_per_s));
-  return least;
+  return least_over_links(type, limits, tp, dp, [&](const CollectiveEfficiency& collective, double bits_per_s) {
+    return collective.ring_allreduce_s(bytes, dp, limits.least_latency_s, bits_per_s);
+  });
 }
 
-/// The bandwidth part of ring_floor_s: 2(r - 1) / r x the bytes at the link's plateau share,
-/// at most what the ring takes (latency and small messages only add to it).
+/// Its bandwidth part alone (no latency, the link's plateau share), at most what the ring takes.
 double ring_stream_floor_s(const NodeType& type, const LinkFloorLimits& limits, int tp, int dp, double bytes) {
-  const int sharing = least_ring_sharing(limits, tp, dp);
-  const GpuSpec& gpu = type.gpu_data;
-  const double r = dp, bits = 2 * (r - 1) / r * 8 * bytes;
-  double least = bits / (type.inter_node_bandwidth_bits_per_s / sharing * gpu.network.bus_share);
-  if (tp * dp <= type.gpus_per_node)
-    least = std::min(least, bits / (type.intra_node_bandwidth_bits_per_s * gpu.nvlink.bus_share));
-  return least;
+  return least_over_links(type, limits, tp, dp, [&](const CollectiveEfficiency& collective, double bits_per_s) {
+    return collective.ring_allreduce_terms(dp, 0, bits_per_s).per_byte_s * bytes;
+  });
 }
 
 }  // namespace

@@ -485,7 +485,7 @@ ShapeFloor::Ladder ShapeFloor::ladder(const ConfigFloor& config, const ConfigFlo
   // ZeRO 3: a stage's passes also hold its layers' collectives, each layer's at least at the
   // bandwidth of its ring's link (zero3_stream_s, linear in the parameters). That link is no
   // faster than the stage's first rank's type's: some type of the mask. On type blocks, a type
-  // of N >= replica - 1 GPUs sits at an end of every stage it touches (zero3_type_stage_s):
+  // of N >= replica - 1 GPUs sits at an end of every stage it touches (at_stage_ends):
   // the stages lo's slowest types fill pass a layer's collectives no faster than theirs.
   const bool zero3 = option.zero == 3 && !option.layer_stage.empty();
   std::vector<double> layer_comm_s(lo.size(), 0);
@@ -494,10 +494,8 @@ ShapeFloor::Ladder ShapeFloor::ladder(const ConfigFloor& config, const ConfigFlo
     for (size_t u = 0; u < lo.size(); ++u)
       if (mask >> u & 1u) any_comm_s = std::min(any_comm_s, option.layer_stage[u].zero3_stream_s);
   if (!zero3 || any_comm_s == kInf) any_comm_s = 0;
-  for (size_t u = 0; u < lo.size() && zero3; ++u) {
-    const long long gpus = 1LL * lo[u] * inventory_->node_types[u].gpus_per_node;
-    layer_comm_s[u] = type_blocks_ && gpus > 0 && gpus + 1 >= replica ? option.layer_stage[u].zero3_stream_s : any_comm_s;
-  }
+  for (size_t u = 0; u < lo.size() && zero3; ++u)
+    layer_comm_s[u] = at_stage_ends(lo, u, replica) ? option.layer_stage[u].zero3_stream_s : any_comm_s;
   std::vector<unsigned> types;
   long long stages = 0;
   size_t seen = 0;
@@ -744,21 +742,25 @@ ShapeFloor::OptionTerms ShapeFloor::option_terms(const ConfigFloor& config, cons
   return terms;
 }
 
+bool ShapeFloor::at_stage_ends(const NodeCounts& lo, size_t t, long long replica) const {
+  const long long gpus = 1LL * lo[t] * inventory_->node_types[t].gpus_per_node;
+  return type_blocks_ && gpus > 0 && gpus + 1 >= replica;
+}
+
 double ShapeFloor::zero3_type_stage_s(const ConfigFloor::DpOption& option, const NodeCounts& lo, long long replica,
                                       long long most_pp) const {
   if (option.zero != 3 || !type_blocks_ || option.layer_stage.empty() || most_pp < 2) return 0;
   // Type t's N_t GPUs sit together in rank order and stages are runs of `replica` ranks: they
-  // touch at least ceil(N_t / replica) stages, and where N_t >= replica - 1 no stage holds
-  // them strictly inside (it would need N_t + 2 ranks), so each has a rank of t at an end. Its
-  // data-parallel ring's link (AnalyticPolicy's dp_link: its end ranks' link) is then no
+  // touch at least ceil(N_t / replica) stages, each with a rank of t at an end (at_stage_ends).
+  // Its data-parallel ring's link (AnalyticPolicy's dp_link: its end ranks' link) is then no
   // faster than t's. Each holds a unit, and all but the model's other units' stages a
   // transformer layer: where t touches more, some stage passes a layer's collectives at t's
   // link every micro-batch, else a unit's.
   const long long other_units = units_ - most_stages_;
   double busiest = 0;
   for (size_t t = 0; t < lo.size(); ++t) {
+    if (!at_stage_ends(lo, t, replica)) continue;
     const long long gpus = 1LL * lo[t] * inventory_->node_types[t].gpus_per_node;
-    if (gpus == 0 || gpus + 1 < replica) continue;
     const long long touched = std::min((gpus + replica - 1) / replica, most_pp);
     const std::vector<SyncFloorParts>& held = touched > other_units ? option.layer_stage : option.unit_stage;
     busiest = std::max(busiest, held[t].zero3_pass_s);

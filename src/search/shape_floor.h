@@ -279,6 +279,10 @@ class ShapeFloor {
   double forward_share_[4] = {0.5, 0.5, 0.5, 0.5};  ///< phi per ZeRO stage: a forward pass's largest share of its stage's time
   bool interleaved_ = false;          ///< the space tries virtual stages: no fill-and-drain term
   bool type_blocks_ = false;          ///< the space places each node type's nodes together
+  /// On type blocks, whether type t's GPUs (at least lo's) sit at an end of every stage of
+  /// `replica` ranks they touch: their N_t ranks in a row are no fewer than replica - 1, so no
+  /// stage holds them strictly inside (that would need N_t + 2 ranks).
+  bool at_stage_ends(const NodeCounts& lo, size_t t, long long replica) const;
   /// ZeRO 3 on type blocks: the floor of the busiest stage's collectives a micro-batch where
   /// lo's types fill whole stages (zero3_type_stage_s).
   double zero3_type_stage_s(const ConfigFloor::DpOption& option, const NodeCounts& lo, long long replica,
