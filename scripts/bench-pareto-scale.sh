@@ -18,7 +18,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 limit=${LIMIT_S:-120}
-[ -x build/fasop-cpp ] || bash scripts/build.sh
+[ -x build/fasop-cpp ] || bash scripts/build.sh planner
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 bin=build/fasop-cpp

@@ -9,7 +9,7 @@
 #     makes one; this also carries the machine's drift between the two runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -x build/fasop-profile ] || bash scripts/build.sh
+[ -x build/fasop-profile ] || bash scripts/build.sh profiler
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 model=tests/data/profiler/tiny.yaml

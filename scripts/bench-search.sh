@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-5}
-[ -x build/fasop-cpp ] || bash scripts/build.sh
+[ -x build/fasop-cpp ] || bash scripts/build.sh planner
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 

@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages fasop-cpp needs to build and test, if any is missing.
-# Runs as root (apt-get); does nothing when everything is already installed.
-# The planner needs the first line; the profiler (fasop-profile) the second: LibTorch, an
-# optimised BLAS for it (Debian's reference BLAS makes LibTorch on CPU ~7x slower) and Gloo.
-# python3 runs the tests of the generated Python schedules (py_compile, a stand-in slapo);
-# python3-torch (torchrun, Gloo) trains the launch tests' small GPT on CPU; Slurm and munge run
-# the launch tests' local cluster (scripts/slurm-local.sh).
+# Installs the Debian 12 packages a part of fasop-cpp needs, if any is missing; runs as root
+# (apt-get) and does nothing when everything is installed. Usage:
+#   install-deps.sh planner    the planner (fasop-cpp): a compiler, CMake, yaml-cpp, CLI11
+#   install-deps.sh profiler   the planner's, and LibTorch with an optimised BLAS (Debian's
+#                              reference BLAS makes LibTorch on CPU ~7x slower) and Gloo
+#   install-deps.sh tests      (default) the profiler's, and Catch2; python3 runs the tests of
+#                              the generated Python schedules; python3-torch (torchrun, Gloo)
+#                              trains the launch tests' small GPT on CPU; Slurm and munge run
+#                              the launch tests' local cluster (scripts/slurm-local.sh)
 set -euo pipefail
-packages=(cmake g++ make libyaml-cpp-dev libcli11-dev catch2
-          libtorch-dev libopenblas0-pthread libgloo-dev
-          python3 python3-torch slurmctld slurmd slurm-client munge)
+planner=(cmake g++ make libyaml-cpp-dev libcli11-dev)
+profiler=("${planner[@]}" libtorch-dev libopenblas0-pthread libgloo-dev)
+tests=("${profiler[@]}" catch2 python3 python3-torch slurmctld slurmd slurm-client munge)
+case "${1:-tests}" in
+  planner) packages=("${planner[@]}") ;;
+  profiler) packages=("${profiler[@]}") ;;
+  tests) packages=("${tests[@]}") ;;
+  *) echo "install-deps.sh: unknown part '$1'; use planner, profiler or tests" >&2; exit 2 ;;
+esac
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

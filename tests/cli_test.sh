@@ -269,4 +269,75 @@ printf 'zones: {inter_zone_bandwidth_bits_per_s: 1e10, inter_zone_latency_s: 1e-
 "$bin" estimate "${zoned_plan[@]}" --json > "$work/zoned.json" && grep -q '"egress_per_step": 0\.017060096,' "$work/zoned.json" && ok ||
   fail "zoned estimate: $(head -c 600 "$work/zoned.json")"
 
+# search --json: the ranked plans as one JSON document, numbered as the text table numbers them;
+# the first is the CSV's first row.
+"$bin" search --model gpt2xl --heterogeneous --json --top 3 --out-dir "$work/json" --quiet > "$work/search.json" &&
+  /usr/bin/env python3 - "$work/search.json" "$work/json/gpt2_heterogeneous.csv" <<'PY' && ok || fail "search --json: $(head -c 400 "$work/search.json")"
+import csv, json, sys
+doc = json.load(open(sys.argv[1]))
+rows = list(csv.DictReader(open(sys.argv[2])))
+plans = doc["plans"]
+assert doc["ranking"] == "fastest first" and len(plans) == 3, doc
+assert [p["rank"] for p in plans] == [1, 2, 3]
+assert plans[0]["step_time_s"] == float(rows[0]["estimated time (s/step)"]), (plans[0], rows[0])
+assert plans[0]["partition"] == json.loads(rows[0]["partition"])
+assert sys.argv[2] in doc["files"] and doc["candidates"] == len(rows)
+PY
+# search --pareto --json: the front, cheapest first, as its CSV; --rank K saves the plan numbered K there.
+"$bin" search --model gpt2xl --heterogeneous --pareto --front-only --json --save-plan "$work/rank2.yaml" --rank 2 \
+  --out-dir "$work/pjson" --quiet > "$work/pareto.json" &&
+  /usr/bin/env python3 - "$work/pareto.json" "$work/pjson/gpt2_heterogeneous_pareto_front.csv" "$work/rank2.yaml" <<'PY' && ok || fail "search --pareto --json / --rank: $(head -c 400 "$work/pareto.json")"
+import csv, json, re, sys
+doc = json.load(open(sys.argv[1]))
+rows = list(csv.DictReader(open(sys.argv[2])))
+plans = doc["plans"]
+assert doc["ranking"] == "cheapest first" and len(plans) == len(rows) > 2, (len(plans), len(rows))
+costs = [p["train_cost_usd"] for p in plans]
+assert costs == sorted(costs), costs
+assert [p["step_time_s"] for p in plans] == [float(r["estimated time (s/step)"]) for r in rows]
+saved = open(sys.argv[3]).read()
+saved_step_s = float(re.search(r"step_time_s: (\S+)", saved).group(1))
+assert saved_step_s == plans[1]["step_time_s"], (saved_step_s, plans[1])
+PY
+expect_error "--top below zero" "--top" search --model gpt2xl --top -1 --out-dir "$work/neg"
+
+# FASOP's cells: oom_gpumem and fsdpoom_gpumem as torch prints them, as FASOP's tables hold them
+# (FASOP's own gpt2_heterogeneous.csv, row 1: tensor([10.3802]) and tensor([9.6936]), for the
+# same layout on the same node types); --csv-style plain gives the numbers.
+row=$(sed -n 2p "$work/json/gpt2_heterogeneous.csv")
+case "$row" in *,False,tensor\(\[10.3802\]\),False,tensor\(\[9.6936\]\),*) ok ;; *) fail "FASOP cells: $row" ;; esac
+"$bin" search --model gpt2xl --heterogeneous --csv-style plain --out-dir "$work/plain" --quiet > /dev/null &&
+  sed -n 2p "$work/plain/gpt2_heterogeneous.csv" | grep -qE ',False,[0-9]+\.[0-9]+,False,[0-9]+\.[0-9]+,' && ok ||
+  fail "--csv-style plain: $(sed -n 2p "$work/plain/gpt2_heterogeneous.csv")"
+# FASOP's flags: --iter prices the run, --add_exp_name names the report, --gpu_per_node and
+# --precision are FASOP's (16 its default).
+"$bin" search --type gpt2XL --heterogeneous --iter 1000 --gpu_per_node 4 --precision 16 --add_exp_name _try \
+  --out-dir "$work/fasopflags" --quiet > /dev/null && /usr/bin/env python3 - "$work/fasopflags/gpt2_heterogeneous_try.csv" <<'PY' && ok || fail "FASOP flags: $(ls "$work/fasopflags" 2>&1)"
+import csv, sys
+row = next(csv.DictReader(open(sys.argv[1])))
+assert abs(float(row["train_cost"]) - 1000 * float(row["price_per_step"])) < 1e-9 * float(row["train_cost"]), row
+PY
+"$bin" search --model gpt2xl --heterogeneous --gpu_per_node 8 --out-dir "$work/gpn8" --quiet > /dev/null &&
+  awk -F, 'NR > 1 { if ($2 * $3 * $4 != 64) bad = 1 } END { exit bad }' "$work/gpn8/gpt2_heterogeneous.csv" && ok ||
+  fail "--gpu_per_node 8: layouts not of 64 GPUs"
+expect_error "--precision 24" "--precision" search --model gpt2xl --precision 24
+# A measured profile without tp 4: layouts with tp 4 are left out, and stderr says so.
+mkdir -p "$work/notp4"
+for g in a100 a10; do "$bin" presets show "gpt2xl_$g" --kind profile | grep -vE '^    4: \{' > "$work/notp4/gpt2xl_$g.yaml"; done
+"$bin" search --model gpt2xl --heterogeneous --profile-dir "$work/notp4" --out-dir "$work/notp4/out" > /dev/null 2> "$work/notp4.err" &&
+  grep -q "has no times for layer type 'embedding' at tp 4: layouts with tp 4 are left out" "$work/notp4.err" &&
+  awk -F, 'NR > 1 && $2 == 4 { bad = 1 } END { exit bad }' "$work/notp4/out/gpt2_heterogeneous.csv" && ok ||
+  fail "profile without tp 4: $(cat "$work/notp4.err")"
+
+# Bash completion from the command tree: subcommands, flags, a flag's choices, presets.
+"$bin" completion bash > "$work/completion.bash" && complete_words() {
+  bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _fasop_cpp; printf "%s\n" "${COMPREPLY[@]}"' _ "$work/completion.bash" "$@"
+}
+[ "$(complete_words fasop-cpp sch)" = schedule ] && ok || fail "completion of 'sch': $(complete_words fasop-cpp sch)"
+[ "$(complete_words fasop-cpp search --mode)" = --model ] && ok || fail "completion of --mode: $(complete_words fasop-cpp search --mode)"
+[ "$(complete_words fasop-cpp schedule --format "" | sort | tr '\n' ' ')" = "atorch deepspeed megatron slapo " ] && ok ||
+  fail "completion of --format: $(complete_words fasop-cpp schedule --format "")"
+complete_words fasop-cpp search --model gpt2 | grep -qx gpt2xl && ok || fail "completion of --model gpt2: $(complete_words fasop-cpp search --model gpt2)"
+[ "$(complete_words fasop-cpp launch st)" = status ] && ok || fail "completion of 'launch st': $(complete_words fasop-cpp launch st)"
+
 finish

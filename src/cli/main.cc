@@ -5,6 +5,7 @@
 #include <optional>
 #include <new>
 
+#include "cli/bash_completion.h"
 #include "cli/calibrate_command.h"
 #include "cli/estimate_command.h"
 #include "cli/launch_command.h"
@@ -37,6 +38,7 @@ int main(int argc, char** argv) {
   fasop::add_profile_command(app);
   fasop::add_validate_command(app);
   fasop::add_presets_command(app);
+  fasop::add_completion_command(app);  // last: it lists the commands above
   // A mistyped subcommand or flag, named with the nearest known one, before CLI11 reports what
   // the typo left missing instead.
   if (const std::optional<std::string> typo = fasop::usage_typo(app, argc, argv)) {

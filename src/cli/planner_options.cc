@@ -55,7 +55,7 @@ void PlannerOptions::add_to(CLI::App& command, bool model_required) {
                    "use FASOP's heterogeneous cluster (1 A100 node, the rest A10) and name the report so");
   command.add_option("--profile-dir", profile_dir,
                      "directory of profiles <model>_<gpu>.yaml that override the shipped ones");
-  command.add_option("--iterations", iterations,
+  command.add_option("--iterations,--iter", iterations,
                      "training steps priced as the whole run (default: the model's train_steps, else FASOP's 12.5M)")
       ->check(positive_number("steps"));
   command.add_flag("--quiet,-q", quiet, "no progress on stderr");
@@ -85,6 +85,7 @@ void PlannerOptions::add_to(CLI::App& command, bool model_required) {
                    "pass (Megatron-LM's --overlap-param-gather)");
   command.add_flag("--tp-comm-overlap", tp_comm_overlap,
                    "analytic: tensor-parallel communication overlaps the GEMMs (Megatron-LM's --tp-comm-overlap)");
+  fasop.add_to(command);
 }
 
 std::vector<int> apply_node_counts(const ClusterSpec& cluster, const std::string& option,
@@ -228,6 +229,7 @@ std::unique_ptr<PlannerSetup> PlannerSetup::load_specs(const PlannerOptions& opt
   }
   setup->cluster = store.load_cluster(cluster);
   setup->cluster_ref = cluster;
+  options.fasop.apply(setup->model, setup->cluster, options.pareto);
   setup->input.model = &setup->model;
   setup->input.cluster = &setup->cluster;
   setup->input.iterations =

@@ -1,6 +1,8 @@
 #pragma once
 #include <CLI/CLI.hpp>
 
+#include "cli/fasop_flags.h"
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +36,7 @@ struct PlannerOptions {
   bool tp_comm_overlap = false;         ///< tensor-parallel communication overlaps the GEMMs (analytic profiles)
   bool overlap_param_gather = false;    ///< the distributed optimizer's all-gather overlaps the next forward
   std::vector<std::string> fix;         ///< search --fix: KEY=VALUE degrees the search keeps
+  FasopFlags fasop;                     ///< FASOP.py's --gpu_per_node and --precision
 
   /// Adds the options; `model_required` false where another option (estimate --plan) may name it.
   void add_to(CLI::App& command, bool model_required = true);

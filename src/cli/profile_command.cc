@@ -25,8 +25,8 @@ std::string own_directory() {
   const std::string profiler = own_directory() + "/fasop-profile";
   if (::access(profiler.c_str(), X_OK) != 0)
     throw SpecError("profile: the profiler was not built (" + profiler +
-                    " is missing): it needs LibTorch and Gloo; run scripts/install-deps.sh and rebuild "
-                    "(scripts/build.sh)");
+                    " is missing): it needs LibTorch and Gloo; run `bash scripts/build.sh profiler`, which installs "
+                    "them and builds it");
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(profiler.c_str()));
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));

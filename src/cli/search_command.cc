@@ -15,9 +15,11 @@
 #include "report/atomic_file.h"
 #include "report/fasop_csv.h"
 #include "report/pareto_report.h"
+#include "report/plans_json.h"
 #include "report/plan_table.h"
 #include "search/bounded_pareto.h"
 #include "search/pareto_search.h"
+#include "search/profile_gaps.h"
 #include "specs/spec_error.h"
 
 namespace fasop {
@@ -48,7 +50,25 @@ struct SearchOptions {
   // --save-plan
   std::string save_plan;
   size_t rank = 1;
+  bool json = false;  ///< --json: the ranked plans as JSON on stdout, not the text tables
+  std::string csv_style = "fasop";  ///< --csv-style: fasop (FASOP's cells) or plain numbers
+  std::string add_exp_name;         ///< FASOP's --add_exp_name: appended to the reports' names
 };
+
+/// The tables' style: FASOP's cells unless --csv-style plain; the columns beyond FASOP's where
+/// the policy searches beyond its space.
+CsvStyle csv_style(const SearchOptions& options, const PlannerSetup& setup) {
+  return CsvStyle{setup.input.memory_aware, options.csv_style == "fasop"};
+}
+
+/// --json: the first `count` of `ranked` and the files written, as one JSON document.
+void print_json(const PlannerSetup& setup, const char* ranking, size_t candidates,
+                const std::vector<CandidateResult>& ranked, size_t count, std::vector<std::string> files,
+                const SearchOptions& options) {
+  if (!options.save_plan.empty()) files.push_back(options.save_plan);
+  SearchJsonHeader header{setup.model.name, setup.cluster.name, ranking, candidates, std::move(files)};
+  std::cout << search_json(header, setup.cluster, ranked, count);
+}
 
 /// --save-plan: the rank-th of `ranked` (best first) as a plan file.
 void save_ranked_plan(const SearchOptions& options, const PlannerSetup& setup, const std::vector<CandidateResult>& ranked,
@@ -126,6 +146,20 @@ bool has_budget(const PlanConstraints& c) {
 
 std::string constraints_text(const PlanConstraints& c);
 
+/// A measured profile that lacks a tp: that tp is left out of the search, said on stderr (a
+/// warning, kept under --quiet). With --fix tp=N the layout's own error names the gap.
+void skip_tps_profiles_lack(PlannerSetup& setup) {
+  SearchSpaceOptions& space = setup.input.space;
+  if (space.fixed.tp) return;
+  for (const ProfileTpGap& gap :
+       profile_tp_gaps(setup.model, setup.cluster, setup.input.profiles, largest_tp(setup.cluster, space))) {
+    space.skipped_tp.push_back(gap.tp);
+    std::cerr << "search: " << gap.profile_source << " has no times for layer type '" << gap.layer_type
+              << "' at tp " << gap.tp << ": layouts with tp " << gap.tp
+              << " are left out (measure them with `fasop-cpp profile layers` to search them)\n";
+  }
+}
+
 /// --speed-split: the speed-split variants join the space, where the policy can price them.
 void set_speed_split(const SearchOptions& options, PlannerSetup& setup) {
   validate_speed_split_policy(options.speed_split, setup.policy_name);
@@ -140,6 +174,7 @@ void run_search_command(const SearchOptions& options) {
   setup->input.space.per_stage_tp = options.per_stage_tp;
   setup->input.space.uneven_dp = options.uneven_dp;
   set_speed_split(options, *setup);
+  skip_tps_profiles_lack(*setup);
   if (setup->input.refine_top > 0) setup->input.refine_top = std::max<size_t>(options.top, 1);
   // Millions of layouts: hold what the table shows, not every stage of every plan.
   constexpr size_t kLayoutsWithDetail = 250000;
@@ -151,7 +186,7 @@ void run_search_command(const SearchOptions& options) {
   require_layouts(*setup, options.planner, results.size());
   std::string name = setup->model.report_name;
   if (options.planner.heterogeneous || setup->cluster.is_heterogeneous()) name += "_heterogeneous";
-  std::string path = options.out_dir + "/" + name + ".csv";
+  std::string path = options.out_dir + "/" + name + options.add_exp_name + ".csv";
   if (setup->input.memory_aware) require_a_fitting_plan(*setup, results);
   const PlanConstraints budget = budget_constraints(options, setup->input.iterations);
   const size_t candidates = results.size();
@@ -172,7 +207,8 @@ void run_search_command(const SearchOptions& options) {
     saved = evaluate_candidate(setup->input, saved.plan.key, saved.plan.partition);
   }
   save_ranked_plan(options, *setup, results, "in the search's ranking");
-  write_fasop_csv_file(path, setup->cluster, results, setup->input.memory_aware);
+  write_fasop_csv_file(path, setup->cluster, results, csv_style(options, *setup));
+  if (options.json) return print_json(*setup, "fastest first", candidates, results, options.top, {path}, options);
   std::cout << "model " << setup->model.name << " on cluster " << setup->cluster.name << ": "
             << candidates << " candidates in " << seconds_since(start) << " s"
             << (has_budget(budget) ? " (" + std::to_string(results.size()) + " within " + constraints_text(budget) + ")" : "")
@@ -226,6 +262,7 @@ ParetoInput inventory_input(const SearchOptions& options, PlannerSetup& setup) {
   setup.input.space.per_stage_tp = options.per_stage_tp;
   setup.input.space.uneven_dp = options.uneven_dp;
   set_speed_split(options, setup);
+  skip_tps_profiles_lack(setup);
   input.search = setup.input;
   input.constraints = budget_constraints(options, setup.input.iterations);
   if (setup.input.memory_aware) input.constraints.exclude_oom = true;
@@ -260,9 +297,12 @@ void run_subset_command(const SearchOptions& options) {
                     constraints_text(input.constraints) + "); relax it");
   const std::vector<CandidateResult>& ranked = front.front();  // best first
   std::string name = setup->model.report_name + (options.planner.heterogeneous ? "_heterogeneous" : "") + "_subset";
-  std::string path = options.out_dir + "/" + name + ".csv";
+  std::string path = options.out_dir + "/" + name + options.add_exp_name + ".csv";
   save_ranked_plan(options, *setup, ranked, by_cost ? "kept, cheapest first" : "kept, fastest first");
-  write_file_atomically(path, fasop_csv(setup->cluster, ranked, setup->input.memory_aware));
+  write_file_atomically(path, fasop_csv(setup->cluster, ranked, csv_style(options, *setup)));
+  if (options.json)
+    return print_json(*setup, by_cost ? "cheapest first" : "fastest first", stats.candidates, ranked, options.top,
+                      {path}, options);
   const CandidateResult& best = ranked.front();
   std::cout << "model " << setup->model.name << " on subsets of cluster " << setup->cluster.name << " ("
             << shape_label(setup->cluster, input.limits) << "): " << stats.shapes_estimated << " of "
@@ -308,12 +348,14 @@ void run_pareto_command(const SearchOptions& options) {
     require_layouts(*setup, options.planner, size.candidates);
   }
 
-  std::string name = setup->model.report_name + (options.planner.heterogeneous ? "_heterogeneous" : "") + "_pareto";
+  // FASOP's name: <model>[_heterogeneous]_pareto, then --add_exp_name.
+  std::string name = setup->model.report_name + (options.planner.heterogeneous ? "_heterogeneous" : "") + "_pareto" +
+                     options.add_exp_name;
   std::string base = options.out_dir + "/" + name;
   ParetoReportOptions report_options;
   report_options.constraints = constraints;
   report_options.threads = options.threads;
-  report_options.plan_dims = setup->input.memory_aware;
+  report_options.csv = csv_style(options, *setup);
   report_options.front_csv_path = base + "_front.csv";
   report_options.front_svg_path = base + "_front.svg";
   report_options.title = setup->model.name + " on " + setup->cluster.name + " (" +
@@ -357,9 +399,16 @@ void run_pareto_command(const SearchOptions& options) {
                     " candidates " + (exhaustive ? "" : "that could reach the front ") + "meets the constraints (" +
                     constraints_text(constraints) + "); relax them (the cheapest and fastest plans without them: search --pareto without these flags)");
   const std::vector<CandidateResult>& front = report.front();
-  // --save-plan ranks the front fastest first: plan 1 is the fastest under the constraints.
-  save_ranked_plan(options, *setup, std::vector<CandidateResult>(front.rbegin(), front.rend()), "on the front");
+  // --save-plan --rank K saves the plan numbered K in the printed front and the SVG: cheapest first.
+  save_ranked_plan(options, *setup, front, "on the front");
   report.finish();
+  if (options.json) {
+    std::vector<std::string> files;
+    if (!report_options.table_path.empty()) files.push_back(report_options.table_path);
+    files.push_back(report_options.front_csv_path);
+    files.push_back(report_options.front_svg_path);
+    return print_json(*setup, "cheapest first", report.candidates(), front, front.size(), files, options);
+  }
 
   if (exhaustive)
     std::cout << "model " << setup->model.name << " on " << size.shapes << " cluster shapes of " << setup->cluster.name
@@ -384,7 +433,7 @@ void run_pareto_command(const SearchOptions& options) {
   if (!report_options.table_path.empty()) std::cout << "wrote " << report_options.table_path << "\n";
   std::cout << "wrote " << report_options.front_csv_path << "\nwrote " << report_options.front_svg_path << "\n";
   if (!options.save_plan.empty())
-    std::cout << "wrote " << options.save_plan << " (plan " << options.rank << " of the front, fastest first)\n";
+    std::cout << "wrote " << options.save_plan << " (plan " << options.rank << " of the front, cheapest first as printed)\n";
 }
 
 
@@ -396,7 +445,19 @@ void add_search_command(CLI::App& app) {
   options->planner.add_to(*command);
   command->add_option("--out-dir", options->out_dir, "directory of the CSV report (default main_logs)")
       ->check([](const std::string& dir) { return dir.empty() ? std::string("must not be empty") : std::string(); });
-  command->add_option("--top", options->top, "how many of the best plans to print (default 5)");
+  command->add_option("--top", options->top, "how many of the best plans to print (default 5)")
+      ->check(CLI::NonNegativeNumber);
+  command->add_flag("--json", options->json,
+                    "print the ranked plans (with --pareto, the front) as one JSON document instead of the tables");
+  command->add_option("--csv-style", options->csv_style,
+                      "cells of the CSV tables: fasop (FASOP's: oom_gpumem as tensor([9.8218]), as its pandas scripts "
+                      "parse; default) or plain (plain numbers)")
+      ->check(CLI::IsMember({"fasop", "plain"}));
+  command->add_option("--add_exp_name", options->add_exp_name,
+                      "FASOP's flag: a suffix of the reports' names (gpt2_heterogeneous<SUFFIX>.csv)")
+      ->check([](const std::string& s) {
+        return s.find('/') == std::string::npos ? std::string() : std::string("must not hold '/'");
+      });
   command->add_option("--threads", options->threads, "OpenMP threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   command->add_flag("--stage-dp", options->per_stage_dp,
@@ -457,11 +518,14 @@ void add_search_command(CLI::App& app) {
                       "recompute=none|full)")
       ->delimiter(',')->type_name("KEY=VALUE");
   command->add_option("--save-plan", options->save_plan,
-                      "write the best plan (or the --rank-th; with --pareto, of the front fastest first) as a plan file");
-  command->add_option("--rank", options->rank, "with --save-plan: which plan, 1 = the best (default 1)")
+                      "write the best plan (or the --rank-th as printed; with --pareto, of the front cheapest first) as a plan file");
+  command->add_option("--rank", options->rank, "with --save-plan: which plan, numbered as the printed table (and the front's SVG) number them (default 1)")
       ->check(CLI::PositiveNumber);
   command->callback([options, command] {
     if (command->count("--rank") && options->save_plan.empty()) throw SpecError("--rank needs --save-plan FILE");
+    if (!options->save_plan.empty() && (options->planner.fasop.gpu_per_node || options->planner.fasop.precision_bits))
+      throw SpecError("--save-plan with --gpu_per_node or --precision: a plan file names the model and cluster as "
+                      "given; write a cluster file with gpus_per_node (or a model with precision_bits) instead");
     bool pareto_only = options->front_only || options->constraints.exclude_oom || command->count("--hold-limit") ||
                        options->refine_all || options->exhaustive;
     if (pareto_only && !options->planner.pareto)

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstdio>
 
 #include "report/atomic_file.h"
 #include "report/number_format.h"
@@ -15,6 +17,14 @@ std::string lower(std::string s) {
 }
 
 const char* python_bool(bool value) { return value ? "True" : "False"; }
+
+/// `cell` and a comma, in double quotes where it holds a comma (pandas' minimal quoting).
+void append_quoted_if_needed(std::string& row, const std::string& cell) {
+  const bool quote = cell.find(',') != std::string::npos;
+  if (quote) row += '"';
+  row += cell;
+  row += quote ? "\"," : ",";
+}
 
 }  // namespace
 
@@ -41,6 +51,17 @@ void append_partition(std::string& out, const std::vector<int>& partition) {
 
 }  // namespace
 
+std::string placement_runs(const ClusterSpec& cluster, const std::vector<int>& order) {
+  std::string text;
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j < order.size() && order[j] == order[i]) ++j;
+    text += (text.empty() ? "" : ",") + std::to_string(j - i) + "x" + cluster.node_types[order[i]].name;
+    i = j;
+  }
+  return text;
+}
+
 std::string placement_text(const ClusterSpec& cluster, const std::vector<int>& node_order) {
   std::string text;
   append_placement(text, cluster, node_order);
@@ -53,16 +74,32 @@ std::string partition_text(const std::vector<int>& partition) {
   return text;
 }
 
-std::string fasop_csv_header(const ClusterSpec& cluster, bool plan_dims) {
+std::string torch_tensor_text(double value) {
+  // torch's _Formatter on one float32 element: whole values print as "10.", and scientific
+  // notation takes over above 1e8 (or, for fractions, below 1e-4).
+  const double v = static_cast<float>(value);
+  if (std::isnan(v)) return "tensor([nan])";
+  if (std::isinf(v)) return v > 0 ? "tensor([inf])" : "tensor([-inf])";
+  const double magnitude = std::fabs(v);
+  const bool whole = v == std::ceil(v);
+  const bool scientific = magnitude > 1e8 || (!whole && magnitude < 1e-4);
+  char buffer[64];
+  if (scientific) std::snprintf(buffer, sizeof buffer, "tensor([%.4e])", v);
+  else if (whole) std::snprintf(buffer, sizeof buffer, "tensor([%.0f.])", v);
+  else std::snprintf(buffer, sizeof buffer, "tensor([%.4f])", v);
+  return buffer;
+}
+
+std::string fasop_csv_header(const ClusterSpec& cluster, const CsvStyle& style) {
   std::string header = "mbs,tp,dp,pp,node placement";
   for (const NodeType& type : cluster.node_types) header += ",num_" + lower(type.gpu);
   return header +
          ",partition,estimated time (s/step),pipeline time,DP all-reduce time,"
          "embedding layer all-reduce time,price_per_step,is_oom,oom_gpumem,is_fsdp_oom,"
-         "fsdpoom_gpumem,train_cost" + std::string(plan_dims ? ",zero_stage,recompute,stage_dp\n" : "\n");
+         "fsdpoom_gpumem,train_cost" + std::string(style.plan_dims ? ",zero_stage,recompute,stage_dp\n" : "\n");
 }
 
-void append_fasop_csv_row(std::string& row, const ClusterSpec& cluster, const CandidateResult& r, bool plan_dims) {
+void append_fasop_csv_row(std::string& row, const ClusterSpec& cluster, const CandidateResult& r, const CsvStyle& style) {
   const PlanKey& k = r.plan.key;
   const PlanEstimate& e = r.estimate;
   auto number = [&row](const std::string& text) { row += text, row += ','; };
@@ -70,22 +107,20 @@ void append_fasop_csv_row(std::string& row, const ClusterSpec& cluster, const Ca
   number(std::to_string(k.tp));
   number(std::to_string(k.dp));
   number(std::to_string(k.pp) + ".0");
-  row += '"';
-  append_placement(row, cluster, k.node_order);
-  row += "\",";
+  append_quoted_if_needed(row, k.node_order.size() > kMostNodesListed ? placement_runs(cluster, k.node_order)
+                                                                     : placement_text(cluster, k.node_order));
   for (size_t type = 0; type < cluster.node_types.size(); ++type)
     number(std::to_string(std::count(k.node_order.begin(), k.node_order.end(), int(type))));
-  row += '"';
-  append_partition(row, r.plan.partition);
-  row += "\",";
+  append_quoted_if_needed(row, partition_text(r.plan.partition));
   for (double v : {e.step_time_s, e.pipeline_time_s, e.dp_allreduce_s, e.embedding_allreduce_s, e.price_per_step_usd})
     number(format_double(v));
+  auto memory = [&style](double gib) { return style.torch_cells ? torch_tensor_text(gib) : format_double(gib); };
   number(python_bool(e.memory.is_oom));
-  number(format_double(e.memory.oom_gpumem_gib));
+  number(memory(e.memory.oom_gpumem_gib));
   number(python_bool(e.memory.is_zero_oom));
-  number(format_double(e.memory.zero_oom_gpumem_gib));
+  number(memory(e.memory.zero_oom_gpumem_gib));
   row += format_double(e.train_cost_usd);
-  if (plan_dims) {
+  if (style.plan_dims) {
     row += ',' + std::to_string(k.zero_stage);
     // Sequence parallelism and virtual stages ride on the recomputation column ("full+sp+v2"),
     // which keeps the columns of the tables FASOP's tools read.
@@ -108,28 +143,28 @@ void append_fasop_csv_row(std::string& row, const ClusterSpec& cluster, const Ca
   row += '\n';
 }
 
-std::string fasop_csv_row(const ClusterSpec& cluster, const CandidateResult& r, bool plan_dims) {
+std::string fasop_csv_row(const ClusterSpec& cluster, const CandidateResult& r, const CsvStyle& style) {
   std::string row;
-  append_fasop_csv_row(row, cluster, r, plan_dims);
+  append_fasop_csv_row(row, cluster, r, style);
   return row;
 }
 
 void write_fasop_csv_file(const std::string& path, const ClusterSpec& cluster, const std::vector<CandidateResult>& results,
-                          bool plan_dims) {
+                          const CsvStyle& style) {
   constexpr size_t kFlushBytes = 1 << 20;
   AtomicFileWriter file(path);
-  std::string text = fasop_csv_header(cluster, plan_dims);
+  std::string text = fasop_csv_header(cluster, style);
   for (const CandidateResult& r : results) {
-    append_fasop_csv_row(text, cluster, r, plan_dims);
+    append_fasop_csv_row(text, cluster, r, style);
     if (text.size() >= kFlushBytes) file.write(text), text.clear();
   }
   file.write(text);
   file.commit();
 }
 
-std::string fasop_csv(const ClusterSpec& cluster, const std::vector<CandidateResult>& results, bool plan_dims) {
-  std::string text = fasop_csv_header(cluster, plan_dims);
-  for (const CandidateResult& r : results) append_fasop_csv_row(text, cluster, r, plan_dims);
+std::string fasop_csv(const ClusterSpec& cluster, const std::vector<CandidateResult>& results, const CsvStyle& style) {
+  std::string text = fasop_csv_header(cluster, style);
+  for (const CandidateResult& r : results) append_fasop_csv_row(text, cluster, r, style);
   return text;
 }
 

@@ -12,7 +12,7 @@ ParetoReport::ParetoReport(const ClusterSpec& inventory, ParetoReportOptions opt
     : inventory_(inventory), options_(std::move(options)), front_(options_.constraints) {
   if (!options_.table_path.empty() && options_.stream_table) {
     streamed_table_ = std::make_unique<AtomicFileWriter>(options_.table_path);
-    streamed_table_->write(fasop_csv_header(inventory_, options_.plan_dims));
+    streamed_table_->write(fasop_csv_header(inventory_, options_.csv));
   }
 }
 
@@ -22,7 +22,7 @@ void ParetoReport::consume(std::vector<CandidateResult>& chunk, const std::vecto
   plot_.consume(chunk, index);
   if (streamed_table_) {
     std::string rows;
-    for (const CandidateResult& r : chunk) append_fasop_csv_row(rows, inventory_, r, options_.plan_dims);
+    for (const CandidateResult& r : chunk) append_fasop_csv_row(rows, inventory_, r, options_.csv);
     streamed_table_->write(rows);
   } else if (!options_.table_path.empty()) {
     all_.consume(chunk, index);
@@ -50,14 +50,14 @@ void ParetoReport::finish() {
     std::vector<std::string> blocks(resolve_threads(options_.threads));
     run_in_blocks(all.size(), static_cast<int>(blocks.size()), [&](int block, size_t first, size_t end) {
       blocks[block].reserve((end - first) * 420);
-      for (size_t i = first; i < end; ++i) append_fasop_csv_row(blocks[block], inventory_, all[i], options_.plan_dims);
+      for (size_t i = first; i < end; ++i) append_fasop_csv_row(blocks[block], inventory_, all[i], options_.csv);
     });
     files.push_back(std::make_unique<AtomicFileWriter>(options_.table_path));
-    files.back()->write(fasop_csv_header(inventory_, options_.plan_dims));
+    files.back()->write(fasop_csv_header(inventory_, options_.csv));
     for (const std::string& block : blocks) files.back()->write(block);
   }
   files.push_back(std::make_unique<AtomicFileWriter>(options_.front_csv_path));
-  files.back()->write(fasop_csv(inventory_, front_.front(), options_.plan_dims));
+  files.back()->write(fasop_csv(inventory_, front_.front(), options_.csv));
   files.push_back(std::make_unique<AtomicFileWriter>(options_.front_svg_path));
   files.back()->write(plot_.svg(inventory_, front_.front(), options_.title));
   if (streamed_table_) streamed_table_->commit();

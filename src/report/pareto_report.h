@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "report/atomic_file.h"
+#include "report/fasop_csv.h"
 #include "report/pareto_plot.h"
 #include "search/pareto_search.h"
 
@@ -18,7 +19,7 @@ struct ParetoReportOptions {
   std::string title;           ///< heading of the plot
   PlanConstraints constraints;
   int threads = 0;             ///< for formatting the table; 0: OpenMP's default
-  bool plan_dims = false;      ///< add the zero_stage and recompute columns
+  CsvStyle csv;                ///< the tables' columns and cells
 };
 
 /// The sink that turns a pareto search into its reports: it keeps the front, the plot's dots

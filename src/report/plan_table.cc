@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "report/fasop_csv.h"
+#include "report/json_text.h"
 #include "report/number_format.h"
 #include "search/cluster_shapes.h"
 
@@ -18,27 +19,6 @@ std::string fixed_trimmed(double value) {
   while (text.back() == '0') text.pop_back();
   if (text.back() == '.') text.pop_back();
   return text;
-}
-
-/// "1xp4d.24xlarge,7xg5.24xlarge" style run-length text of a node order.
-std::string short_placement(const ClusterSpec& cluster, const std::vector<int>& order) {
-  std::string text;
-  for (size_t i = 0; i < order.size();) {
-    size_t j = i;
-    while (j < order.size() && order[j] == order[i]) ++j;
-    text += (text.empty() ? "" : ",") + std::to_string(j - i) + "x" + cluster.node_types[order[i]].name;
-    i = j;
-  }
-  return text;
-}
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
 }
 
 /// " stage tp [..]", " uneven dp" and " speed split" where the plan has them (Sailor's and
@@ -65,7 +45,7 @@ std::string best_plans_table(const ClusterSpec& cluster, const std::vector<Candi
                   e.step_time_s, r.plan.key.mbs, r.plan.key.tp, r.plan.key.dp, r.plan.key.pp, r.plan.key.zero_stage,
                   r.plan.key.recompute ? "full" : r.plan.key.selective_recompute ? "sel" : "-",
                   fixed(e.price_per_step_usd, 6).c_str(), oom, e.train_cost_usd,
-                  short_placement(cluster, r.plan.key.node_order).c_str(),
+                  placement_runs(cluster, r.plan.key.node_order).c_str(),
                   (partition_text(r.plan.partition) +
                    (r.plan.key.stage_dp.empty() ? "" : " stage dp " + partition_text(r.plan.key.stage_dp)) +
                    sailor_layout_text(r.plan.key))
@@ -89,7 +69,7 @@ std::string plan_summary(const ClusterSpec& inventory, const CandidateResult& r)
          (k.virtual_stages > 1 ? " v" + std::to_string(k.virtual_stages) : "") +
          (k.stage_dp.empty() ? "" : " stage dp " + partition_text(k.stage_dp)) + sailor_layout_text(k) +
          ", placement " +
-         short_placement(inventory, k.node_order) + ", partition " + partition_text(r.plan.partition);
+         placement_runs(inventory, k.node_order) + ", partition " + partition_text(r.plan.partition);
 }
 
 std::string format_iterations(double iterations) {

@@ -167,6 +167,16 @@ long long most_layout_gpus(const ModelSpec& model, const ClusterSpec& cluster, c
   return 1LL * largest_tp(cluster, options) * model.global_batch * model.num_transformer_layers();
 }
 
+namespace {
+
+/// Whether `key` runs some stage at a tp of `skipped`.
+bool uses_skipped_tp(const PlanKey& key, const std::vector<int>& skipped) {
+  auto skipped_tp = [&](int tp) { return std::find(skipped.begin(), skipped.end(), tp) != skipped.end(); };
+  return skipped_tp(key.tp) || std::any_of(key.stage_tp.begin(), key.stage_tp.end(), skipped_tp);
+}
+
+}  // namespace
+
 std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSpec& cluster,
                                          const SearchSpaceOptions& options, const LayoutFilter& keep) {
   const int gpus = cluster.num_gpus();
@@ -184,7 +194,7 @@ std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSp
   // Every variant of `key` the options ask for (ZeRO, recomputation, sequence parallelism,
   // virtual stages), each passed to `emit`.
   auto variants = [&](PlanKey key, auto emit) {
-    if (!options.fixed.matches(key)) return;
+    if (!options.fixed.matches(key) || uses_skipped_tp(key, options.skipped_tp)) return;
     for (int zero : options.zero_stages) {
       if (zero > 0 && key.dp == 1) continue;  // nothing to shard
       for (RecomputeMode recompute : options.recompute)

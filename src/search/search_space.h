@@ -51,6 +51,8 @@ struct SearchSpaceOptions {
   /// speed-split variant (Metis-style; PlanKey::speed_split).
   bool speed_split = false;
   FixedDims fixed;  ///< only layouts with these degrees
+  /// tps left out, on any stage: degrees a measured profile has no times for (profile_gaps.h).
+  std::vector<int> skipped_tp;
 
   /// Everything beyond FASOP: tp up to a node, ZeRO 0-3, recomputation off and on, type blocks.
   static SearchSpaceOptions beyond_fasop();

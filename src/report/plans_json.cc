@@ -1,0 +1,70 @@
+#include "report/plans_json.h"
+
+#include <sstream>
+
+#include "report/fasop_csv.h"
+#include "report/json_text.h"
+#include "report/number_format.h"
+#include "report/plan_table.h"
+#include "search/cluster_shapes.h"
+
+namespace fasop {
+namespace {
+
+/// "no", "zero" (fits only with ZeRO-3 sharding) or "yes", as the text table's OOM column.
+const char* oom_verdict(const MemoryVerdict& memory) {
+  return memory.is_oom ? (memory.is_zero_oom ? "yes" : "zero") : "no";
+}
+
+/// {"p4d.24xlarge": 1, "g5.24xlarge": 7}: the nodes of each type the plan runs on.
+std::string node_counts_json(const ClusterSpec& cluster, const std::vector<int>& node_order) {
+  const NodeCounts counts = counts_of(cluster, node_order);
+  std::string out = "{";
+  bool first = true;
+  for (size_t t = 0; t < counts.size(); ++t) {
+    if (counts[t] == 0) continue;
+    out += (first ? "" : ", ") + json_string(cluster.node_types[t].name) + ": " + std::to_string(counts[t]);
+    first = false;
+  }
+  return out + "}";
+}
+
+std::string plan_json(const ClusterSpec& cluster, const CandidateResult& r, size_t rank) {
+  const PlanKey& k = r.plan.key;
+  const PlanEstimate& e = r.estimate;
+  std::ostringstream out;
+  out << "{\"rank\": " << rank << ", \"step_time_s\": " << format_double(e.step_time_s)
+      << ", \"price_per_step_usd\": " << format_double(e.price_per_step_usd)
+      << ", \"train_cost_usd\": " << format_double(e.train_cost_usd) << ", \"oom\": \"" << oom_verdict(e.memory)
+      << "\", \"peak_memory_gib\": " << format_double(e.memory.oom_gpumem_gib) << ", \"mbs\": " << k.mbs
+      << ", \"tp\": " << k.tp << ", \"dp\": " << k.dp << ", \"pp\": " << k.pp << ", \"zero_stage\": " << k.zero_stage
+      << ", \"recompute\": \"" << (k.recompute ? "full" : k.selective_recompute ? "selective" : "none") << "\"";
+  if (k.virtual_stages > 1) out << ", \"virtual_stages\": " << k.virtual_stages;
+  if (k.sequence_parallel) out << ", \"sequence_parallel\": true";
+  if (!k.stage_dp.empty()) out << ", \"stage_dp\": " << json_int_array(k.stage_dp);
+  if (!k.stage_tp.empty()) out << ", \"stage_tp\": " << json_int_array(k.stage_tp);
+  if (k.uneven_dp) out << ", \"uneven_dp\": true";
+  if (k.speed_split) out << ", \"speed_split\": true";
+  out << ", \"nodes\": " << node_counts_json(cluster, k.node_order) << ", \"placement\": "
+      << json_string(placement_runs(cluster, k.node_order)) << ", \"partition\": " << json_int_array(r.plan.partition)
+      << "}";
+  return out.str();
+}
+
+}  // namespace
+
+std::string search_json(const SearchJsonHeader& header, const ClusterSpec& cluster,
+                        const std::vector<CandidateResult>& ranked, size_t count) {
+  std::ostringstream out;
+  out << "{\"model\": " << json_string(header.model) << ", \"cluster\": " << json_string(header.cluster)
+      << ", \"candidates\": " << header.candidates << ", \"ranking\": " << json_string(header.ranking)
+      << ", \"files\": [";
+  for (size_t i = 0; i < header.files.size(); ++i) out << (i ? ", " : "") << json_string(header.files[i]);
+  out << "],\n \"plans\": [";
+  for (size_t i = 0; i < ranked.size() && i < count; ++i)
+    out << (i ? ",\n  " : "\n  ") << plan_json(cluster, ranked[i], i + 1);
+  out << "\n]}\n";
+  return out.str();
+}
+
+}  // namespace fasop
