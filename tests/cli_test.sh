@@ -335,9 +335,40 @@ for g in a100 a10; do "$bin" presets show "gpt2xl_$g" --kind profile | grep -vE 
 }
 [ "$(complete_words fasop-cpp sch)" = schedule ] && ok || fail "completion of 'sch': $(complete_words fasop-cpp sch)"
 [ "$(complete_words fasop-cpp search --mode)" = --model ] && ok || fail "completion of --mode: $(complete_words fasop-cpp search --mode)"
-[ "$(complete_words fasop-cpp schedule --format "" | sort | tr '\n' ' ')" = "atorch deepspeed megatron slapo " ] && ok ||
+[ "$(complete_words fasop-cpp schedule --format "" | sort | tr '\n' ' ')" = "atorch deepspeed deepspeed-pipeline megatron slapo " ] && ok ||
   fail "completion of --format: $(complete_words fasop-cpp schedule --format "")"
 complete_words fasop-cpp search --model gpt2 | grep -qx gpt2xl && ok || fail "completion of --model gpt2: $(complete_words fasop-cpp search --model gpt2)"
 [ "$(complete_words fasop-cpp launch st)" = status ] && ok || fail "completion of 'launch st': $(complete_words fasop-cpp launch st)"
+# DeepSpeed: the config carries no partition (DeepSpeed reads none from it); the pipeline module
+# does, and loads without DeepSpeed (scripts/check-deepspeed-emit.py runs it with DeepSpeed).
+mkdir -p "$work/ds"
+"$bin" search --model bert --cluster fasop-bert --fix tp=2,pp=2,recompute=full,zero=1 --out-dir "$work/ds" --quiet \
+  --save-plan "$work/ds/bert.yaml" > /dev/null || fail "search for a DeepSpeed plan"
+"$bin" schedule --plan "$work/ds/bert.yaml" --format deepspeed -o "$work/ds/ds_config.json" > /dev/null &&
+  grep -q '"activation_checkpoint_interval": 1' "$work/ds/ds_config.json" && ! grep -q '"parts"\|"stages"' "$work/ds/ds_config.json" &&
+  ok || fail "deepspeed config: $(cat "$work/ds/ds_config.json")"
+out=$("$bin" schedule --plan "$work/ds/bert.yaml" --format deepspeed-pipeline -o "$work/ds/pipeline_module.py")
+[ "$out" = "wrote $work/ds/pipeline_module.py (deepspeed-pipeline)" ] && ok || fail "schedule deepspeed-pipeline said '$out'"
+# UNIT_PARTS: the running sums of the plan's partition ([14, 12] -> [0, 14, 26]).
+parts=$(sed -n 's/^partition: \[\(.*\)\].*/\1/p' "$work/ds/bert.yaml" | awk -F', ' '{ s = 0; t = "0"; for (i = 1; i <= NF; i++) { s += $i; t = t ", " s } print "[" t "]" }')
+grep -qxF "UNIT_PARTS = $parts" "$work/ds/pipeline_module.py" && ok || fail "UNIT_PARTS is not $parts: $(grep UNIT_PARTS "$work/ds/pipeline_module.py")"
+# Loaded without DeepSpeed: the plan's degrees and units; a unit given as two entries moves the
+# later stage boundaries by one; a wrong count of entries is named.
+(cd "$work/ds" && python3 -c '
+import pipeline_module as m
+assert (m.TP, m.PP, m.DP, m.ACTIVATION_CHECKPOINT_INTERVAL) == (2, 2, 4, 1), (m.TP, m.PP, m.DP)
+assert len(m.UNITS) == 26 and m.UNITS[:2] == ["embedding", "transformer 0"] and m.UNITS[-1] == "post_process", m.UNITS
+flat, parts = m.flatten_units([["a", "b"]] + ["u"] * 25)
+assert len(flat) == 27 and parts == [0] + [p + 1 for p in m.UNIT_PARTS[1:]], parts
+try:
+    m.flatten_units(["u"] * 25)
+    raise SystemExit("25 entries accepted")
+except ValueError as e:
+    assert "25 layer entries for the plan'"'"'s 26 units" in str(e), e
+') && ok || fail "pipeline_module.py does not load as planned"
+"$bin" search --model bert --cluster fasop-bert --fix pp=1,zero=3 --out-dir "$work/ds" --quiet --save-plan "$work/ds/zero3.yaml" > /dev/null ||
+  fail "search for a ZeRO-3 plan"
+"$bin" schedule --plan "$work/ds/zero3.yaml" --format deepspeed > /dev/null && ok || fail "deepspeed config of a ZeRO-3 plan without pipelining"
+expect_error "a PipelineModule under ZeRO 3" "allows ZeRO 0 or 1" schedule --plan "$work/ds/zero3.yaml" --format deepspeed-pipeline
 
 finish

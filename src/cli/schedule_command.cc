@@ -23,6 +23,7 @@ std::string emit(const ScheduleOptions& options, const PlanFile& plan, const Mod
   if (options.format == "slapo") return slapo_schedule_py(plan, model);
   if (options.format == "atorch") return atorch_strategy_py(plan, model);
   if (options.format == "deepspeed") return deepspeed_config_json(plan, model);
+  if (options.format == "deepspeed-pipeline") return deepspeed_pipeline_py(plan, model);
   MegatronFlavor flavor = options.megatron_flavor == "fasop" ? MegatronFlavor::kFasop : MegatronFlavor::kUpstream;
   return megatron_args_text(plan, model, flavor) + "\n";
 }
@@ -49,13 +50,14 @@ void add_schedule_command(CLI::App& app) {
   auto options = std::make_shared<ScheduleOptions>();
   CLI::App* command = app.add_subcommand(
       "schedule", "write a saved plan for a training framework: a Slapo schedule, an ATorch strategy, "
-                  "Megatron-LM arguments or a DeepSpeed config");
+                  "Megatron-LM arguments, or a DeepSpeed config and PipelineModule");
   command->add_option("--plan", options->plan, "plan file (search --save-plan)")->required();
   command->add_option("--format", options->format,
                       "slapo (Python schedule script), atorch (load_strategy list), megatron (arguments), "
-                      "deepspeed (config JSON)")
+                      "deepspeed (config JSON), deepspeed-pipeline (Python module: a PipelineModule with the "
+                      "plan's stages)")
       ->required()
-      ->check(CLI::IsMember({"slapo", "atorch", "megatron", "deepspeed"}));
+      ->check(CLI::IsMember({"slapo", "atorch", "megatron", "deepspeed", "deepspeed-pipeline"}));
   command->add_option("-o,--output", options->output, "file to write (default: standard output)");
   command->add_option("--megatron-flavor", options->megatron_flavor,
                       "with --format megatron: upstream (--pipeline-model-parallel-layout) or fasop (FASOP's "

@@ -4,8 +4,11 @@
 //   slapo_schedule_py      a Python script building a Slapo schedule (slapo_schedule.h)
 //   atorch_strategy_py     ATorch auto_accelerate's load_strategy list (atorch_strategy.h)
 //   megatron_args          Megatron-LM arguments, upstream or FASOP's fork (megatron_args.h)
-//   deepspeed_config_json  the DeepSpeed config with the pipeline partition (deepspeed_config.h)
+//   deepspeed_config_json  the DeepSpeed config: batch, ZeRO, precision (deepspeed_config.h)
+//   deepspeed_pipeline_py  a DeepSpeed PipelineModule subclass with the plan's stages
+//                          (deepspeed_pipeline.h)
 #include "emit/atorch_strategy.h"
 #include "emit/deepspeed_config.h"
+#include "emit/deepspeed_pipeline.h"
 #include "emit/megatron_args.h"
 #include "emit/slapo_schedule.h"
