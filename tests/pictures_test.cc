@@ -1,5 +1,6 @@
 // The SVG pictures: the pareto front's axes, notes, labels and size (report/pareto_plot.h),
-// and the text widths it lays out by (report/svg_text.h).
+// the 1F1B timeline's margin, merging and size (report/pipeline_timeline.h), and the text
+// widths both lay out by (report/svg_text.h).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -8,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "costmodel/pipeline_1f1b.h"
 #include "report/pareto_plot.h"
+#include "report/pipeline_timeline.h"
 #include "report/svg_text.h"
 
 using namespace fasop;
@@ -209,4 +212,93 @@ TEST_CASE("the front plot's grid coarsens past its bound and still counts every 
   CHECK(layout.runnable == 400000);
   CHECK(layout.runnable_beyond == 0);  // no front: the axes fit them all
   CHECK(plot.svg(two_types(), {}, "coarse").size() < 400000);
+}
+
+TEST_CASE("the timeline's left margin holds the longest stage label", "[pictures]") {
+  const std::vector<StageTiming> stages(3, StageTiming{1.0, 2.0, 0.1, 0.1});
+  const std::vector<PipelineEvent> events = simulate_1f1b_events(stages, 4);
+  const std::string longest = "stage 2: A100-80G x128, transformer 77-79, post_process";
+  const std::vector<std::string> labels = {"stage 0: L4 x8, embedding", "stage 1: H100 x8", longest};
+  const TimelineLayout layout = pipeline_timeline_layout(events, labels);
+  CHECK(layout.label_font == 12);
+  // Labels end 8 pixels left of the plot and must start inside the picture's 12-pixel margin.
+  CHECK(layout.left - 8 - text_width(longest, layout.label_font) >= 12);
+  CHECK(layout.left - 8 - text_width(longest, layout.label_font) < 13);
+  CHECK_FALSE(layout.merged);
+  const std::string svg = pipeline_timeline_svg(events, labels, "t");
+  // The third row's label (60 + 2 x 34 + 14), drawn ending 8 pixels left of the plot.
+  CHECK(svg.find("<text x=\"" + format_number("%g", layout.left - 8) + "\" y=\"142\" text-anchor=\"end\" font-size=\"12\">" +
+                 xml_escape(longest)) != std::string::npos);
+  // A short label leaves a narrow margin, not the old fixed 230 pixels.
+  CHECK(pipeline_timeline_layout(events, {"s0", "s1", "s2"}).left < 50);
+}
+
+TEST_CASE("small timelines draw every box; large ones merge them and stay small", "[pictures]") {
+  // Four stages, 32 micro-batches: 256 numbered compute boxes and 192 sends, as plan_test.sh.
+  std::vector<StageTiming> four(4, StageTiming{1.0, 2.0, 0.05, 0.05});
+  std::vector<PipelineEvent> events = simulate_1f1b_events(four, 32);
+  std::vector<std::string> labels = {"stage 0", "stage 1", "stage 2", "stage 3"};
+  TimelineLayout layout = pipeline_timeline_layout(events, labels);
+  CHECK_FALSE(layout.merged);
+  std::string svg = pipeline_timeline_svg(events, labels, "small");
+  CHECK(count(svg, "fill=\"#4c78a8\"") + count(svg, "fill=\"#54a24b\"") == 256);
+  CHECK(count(svg, "fill=\"#f58518\"") + count(svg, "fill=\"#b279a2\"") == 192);
+  // Forwards are 1,100 / 105 pixels, too narrow for "31" (12.7 pixels and room); backwards
+  // twice that: micro-batch 31 numbered on the four backwards only.
+  CHECK(count(svg, "fill=\"white\" font-size=\"10\">31</text>") == 4);
+
+  // 64 stages, 512 micro-batches: 130,048 events; merged rows, lower, no boxes one by one.
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> time(0.5, 1.5);
+  std::vector<StageTiming> many(64);
+  for (StageTiming& s : many) s = {time(rng), 2 * time(rng), 0.02 * time(rng), 0.02 * time(rng)};
+  events = simulate_1f1b_events(many, 512);
+  labels.clear();
+  for (int s = 0; s < 64; ++s) labels.push_back("stage " + std::to_string(s) + ": L40S x16, transformer " + std::to_string(s));
+  layout = pipeline_timeline_layout(events, labels);
+  CHECK(layout.merged);
+  CHECK(layout.row_height == 22);
+  CHECK(layout.label_font == 11);
+  CHECK(layout.width < 2000);
+  svg = pipeline_timeline_svg(events, labels, "large");
+  CHECK(svg.size() < 1000000);
+  CHECK(count(svg, "<title>") == 0);
+  CHECK(count(svg, "<path fill=\"#4c78a8\"") == 1);
+  CHECK(count(svg, "<path fill=\"#54a24b\"") == 1);
+  CHECK(svg.find("512 micro-batches") != std::string::npos);
+  // The same events give the same picture.
+  CHECK(pipeline_timeline_svg(events, labels, "large") == svg);
+}
+
+TEST_CASE("a merged timeline marks a stage busy exactly where its boxes are", "[pictures]") {
+  // One stage, forward 1 s and backward 2 s, 1,500 micro-batches: F0 [0, 1], B0 [1, 3], F1
+  // [3, 4], ... B1499 [4498, 4500]. Its 1 s boxes would need 3 x 4,500 pixels: merged, 1,400
+  // pixels for 4,500 s. The 2 s between two forwards is 0.62 pixel, so no bin is free: the
+  // forward lane is one run from bin 0 to the last forward's (4498 s: pixel 1399.4), the
+  // backward lane one from B0's (1 s: pixel 0.3) to the end; the upper and lower half of the
+  // 20-pixel box.
+  const std::vector<PipelineEvent> events = simulate_1f1b_events({{1, 2, 0, 0}}, 1500);
+  REQUIRE(events.back().end_s == Approx(4500));
+  const std::vector<std::string> labels = {"s0"};
+  const TimelineLayout layout = pipeline_timeline_layout(events, labels);
+  REQUIRE(layout.merged);
+  CHECK(layout.plot_width == 1400);
+  CHECK(layout.bin == 1);
+  const std::string svg = pipeline_timeline_svg(events, labels, "one");
+  const std::string left = format_number("%g", layout.left);
+  CHECK(svg.find("<path fill=\"#4c78a8\" d=\"M" + left + " 60h1400v10h-1400z\"/>") != std::string::npos);
+  CHECK(svg.find("<path fill=\"#54a24b\" d=\"M" + left + " 70h1400v10h-1400z\"/>") != std::string::npos);
+  CHECK(svg.find("<path fill=\"#f58518\"") == std::string::npos);  // no sends
+
+  // Forward 1 s, backward 20 s, 200 micro-batches: 4,200 s over 1,400 pixels, each forward a
+  // third of a pixel 7 pixels from the next: 200 runs; the backwards (6.7 pixels, a third of a
+  // pixel apart) one run.
+  const std::vector<PipelineEvent> sparse = simulate_1f1b_events({{1, 20, 0, 0}}, 200);
+  REQUIRE(pipeline_timeline_layout(sparse, labels).merged);
+  const std::string sparse_svg = pipeline_timeline_svg(sparse, labels, "one");
+  const size_t forward = sparse_svg.find("<path fill=\"#4c78a8\"");
+  const size_t backward = sparse_svg.find("<path fill=\"#54a24b\"");
+  REQUIRE(backward != std::string::npos);
+  CHECK(count(sparse_svg.substr(forward, backward - forward), "z") == 200);
+  CHECK(count(sparse_svg.substr(backward), "z") == 1);
 }
