@@ -160,11 +160,15 @@ std::vector<ParetoPlotLayout::Label> place_labels(const std::vector<std::pair<do
   const size_t n = std::min(points.size(), kListedPlans);
   for (size_t i = 0; i < n; ++i) {
     const auto [px, py] = points[i];
+    if (px < plot.x - kMarkerRadius - 1) continue;  // not on the plot (no time or cost)
     const double w = text_width(std::to_string(i + 1), kLabelFont) + 2, h = kLabelHeight;
     bool placed = false;
     PixelBox box;
     for (double gap : {1.0, 4.0, 8.0, 13.0, 19.0, 26.0, 35.0, 46.0, 60.0, 78.0, 100.0}) {
-      for (const auto& [dx, dy] : directions) {
+      // Near the point, any side; further out, only below and left (the half-plane no
+      // candidate of the front can lie in), so that leader lines run side by side.
+      for (size_t k = 0; k < (gap < 8 ? directions.size() : 5); ++k) {
+        const auto [dx, dy] = directions[k];
         const double reach = kMarkerRadius + gap + std::abs(dx) * w / 2 + std::abs(dy) * h / 2;
         box = {px + dx * reach - w / 2, py + dy * reach - h / 2, w, h};
         if (free(box)) {
