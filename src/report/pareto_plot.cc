@@ -165,8 +165,9 @@ std::vector<ParetoPlotLayout::Label> place_labels(const std::vector<std::pair<do
     bool placed = false;
     PixelBox box;
     for (double gap : {1.0, 4.0, 8.0, 13.0, 19.0, 26.0, 35.0, 46.0, 60.0, 78.0, 100.0}) {
-      // Near the point, any side; further out, only below and left (the half-plane no
-      // candidate of the front can lie in), so that leader lines run side by side.
+      // Near the point, any side; further out, only down, left or between (no candidate the
+      // constraints admit lies both faster and cheaper than a front plan), so that leader
+      // lines run side by side.
       for (size_t k = 0; k < (gap < 8 ? directions.size() : 5); ++k) {
         const auto [dx, dy] = directions[k];
         const double reach = kMarkerRadius + gap + std::abs(dx) * w / 2 + std::abs(dy) * h / 2;
