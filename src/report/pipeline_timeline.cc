@@ -1,6 +1,7 @@
 #include "report/pipeline_timeline.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <sstream>
 
@@ -9,8 +10,15 @@
 namespace fasop {
 namespace {
 
-constexpr double kLeft = 230, kRight = 30, kTop = 60, kRowHeight = 34, kBoxHeight = 20, kSendHeight = 5;
-constexpr double kPlotWidth = 1100;
+constexpr double kMargin = 12, kRight = 30, kTop = 60, kBottom = 70;
+constexpr double kPlotWidth = 1100, kMaxPlotWidth = 2400, kMergedPlotWidth = 1400;
+// Boxes one by one while there are at most this many events and the narrowest compute box gets
+// at least kMinBox pixels (widening the plot up to kMaxPlotWidth for it).
+constexpr size_t kMaxDetailEvents = 4000;
+constexpr double kMinBox = 3;
+// Merged rows hold at most this many runs (rectangles) in all; past it the bins widen.
+constexpr size_t kMaxRuns = 24000;
+constexpr double kNumberFont = 10;
 
 /// Colours: forward blue, backward green, sends orange (forward) and purple (backward).
 const char* fill(PipelineEvent::Kind kind) {
@@ -35,48 +43,168 @@ double tick_step(double span) {
   return 10 * power;
 }
 
+double end_of(const std::vector<PipelineEvent>& events) {
+  double end_s = 0;
+  for (const PipelineEvent& e : events) end_s = std::max(end_s, e.end_s);
+  return end_s > 0 ? end_s : 1;
+}
+
+/// Merged rows: per stage and kind (forward, backward, forward send, backward send), the runs
+/// of bins in which the stage does that, as (first bin, bins).
+using Runs = std::vector<std::pair<int, int>>;
+std::vector<std::array<Runs, 4>> merged_runs(const std::vector<PipelineEvent>& events, size_t stages, double end_s,
+                                             const TimelineLayout& layout, size_t* total) {
+  const int bins = int(std::ceil(layout.plot_width / layout.bin));
+  std::vector<std::array<std::vector<uint8_t>, 4>> busy(stages);
+  for (auto& lanes : busy)
+    for (auto& lane : lanes) lane.assign(size_t(bins), 0);
+  for (const PipelineEvent& e : events) {
+    if (e.stage < 0 || size_t(e.stage) >= stages) continue;
+    const double x0 = e.start_s / end_s * layout.plot_width / layout.bin, x1 = e.end_s / end_s * layout.plot_width / layout.bin;
+    const int b0 = std::clamp(int(std::floor(x0)), 0, bins - 1);
+    const int b1 = std::clamp(std::max(int(std::ceil(x1)) - 1, b0), 0, bins - 1);
+    std::vector<uint8_t>& lane = busy[size_t(e.stage)][size_t(e.kind)];
+    std::fill(lane.begin() + b0, lane.begin() + b1 + 1, uint8_t(1));
+  }
+  std::vector<std::array<Runs, 4>> runs(stages);
+  *total = 0;
+  for (size_t s = 0; s < stages; ++s)
+    for (size_t k = 0; k < 4; ++k) {
+      const std::vector<uint8_t>& lane = busy[s][k];
+      for (int b = 0; b < bins;) {
+        if (!lane[size_t(b)]) {
+          ++b;
+          continue;
+        }
+        int n = 1;
+        while (b + n < bins && lane[size_t(b + n)]) ++n;
+        runs[s][k].push_back({b, n});
+        b += n;
+      }
+      *total += runs[s][k].size();
+    }
+  return runs;
+}
+
 }  // namespace
+
+TimelineLayout pipeline_timeline_layout(const std::vector<PipelineEvent>& events,
+                                        const std::vector<std::string>& stage_labels) {
+  TimelineLayout layout;
+  const size_t stages = stage_labels.size();
+  const bool low_rows = stages > 16;
+  layout.label_font = low_rows ? 11 : 12;
+  layout.row_height = low_rows ? 22 : 34;
+  layout.box_height = low_rows ? 14 : 20;
+  layout.send_height = low_rows ? 4 : 5;
+  double longest = 0;
+  for (const std::string& label : stage_labels) longest = std::max(longest, text_width(label, layout.label_font));
+  layout.left = std::ceil(kMargin + longest + 8);
+  const double end_s = end_of(events);
+  double narrowest_s = end_s;
+  for (const PipelineEvent& e : events)
+    if (!is_send(e.kind)) narrowest_s = std::min(narrowest_s, e.end_s - e.start_s);
+  const double needed = narrowest_s > 0 ? kMinBox * end_s / narrowest_s : 1e300;  // plot width for kMinBox
+  layout.merged = events.size() > kMaxDetailEvents || needed > kMaxPlotWidth;
+  layout.plot_width = layout.merged ? kMergedPlotWidth : std::max(kPlotWidth, std::ceil(needed));
+  if (layout.merged) {
+    size_t total = 0;
+    for (;;) {
+      merged_runs(events, stages, end_s, layout, &total);
+      if (total <= kMaxRuns) break;
+      layout.bin *= 2;
+    }
+  }
+  layout.width = layout.left + layout.plot_width + kRight;
+  layout.height = kTop + double(stages) * layout.row_height + kBottom;
+  return layout;
+}
 
 std::string pipeline_timeline_svg(const std::vector<PipelineEvent>& events, const std::vector<std::string>& stage_labels,
                                   const std::string& title) {
-  double end_s = 0;
-  for (const PipelineEvent& e : events) end_s = std::max(end_s, e.end_s);
-  if (end_s <= 0) end_s = 1;
+  const TimelineLayout layout = pipeline_timeline_layout(events, stage_labels);
+  const double end_s = end_of(events), left = layout.left, plot = layout.plot_width;
   const double rows = static_cast<double>(stage_labels.size());
-  const double width = kLeft + kPlotWidth + kRight, height = kTop + rows * kRowHeight + 70;
-  auto x = [&](double seconds) { return kLeft + seconds / end_s * kPlotWidth; };
+  auto x = [&](double seconds) { return left + seconds / end_s * plot; };
+  size_t microbatches = 0;
+  for (const PipelineEvent& e : events) microbatches = std::max(microbatches, size_t(e.microbatch) + 1);
   std::ostringstream svg;
-  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
-      << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << layout.width << "\" height=\"" << layout.height
+      << "\" viewBox=\"0 0 " << layout.width << ' ' << layout.height << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      << "<text x=\"" << kLeft << "\" y=\"24\" font-size=\"15\">" << xml_escape(title) << "</text>\n"
-      << "<text x=\"" << kLeft << "\" y=\"44\" fill=\"#555\">1F1B: forward (blue) and backward (green) of each "
-         "micro-batch, numbered; sends to the next stage (orange) and the previous (purple) below</text>\n";
+      << "<text x=\"" << kMargin << "\" y=\"24\" font-size=\"15\">" << xml_escape(title) << "</text>\n"
+      << "<text x=\"" << kMargin << "\" y=\"44\" fill=\"#555\">";
+  if (!layout.merged)
+    svg << "1F1B: forward (blue) and backward (green) of each micro-batch, numbered where the number fits; sends to "
+           "the next stage (orange) and the previous (purple) below</text>\n";
+  else
+    svg << "1F1B, " << microbatches << " micro-batches, too many boxes to draw one by one: when each stage runs "
+        << "forwards (upper half, blue) and backwards (lower half, green), and sends to the next stage (orange) and the "
+        << "previous (purple), to " << (layout.bin == 1 ? std::string("the pixel") : format_number("%g pixels", layout.bin))
+        << "</text>\n";
   for (size_t s = 0; s < stage_labels.size(); ++s) {
-    double y = kTop + s * kRowHeight;
-    svg << "<text x=\"" << kLeft - 8 << "\" y=\"" << y + kBoxHeight * 0.7 << "\" text-anchor=\"end\">"
-        << xml_escape(stage_labels[s]) << "</text>\n";
+    const double y = kTop + double(s) * layout.row_height;
+    svg << "<text x=\"" << left - 8 << "\" y=\"" << y + layout.box_height * 0.7 << "\" text-anchor=\"end\" font-size=\""
+        << layout.label_font << "\">" << xml_escape(stage_labels[s]) << "</text>\n";
   }
   const double step = tick_step(end_s);
-  const double axis_y = kTop + rows * kRowHeight + 4;
-  for (double t = 0; t <= end_s * 1.0001; t += step) {
+  const double axis_y = kTop + rows * layout.row_height + 4;
+  for (double k = 0; k * step <= end_s * 1.0001; ++k) {
+    const double t = k * step;
     svg << "<line x1=\"" << format_number("%.2f", x(t)) << "\" y1=\"" << kTop - 6 << "\" x2=\""
         << format_number("%.2f", x(t)) << "\" y2=\"" << axis_y << "\" stroke=\"#eee\"/>\n"
         << "<text x=\"" << format_number("%.2f", x(t)) << "\" y=\"" << axis_y + 16 << "\" text-anchor=\"middle\">"
         << format_number("%.4g", t) << "</text>\n";
   }
-  svg << "<text x=\"" << kLeft + kPlotWidth / 2 << "\" y=\"" << axis_y + 36 << "\" text-anchor=\"middle\">seconds</text>\n";
+  svg << "<text x=\"" << left + plot / 2 << "\" y=\"" << axis_y + 36 << "\" text-anchor=\"middle\">seconds</text>\n";
+  if (layout.merged) {
+    size_t total = 0;
+    const auto runs = merged_runs(events, stage_labels.size(), end_s, layout, &total);
+    const double half = layout.box_height / 2, send_half = layout.send_height / 2;
+    // Each kind one path; a lane's offset in its row and height.
+    const std::array<std::pair<double, double>, 4> lanes = {
+        std::pair{0.0, half}, std::pair{half, half}, std::pair{layout.box_height + 2, send_half},
+        std::pair{layout.box_height + 2 + send_half, send_half}};
+    const PipelineEvent::Kind kinds[4] = {PipelineEvent::Kind::kForward, PipelineEvent::Kind::kBackward,
+                                          PipelineEvent::Kind::kForwardSend, PipelineEvent::Kind::kBackwardSend};
+    for (size_t k = 0; k < 4; ++k) {
+      std::string d;
+      double at_x = 0, at_y = 0;  // the last subpath's start: moves are relative to it
+      for (size_t s = 0; s < runs.size(); ++s)
+        for (const auto& [first, n] : runs[s][size_t(kinds[k])]) {
+          const double px = left + first * layout.bin, py = kTop + double(s) * layout.row_height + lanes[k].first;
+          const std::string w = format_number("%g", n * layout.bin);
+          d += (d.empty() ? "M" + format_number("%g", px) + " " + format_number("%g", py)
+                          : "m" + format_number("%g", px - at_x) + " " + format_number("%g", py - at_y)) +
+               "h" + w + "v" + format_number("%g", lanes[k].second) + "h-" + w + "z";
+          at_x = px, at_y = py;
+        }
+      if (!d.empty()) svg << "<path fill=\"" << fill(kinds[k]) << "\" d=\"" << d << "\"/>\n";
+    }
+    svg << "</svg>\n";
+    return svg.str();
+  }
+  // A stage's forwards (or backwards) are numbered where every one of them holds the largest
+  // number: a row numbered throughout or not at all.
+  std::vector<std::array<double, 2>> narrowest(stage_labels.size(), {1e300, 1e300});
+  for (const PipelineEvent& e : events)
+    if (!is_send(e.kind) && e.stage >= 0 && size_t(e.stage) < narrowest.size()) {
+      double& n = narrowest[size_t(e.stage)][e.kind == PipelineEvent::Kind::kForward ? 0 : 1];
+      n = std::min(n, x(e.end_s) - x(e.start_s));
+    }
+  const double number_width = text_width(std::to_string(microbatches > 0 ? microbatches - 1 : 0), kNumberFont) + 3;
   for (const PipelineEvent& e : events) {
-    const double y = kTop + e.stage * kRowHeight + (is_send(e.kind) ? kBoxHeight + 2 : 0);
+    const double y = kTop + e.stage * layout.row_height + (is_send(e.kind) ? layout.box_height + 2 : 0);
     const double w = std::max(x(e.end_s) - x(e.start_s), 0.5);
     svg << "<rect x=\"" << format_number("%.2f", x(e.start_s)) << "\" y=\"" << y << "\" width=\""
-        << format_number("%.2f", w) << "\" height=\"" << (is_send(e.kind) ? kSendHeight : kBoxHeight) << "\" fill=\""
-        << fill(e.kind) << "\" stroke=\"white\" stroke-width=\"0.5\"><title>stage " << e.stage << ", micro-batch "
-        << e.microbatch << ": " << format_number("%.6g", e.start_s) << "-" << format_number("%.6g", e.end_s)
-        << " s</title></rect>\n";
-    if (!is_send(e.kind) && w >= 14)
-      svg << "<text x=\"" << format_number("%.2f", x(e.start_s) + w / 2) << "\" y=\"" << y + kBoxHeight * 0.7
-          << "\" text-anchor=\"middle\" fill=\"white\" font-size=\"10\">" << e.microbatch << "</text>\n";
+        << format_number("%.2f", w) << "\" height=\"" << (is_send(e.kind) ? layout.send_height : layout.box_height)
+        << "\" fill=\"" << fill(e.kind) << "\" stroke=\"white\" stroke-width=\"0.5\"><title>stage " << e.stage
+        << ", micro-batch " << e.microbatch << ": " << format_number("%.6g", e.start_s) << "-"
+        << format_number("%.6g", e.end_s) << " s</title></rect>\n";
+    const std::string number = std::to_string(e.microbatch);
+    if (!is_send(e.kind) && size_t(e.stage) < narrowest.size() && narrowest[size_t(e.stage)][e.kind == PipelineEvent::Kind::kForward ? 0 : 1] >= number_width)
+      svg << "<text x=\"" << format_number("%.2f", x(e.start_s) + w / 2) << "\" y=\"" << y + layout.box_height * 0.7
+          << "\" text-anchor=\"middle\" fill=\"white\" font-size=\"" << kNumberFont << "\">" << number << "</text>\n";
   }
   svg << "</svg>\n";
   return svg.str();

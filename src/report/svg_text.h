@@ -1,5 +1,5 @@
 #pragma once
-// Text in SVG pictures: escaping and number formats.
+// Text in SVG pictures: escaping, number formats and how wide a line of text is drawn.
 #include <string>
 
 namespace fasop {
@@ -9,5 +9,11 @@ std::string xml_escape(const std::string& text);
 
 /// `value` printed with a printf `format` (one double).
 std::string format_number(const char* format, double value);
+
+/// The width in pixels `text` takes at `font_size` in a sans-serif font: DejaVu Sans's advance
+/// widths (the widest of the common defaults; Arial and Helvetica are narrower), characters
+/// outside ASCII as an em. Pictures size margins and place labels by it, so that text is not cut
+/// or drawn over other text whichever of those fonts the viewer picks.
+double text_width(const std::string& text, double font_size);
 
 }  // namespace fasop
