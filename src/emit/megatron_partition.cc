@@ -107,12 +107,12 @@ std::vector<std::string> upstream_partition_args(const PlanFile& plan, const Mod
   return {"--num-virtual-stages-per-pipeline-rank", std::to_string(key.virtual_stages)};
 }
 
-/// The fork's --balance for GPT and BERT. Its interleaved schedule ignores --balance
-/// (transformer.py: offsets by rank x layers per chunk), so an uneven plan cannot use it.
+/// The fork's --balance for GPT and BERT. Its interleaved schedule's layer offsets ignore
+/// --balance (transformer.py: rank x layers per chunk), so a plan with virtual stages cannot use it.
 std::vector<std::string> fasop_partition_args(const PlanFile& plan, const ModelSpec& model) {
   if (plan.key.virtual_stages > 1)
     throw SpecError(plan_where(plan) + "virtual_stages " + std::to_string(plan.key.virtual_stages) +
-                    ": FASOP's Megatron fork places interleaved chunks evenly and ignores --balance there "
+                    ": the layer offsets of FASOP's Megatron fork's interleaved schedule ignore --balance "
                     "(Megatron-LM-2/megatron/model/transformer.py); re-plan with --fix vpp=1, or emit for upstream "
                     "Megatron-LM (--megatron-flavor upstream)");
   return {"--balance", fasop_balance(plan, model)};
