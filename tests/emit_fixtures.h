@@ -54,11 +54,17 @@ inline PlanFile llama_embedding_stage_plan() { return emit_plan("llama2-7b", 2, 
 /// encoder.block.11, encoder (the stacks' boundary) and decoder.block.11.
 inline PlanFile t5_plan() { return emit_plan("t5", 2, 1, {13, 12, 13, 12}, true); }
 
+/// T5 for FASOP's Megatron fork, tp=2 dp=2 pp=4 {12, 13, 11, 14} with recomputation, uneven in
+/// both segments: encoder_embedding + encoder layers 0-10 (11) | encoder 11-23 (13) |
+/// decoder_embedding + decoder 0-9 (10) | decoder 10-23 (14): split rank 2, --balance 11-13-10-14.
+inline PlanFile t5_uneven_plan() { return emit_plan("t5", 2, 2, {12, 13, 11, 14}, true); }
+
 /// A fixture by name, with its model preset's name.
 inline PlanFile emit_fixture_plan(const std::string& name) {
   if (name == "gpt2-tp2-pp3-uneven") return gpt2_uneven_plan();
   if (name == "llama-tp2-pp4-embedding-stage") return llama_embedding_stage_plan();
   if (name == "t5-tp2-pp4") return t5_plan();
+  if (name == "t5-tp2-dp2-pp4-uneven") return t5_uneven_plan();
   throw std::invalid_argument("unknown fixture " + name);
 }
 

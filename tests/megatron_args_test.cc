@@ -12,6 +12,7 @@
 using namespace fasop;
 using fasop::testing::layout_plan;
 using fasop::testing::preset_model;
+using fasop::testing::t5_uneven_plan;
 using Catch::Matchers::Contains;
 
 namespace {
@@ -32,7 +33,7 @@ PlanFile llama_plan() { return layout_plan(2, 4, 1, 2, 1024, {17, 17}, 0, false)
 
 }  // namespace
 
-TEST_CASE("megatron upstream: gpt2xl tp2 pp3 dp2, uneven partition as a layout", "[emit]") {
+TEST_CASE("megatron upstream: gpt2xl tp2 pp3 dp2, uneven partition as a layout", "[emit][megatron]") {
   ModelSpec model = preset_model("gpt2xl");
   const std::vector<std::string> want = {
       "--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "3",
@@ -47,7 +48,7 @@ TEST_CASE("megatron upstream: gpt2xl tp2 pp3 dp2, uneven partition as a layout",
   CHECK(megatron_pipeline_layout(gpt2xl_plan(), model) == "Et*17|t*15|t*16L");
 }
 
-TEST_CASE("megatron FASOP fork: gpt2xl's partition as --balance, transformer layers per stage", "[emit]") {
+TEST_CASE("megatron FASOP fork: gpt2xl's partition as --balance, transformer layers per stage", "[emit][megatron]") {
   ModelSpec model = preset_model("gpt2xl");
   std::vector<std::string> args = megatron_args(gpt2xl_plan(), model, MegatronFlavor::kFasop);
   // Same as upstream up to the partition; the fork's --balance counts transformer layers only
@@ -61,7 +62,7 @@ TEST_CASE("megatron FASOP fork: gpt2xl's partition as --balance, transformer lay
         std::vector<std::string>(upstream.begin(), upstream.begin() + 28));
 }
 
-TEST_CASE("megatron text: one flag a line, layout quoted for the shell", "[emit]") {
+TEST_CASE("megatron text: one flag a line, layout quoted for the shell", "[emit][megatron]") {
   ModelSpec model = preset_model("gpt2xl");
   std::string text = megatron_args_text(gpt2xl_plan(), model, MegatronFlavor::kUpstream);
   CHECK(text.rfind("--tensor-model-parallel-size 2 \\\n--pipeline-model-parallel-size 3 \\\n", 0) == 0);
@@ -72,7 +73,7 @@ TEST_CASE("megatron text: one flag a line, layout quoted for the shell", "[emit]
   CHECK(text.substr(text.size() - tail.size()) == tail);
 }
 
-TEST_CASE("megatron upstream: llama2-7b tp4 pp2, bf16 SwiGLU RMSNorm rotary untied", "[emit]") {
+TEST_CASE("megatron upstream: llama2-7b tp4 pp2, bf16 SwiGLU RMSNorm rotary untied", "[emit][megatron]") {
   ModelSpec model = preset_model("llama2-7b");
   const std::vector<std::string> want = {
       "--tensor-model-parallel-size", "4", "--pipeline-model-parallel-size", "2",
@@ -85,7 +86,7 @@ TEST_CASE("megatron upstream: llama2-7b tp4 pp2, bf16 SwiGLU RMSNorm rotary unti
   CHECK(megatron_args(llama_plan(), model, MegatronFlavor::kUpstream) == want);
 }
 
-TEST_CASE("megatron: grouped-query attention names its groups", "[emit]") {
+TEST_CASE("megatron: grouped-query attention names its groups", "[emit][megatron]") {
   ModelSpec model = preset_model("llama3-8b");  // 32 heads, 8 kv heads, 32 layers
   PlanFile plan = layout_plan(1, 8, 1, 1, 1024, {34}, 0, false);
   std::vector<std::string> args = megatron_args(plan, model, MegatronFlavor::kUpstream);
@@ -98,27 +99,16 @@ TEST_CASE("megatron: grouped-query attention names its groups", "[emit]") {
   CHECK(std::find(args.begin(), args.end(), "--pipeline-model-parallel-layout") == args.end());
 }
 
-TEST_CASE("megatron: what a flavour cannot express is a SpecError naming the fix", "[emit]") {
+TEST_CASE("megatron: what a flavour cannot express is a SpecError naming the fix", "[emit][megatron]") {
   ModelSpec llama = preset_model("llama2-7b");
   CHECK_THROWS_WITH(megatron_args(llama_plan(), llama, MegatronFlavor::kFasop),
                     Contains("--swiglu") && Contains("kUpstream"));
 
-  // T5: upstream refuses pipelining it; the fork takes an even split per segment as a split rank.
-  ModelSpec t5 = preset_model("t5");  // 25 encoder units (embedding + 24), then 25 decoder units
+  // T5: upstream refuses pipelining it (the fork's T5 is in its own tests below).
+  ModelSpec t5 = preset_model("t5");
   PlanFile even = layout_plan(1, 1, 4, 2, 128, {25, 25}, 0, false);
-  CHECK_THROWS_WITH(megatron_args(even, t5, MegatronFlavor::kUpstream), Contains("not supported for T5"));
-  std::vector<std::string> args = megatron_args(even, t5, MegatronFlavor::kFasop);
-  CHECK(args[8] == "--encoder-num-layers");
-  CHECK(args[9] == "24");
-  CHECK(args[10] == "--decoder-num-layers");
-  CHECK(args[11] == "24");
-  REQUIRE(args.size() >= 2);
-  CHECK(args[args.size() - 2] == "--pipeline-model-parallel-split-rank");
-  CHECK(args.back() == "1");
-  // {14, 11, 25}: encoder stages hold 13 and 11 layers; Megatron splits 24 as 12 + 12.
-  PlanFile uneven = layout_plan(1, 1, 4, 3, 128, {14, 11, 25}, 0, false);
-  CHECK_THROWS_WITH(megatron_args(uneven, t5, MegatronFlavor::kFasop),
-                    Contains("stage 0 holds 13 encoder layers") && Contains("cannot be expressed"));
+  CHECK_THROWS_WITH(megatron_args(even, t5, MegatronFlavor::kUpstream),
+                    Contains("pp 2") && Contains("not supported for T5") && Contains("--megatron-flavor fasop"));
   CHECK_THROWS_WITH(megatron_pipeline_layout(even, t5), Contains("encoder"));
 
   ModelSpec gpt = preset_model("gpt2xl");
@@ -132,7 +122,7 @@ TEST_CASE("megatron: what a flavour cannot express is a SpecError naming the fix
   CHECK_THROWS_WITH(megatron_args(odd_batch, gpt, MegatronFlavor::kUpstream), Contains("not a multiple"));
 }
 
-TEST_CASE("megatron: fp8 training is bf16 with Transformer Engine's fp8 recipe", "[emit]") {
+TEST_CASE("megatron: fp8 training is bf16 with Transformer Engine's fp8 recipe", "[emit][megatron]") {
   ModelSpec model = preset_model("llama2-7b");
   auto tail = [&](const std::string& dtype) {
     model.dtype = dtype;
@@ -144,4 +134,70 @@ TEST_CASE("megatron: fp8 training is bf16 with Transformer Engine's fp8 recipe",
   CHECK(tail("fp8") == std::vector<std::string>{"--bf16", "--fp8-format", "hybrid", "--fp8-recipe", "tensorwise"});
   CHECK(tail("mxfp8") == std::vector<std::string>{"--bf16", "--fp8-format", "e4m3", "--fp8-recipe", "mxfp8"});
   CHECK(tail("tf32").empty());  // fp32 training: Megatron's default, TF32 GEMMs PyTorch's
+}
+
+// T5 in FASOP's fork (Megatron-LM-2): ranks below --pipeline-model-parallel-split-rank build the
+// encoder, the others the decoder, and every rank builds balance[its pipeline rank] layers
+// (transformer.py _get_num_layers; FASOP's _00_conf.sh runs "11-13-11-13" with split rank 2).
+// The t5 preset: 25 encoder units (encoder_embedding + 24 layers), then 25 decoder units
+// (decoder_embedding + 24 layers); hidden 1024, 32 heads, ffn 4 x 1024, sequence 512, fp16.
+TEST_CASE("megatron FASOP fork: uneven T5 as the split rank and --balance per pipeline rank", "[emit][megatron]") {
+  ModelSpec t5 = preset_model("t5");
+  // {12, 13, 11, 14} units: embedding + 11 layers | 13 | embedding + 10 | 14; encoder 11 + 13 =
+  // 24, decoder 10 + 14 = 24; two encoder stages, so the decoder starts at rank 2.
+  const std::vector<std::string> want = {
+      "--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "4",
+      "--micro-batch-size", "1", "--global-batch-size", "64",
+      "--encoder-num-layers", "24", "--decoder-num-layers", "24",
+      "--hidden-size", "1024", "--num-attention-heads", "32", "--ffn-hidden-size", "4096",
+      "--encoder-seq-length", "512", "--decoder-seq-length", "512", "--max-position-embeddings", "512",
+      "--fp16",
+      "--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1",
+      "--pipeline-model-parallel-split-rank", "2", "--balance", "11-13-10-14"};
+  CHECK(megatron_args(t5_uneven_plan(), t5, MegatronFlavor::kFasop) == want);
+  CHECK(t5_split_rank(t5_uneven_plan(), t5) == 2);
+  CHECK(fasop_balance(t5_uneven_plan(), t5) == "11-13-10-14");
+
+  // Three stages, {14, 11, 25}: embedding + 13 | 11 | embedding + 24: one decoder rank.
+  PlanFile three = layout_plan(1, 1, 4, 3, 128, {14, 11, 25}, 0, false);
+  std::vector<std::string> args = megatron_args(three, t5, MegatronFlavor::kFasop);
+  REQUIRE(args.size() >= 4);
+  CHECK(std::vector<std::string>(args.end() - 4, args.end()) ==
+        std::vector<std::string>{"--pipeline-model-parallel-split-rank", "2", "--balance", "13-11-24"});
+  // A stage of the embedding alone builds no layer: the fork gives it its no-op layer.
+  PlanFile lone = layout_plan(1, 1, 4, 3, 128, {1, 24, 25}, 0, false);
+  CHECK(fasop_balance(lone, t5) == "0-24-24");
+  // One stage: no split rank, no --balance.
+  PlanFile single = layout_plan(1, 1, 4, 1, 128, {50}, 0, false);
+  args = megatron_args(single, t5, MegatronFlavor::kFasop);
+  CHECK(std::find(args.begin(), args.end(), "--balance") == args.end());
+  CHECK(std::find(args.begin(), args.end(), "--pipeline-model-parallel-split-rank") == args.end());
+}
+
+TEST_CASE("megatron FASOP fork: what its T5 cannot run names the plan field and the fix", "[emit][megatron]") {
+  ModelSpec t5 = preset_model("t5");
+  // {20, 30}: stage 1 holds encoder layers 19-23 and the whole decoder.
+  PlanFile mixed = layout_plan(1, 1, 4, 2, 128, {20, 30}, 0, false);
+  CHECK_THROWS_WITH(megatron_args(mixed, t5, MegatronFlavor::kFasop),
+                    Contains("partition stage 1 holds both encoder and decoder units") &&
+                        Contains("exactly the encoder's 25 units"));
+  PlanFile interleaved = t5_uneven_plan();
+  interleaved.key.virtual_stages = 2;
+  CHECK_THROWS_WITH(megatron_args(interleaved, t5, MegatronFlavor::kFasop),
+                    Contains("virtual_stages 2") && Contains("Interleaved schedule not supported") &&
+                        Contains("--fix vpp=1"));
+  // Without a pipeline the fork builds --encoder-num-layers decoder layers: 24 encoder layers
+  // and 12 decoder layers cannot run there.
+  ModelSpec short_decoder = t5;
+  short_decoder.units.erase(short_decoder.units.end() - 12, short_decoder.units.end());
+  PlanFile single = layout_plan(1, 1, 4, 1, 128, {38}, 0, false);
+  CHECK_THROWS_WITH(megatron_args(single, short_decoder, MegatronFlavor::kFasop),
+                    Contains("builds --encoder-num-layers (24) decoder layers with pp 1") && Contains("--fix pp=2"));
+  CHECK(megatron_args(single, short_decoder, MegatronFlavor::kUpstream).size() > 0);
+  // A decoder without its embedding: the split rank's pre_process would build one the plan lacks.
+  ModelSpec no_embedding = t5;
+  no_embedding.units.erase(no_embedding.units.begin() + 25);
+  PlanFile plan49 = layout_plan(1, 1, 4, 2, 128, {25, 24}, 0, false);
+  CHECK_THROWS_WITH(megatron_args(plan49, no_embedding, MegatronFlavor::kFasop),
+                    Contains("each segment starting with its one embedding unit"));
 }

@@ -72,6 +72,14 @@ grep -q 'PIPELINE_CUTS = \["model.layers.7", "model.layers.15", "model.layers.23
 "$bin" schedule --plan plans/llama.yaml --format slapo > stdout.py && cmp -s stdout.py slapo.py && ok || fail "schedule to stdout differs"
 expect_error "flavor without megatron" "--megatron-flavor" schedule --plan plans/llama.yaml --format slapo --megatron-flavor fasop
 expect_error "FASOP's fork cannot run LLaMA" "swiglu" schedule --plan plans/llama.yaml --format megatron --megatron-flavor fasop
+# T5, uneven {4, 21, 13, 12}: the fork takes the split rank and every rank's layers (embedding +
+# 3 | 21 | embedding + 12 | 12); upstream cannot pipeline T5 and says so.
+"$bin" search --model t5 --heterogeneous --fix tp=2,pp=4 --out-dir logs --save-plan plans/t5.yaml --quiet > /dev/null ||
+  fail "search t5"
+"$bin" schedule --plan plans/t5.yaml --format megatron --megatron-flavor fasop > t5.sh || fail "schedule t5 for the fork"
+grep -qxF -- "--pipeline-model-parallel-split-rank 2 \\" t5.sh && grep -qx -- "--balance 3-21-12-12" t5.sh && ok ||
+  fail "the fork's T5 partition: $(tail -2 t5.sh)"
+expect_error "upstream cannot pipeline T5" "not supported for T5" schedule --plan plans/t5.yaml --format megatron
 expect_error "unknown format" "--format" schedule --plan plans/llama.yaml --format jax
 
 # Megatron-LM's own dimensions, fixed: selective recomputation, sequence parallelism and two

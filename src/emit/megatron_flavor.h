@@ -1,0 +1,17 @@
+#pragma once
+// Which Megatron-LM a plan's arguments are written for.
+
+namespace fasop {
+
+/// Which Megatron-LM the arguments are for; they differ in how an uneven partition is written.
+enum class MegatronFlavor {
+  /// NVIDIA/Megatron-LM as of 2025-2026 (megatron/training/arguments.py): the partition as
+  /// --pipeline-model-parallel-layout, e.g. "Et*17|t*15|t*16L"; no T5 pipelines.
+  kUpstream,
+  /// FASOP's fork (AvatarHwang/FASOP, Megatron-LM-2/): the partition as --balance "17-15-16",
+  /// transformer layers per stage, T5's with --pipeline-model-parallel-split-rank. The fork
+  /// predates --swiglu, RMSNorm, GQA and untied heads.
+  kFasop,
+};
+
+}  // namespace fasop
