@@ -74,8 +74,10 @@ void write_header(std::ostream& out, const PlanFile& plan, const ModelSpec& mode
       << "model: the plan's model as its family's Hugging Face class, whose module names the split\n"
       << "points below give (scripts/check-atorch-emit.py runs ATorch's own code on this file).\n"
       << "\"\"\"\n\n";
-  out << "# Ranks as the plan places them: tensor-parallel index fastest, then data-parallel, then stage\n"
-         "# (rank = t + tp*d + tp*dp*s). ATorch's pipeline reads the group named \"pipe\".\n";
+  if (key.tp > 1 || key.pp > 1)
+    write_comment(out, std::string("Ranks as the plan places them: tensor-parallel index fastest, then data-parallel, "
+                                   "then stage (rank = t + tp*d + tp*dp*s).") +
+                           (key.pp > 1 ? " ATorch's pipeline reads the group named \"pipe\"." : ""));
   out << "parallel_mode = " << parallel_mode_py(key) << "\n\n";
 }
 
@@ -163,7 +165,7 @@ void write_zero_entry(std::ostream& out, const PlanFile& plan, const ModelSpec& 
 void write_checkpoint_entry(std::ostream& out, const PlanFile& plan, const ModelSpec& model) {
   if (!plan.key.recompute) return;
   out << "    (\"checkpoint\", (\"" << layer_class(model.family) << "\",)),  # full recomputation";
-  out << (plan.key.pp > 1 ? ": ATorch's pipeline recomputes each stage's forward\n" : " of every layer\n");
+  out << (plan.key.pp > 1 ? ", of each stage in ATorch's pipeline\n" : " of every layer\n");
 }
 
 }  // namespace
