@@ -221,7 +221,10 @@ def load_atorch(atorch_src):
 
     gc.freeze()  # ATorch's shape interpreters gc.collect() at every node: not over the imports again
     if not torch.distributed.is_initialized():  # a one-process gloo group: ATorch's transforms ask for it
+        import atexit
+
         store = tempfile.NamedTemporaryFile(prefix="check-atorch-pg-", delete=False).name
+        atexit.register(lambda: os.path.exists(store) and os.unlink(store))
         torch.distributed.init_process_group("gloo", init_method="file://" + store, rank=0, world_size=1)
     return stood_in
 
