@@ -1,18 +1,18 @@
 #include "emit/atorch_strategy.h"
 
 #include <sstream>
-#include <stdexcept>
 #include <vector>
 
-#include "emit/plan_checks.h"
+#include "emit/atorch_plan_checks.h"
+#include "emit/atorch_split_points.h"
 #include "specs/precision.h"
 #include "specs/spec_error.h"
 
 namespace fasop {
 namespace {
 
-/// The transformer layer class of each family in transformers, which ATorch's checkpoint
-/// optimization resolves by name (opt_lib/utils.py to_module_class_by_name).
+/// The transformer layer class of each family in transformers, which ATorch's checkpoint and
+/// FSDP optimizations resolve by name (opt_lib/utils.py to_module_class_by_name).
 const char* layer_class(ModelFamily family) {
   switch (family) {
     case ModelFamily::kGpt2: return "GPT2Block";
@@ -23,60 +23,43 @@ const char* layer_class(ModelFamily family) {
   throw SpecError("unknown model family");
 }
 
-/// The qualified name of layer `index` of `segment` in the family's Hugging Face model: the
-/// call_module targets ATorch's pipeline splits before (insert_before_modules).
-std::string layer_path(ModelFamily family, const std::string& segment, int index) {
-  switch (family) {
-    case ModelFamily::kGpt2: return "transformer.h." + std::to_string(index);
-    case ModelFamily::kBert: return "bert.encoder.layer." + std::to_string(index);
-    case ModelFamily::kT5: return segment + ".block." + std::to_string(index);
-    case ModelFamily::kLlama: return "model.layers." + std::to_string(index);
-  }
-  throw SpecError("unknown model family");
+/// ATorch's parallel_mode config: ([(name, size), ...], rank order). Its first dimension varies
+/// fastest over the ranks, so tensor, data, pipe gives the plan's rank = t + tp*d + tp*dp*s
+/// (costmodel/rank_layout.h). A size-1 tensor or pipe dimension is left out: mixed_parallel would
+/// otherwise plan a one-rank sharding or pipeline. "data" stays, as ATorch rescales it when the
+/// world size differs.
+std::string parallel_mode_py(const PlanKey& key) {
+  std::string dims;
+  if (key.tp > 1) dims += "(\"tensor\", " + std::to_string(key.tp) + "), ";
+  dims += "(\"data\", " + std::to_string(key.dp) + ")";
+  if (key.pp > 1) dims += ", (\"pipe\", " + std::to_string(key.pp) + ")";
+  return "([" + dims + "], None)";
 }
 
-}  // namespace
-
-std::string atorch_strategy_py(const PlanFile& plan, const ModelSpec& model) {
-  const PlanKey& key = plan.key;
-  stage_boundaries(plan, model);  // throws unless the partition covers the model in pp stages
-  require_no_megatron_features(plan, "this ATorch strategy");
-  require_uniform_tp(plan, "this ATorch strategy");
-  require_even_batch(plan, "this ATorch strategy");
-  require_no_speed_split(plan, "this ATorch strategy");
-
-  // The first module of each stage after the first. A stage that starts with a non-layer unit
-  // (T5's decoder embedding) starts at its stack's first layer; one that starts with the
-  // post-process unit has no layer to split before and is reported instead.
-  std::vector<std::string> split_before;
-  std::vector<std::string> unsplittable;
-  {
-    std::vector<int> layer_index;
-    std::vector<std::pair<std::string, int>> next;  // per segment
-    for (const LayerUnit& unit : model.units) {
-      int index = -1;
-      if (unit.role == LayerRole::kTransformer) {
-        size_t k = 0;
-        while (k < next.size() && next[k].first != unit.segment) ++k;
-        if (k == next.size()) next.push_back({unit.segment, 0});
-        index = next[k].second++;
-      }
-      layer_index.push_back(index);
+/// `text` as "# " comment lines of at most 100 columns, broken at spaces.
+void write_comment(std::ostream& out, const std::string& text) {
+  std::istringstream words(text);
+  std::string word, line = "#";
+  while (words >> word) {
+    if (line.size() + 1 + word.size() > 100) {
+      out << line << "\n";
+      line = "#";
     }
-    int boundary = 0;
-    for (size_t s = 0; s + 1 < plan.partition.size(); ++s) {
-      boundary += plan.partition[s];
-      int u = boundary;
-      while (u < model.num_units() && layer_index[u] < 0 && model.units[u].role == LayerRole::kEmbedding) ++u;
-      if (u < model.num_units() && layer_index[u] >= 0)
-        split_before.push_back(layer_path(model.family, model.units[u].segment, layer_index[u]));
-      else
-        unsplittable.push_back("stage " + std::to_string(s + 1) + " starts at unit " + std::to_string(boundary) +
-                               " (" + model.units[boundary].type + ")");
-    }
+    line += " " + word;
   }
+  out << line << "\n";
+}
 
-  std::ostringstream out;
+/// The split modules as a Python list, one a line.
+std::string py_strings(const std::vector<AtorchSplit>& splits) {
+  std::string out = "[\n";
+  for (const AtorchSplit& split : splits) out += "    \"" + split.module + "\",\n";
+  return out + "]";
+}
+
+/// The plan's layout and nodes as comments, for a reader of the file.
+void write_layout(std::ostream& out, const PlanFile& plan, const ModelSpec& model) {
+  const PlanKey& key = plan.key;
   out << "# ATorch auto_accelerate strategy for " << model.name << " (" << family_name(model.family)
       << " family), generated by fasop-cpp.\n";
   out << "# Layout: tp=" << key.tp << " dp=" << key.dp << " pp=" << key.pp << " mbs=" << key.mbs
@@ -85,40 +68,131 @@ std::string atorch_strategy_py(const PlanFile& plan, const ModelSpec& model) {
   for (size_t s = 0; s < plan.partition.size(); ++s) out << (s ? ", " : "") << plan.partition[s];
   out << "]\n# Node order: " << (plan.node_order.empty() ? "(not given)" : "");
   for (size_t n = 0; n < plan.node_order.size(); ++n) out << (n ? ", " : "") << plan.node_order[n];
-  out << "\n\"\"\"Use as auto_accelerate(model, ..., load_strategy=strategy, ignore_dryrun_on_load_strategy=True).\"\"\"\n\n";
+  out << "\n";
+}
 
-  out << "# The pipeline partition as split points (each stage after the first starts at one of these\n"
-         "# modules). ATorch takes a partition only as `insert_before_modules` in the config of its\n"
-         "# PiPPy pipelines (\"pipeline_parallel\", or \"pipe_config\" of \"mixed_parallel\"), which read\n"
-         "# the pipeline group named \"pipe\"; the parallel_mode below names it \"pipeline\" as ATorch's\n"
-         "# deepspeed_3d_parallel does, which partitions by its own method. Hence not in the list.\n";
-  out << "pipeline_split_before = [";
-  for (size_t i = 0; i < split_before.size(); ++i) out << (i ? ", \"" : "\"") << split_before[i] << "\"";
-  out << "]\n";
-  for (const std::string& note : unsplittable)
-    out << "# NOTE: no layer to split before: " << note << ".\n";
-  out << "\nstrategy = [\n";
-  // ATorch's parallel_mode: ([(name, size), ...], rank order or None); ranks vary fastest in the
-  // first dimension, so TP groups are consecutive ranks as in the plan's node order.
-  out << "    (\"parallel_mode\", ([(\"tensor\", " << key.tp << "), (\"pipeline\", " << key.pp << "), (\"data\", "
-      << key.dp << ")], None)),\n";
+/// How to hand the module to ATorch, and on how many processes.
+void write_usage(std::ostream& out, const PlanKey& key) {
+  out << "\"\"\"The plan as ATorch's semi-automatic mode takes it, on tp x dp x pp = " << key.tp * key.dp * key.pp
+      << " processes:\n\n"
+      << "    status, result, _ = auto_accelerate(model, optim_func, dataset, loss_func,\n"
+      << "                                        dataloader_args=dataloader_args, load_strategy=strategy)\n\n"
+      << "model: the plan's model as its family's Hugging Face class, in which ATorch finds the module\n"
+      << "names below (scripts/check-atorch-emit.py runs ATorch's own code on this file).\n"
+      << "\"\"\"\n\n";
+}
+
+void write_parallel_mode(std::ostream& out, const PlanKey& key) {
+  if (key.tp > 1 || key.pp > 1)
+    write_comment(out, std::string("Ranks as the plan places them: tensor-parallel index fastest, then data-parallel, "
+                                   "then stage (rank = t + tp*d + tp*dp*s).") +
+                           (key.pp > 1 ? " ATorch's pipeline reads the group named \"pipe\"." : ""));
+  out << "parallel_mode = " << parallel_mode_py(key) << "\n\n";
+}
+
+/// The partition as the modules each later stage starts at, with what moves across a split.
+void write_split_points(std::ostream& out, const PlanFile& plan, const std::vector<AtorchSplit>& splits,
+                        ModelFamily family) {
+  std::string partition;
+  for (size_t s = 0; s < plan.partition.size(); ++s) partition += (s ? ", " : "") + std::to_string(plan.partition[s]);
+  write_comment(out, "The partition [" + partition +
+                         "]: each stage after the first starts where ATorch's traced graph first calls one of "
+                         "these modules (mixed_parallel's insert_before_modules; a layer itself is no node of "
+                         "it, and the model is traced inside PiPPy's LossWrapper, as `module`).");
+  const std::string spill = atorch_split_spill(family);
+  if (!spill.empty()) write_comment(out, "NOTE: " + spill + ".");
+  for (const AtorchSplit& split : splits)
+    if (!split.note.empty()) write_comment(out, "NOTE: " + split.note + ".");
+  out << "pipeline_split_before = " << py_strings(splits) << "\n\n";
+}
+
+/// ATorch's dataloader divides batch_size over dp; its pipeline divides a rank's share into
+/// chunks. Without a pipeline there are no chunks: one micro-batch a rank, and the training loop
+/// accumulates the step's micro-batches.
+void write_dataloader_args(std::ostream& out, const PlanFile& plan) {
+  const PlanKey& key = plan.key;
+  const int micro_batches = atorch_micro_batches(plan);
+  if (key.pp > 1) {
+    out << "# The global batch: ATorch's dataloader gives each data-parallel rank 1/dp of it, and its\n"
+           "# pipeline splits that share into `chunks` micro-batches of micro_batch samples.\n";
+    out << "dataloader_args = {\"batch_size\": " << plan.global_batch << "}\n\n";
+  } else {
+    out << "# One micro-batch on each data-parallel rank (ATorch's dataloader gives each 1/dp of it)";
+    if (micro_batches > 1) out << ";\n# accumulate the gradients of " << micro_batches << " such batches a step";
+    out << ".\ndataloader_args = {\"batch_size\": " << key.mbs * key.dp << "}\n\n";
+  }
+}
+
+/// The tensor-parallel config: ATorch's MIP planner picks each shardable module's column- or
+/// row-parallel form by memory and communication, as Megatron pairs them (its default planner;
+/// "base" would make every nn.Linear row-parallel, an all-reduce after each).
+const char* kTensorConfig = "{\"shard_planner\": \"mip\"}";
+
+/// mixed_parallel for a pipeline (it alone composes PiPPy's stages with tensor parallelism),
+/// tensor_parallel for tensor parallelism alone (it keeps ZeRO's FSDP), nothing for dp alone
+/// (parallel_mode's DDP).
+void write_parallel_entry(std::ostream& out, const PlanFile& plan) {
+  const PlanKey& key = plan.key;
+  if (key.pp > 1) {
+    out << "    (\n        \"mixed_parallel\",\n        {\n            \"parallel_mode\": parallel_mode,\n";
+    if (key.tp > 1)
+      out << "            # ATorch's MIP planner shards modules column- or row-parallel (needs pyomo and glpk).\n"
+          << "            \"tensor_config\": " << kTensorConfig << ",\n";
+    out << "            \"pipe_config\": {\n"
+        << "                \"insert_before_modules\": pipeline_split_before,\n"
+        << "                \"nstages\": " << key.pp << ",\n"
+        << "                \"chunks\": " << atorch_micro_batches(plan) << ",\n"
+        << "                \"pipe_schedule\": \"1F1B\",\n"
+        << "            },\n        },\n    ),\n";
+  } else if (key.tp > 1) {
+    out << "    # ATorch's MIP planner shards modules column- or row-parallel (needs pyomo and glpk).\n"
+        << "    (\"tensor_parallel\", " << kTensorConfig << "),\n";
+  }
+}
+
+void write_amp_entry(std::ostream& out, const ModelSpec& model) {
   if (is_fp8(model.dtype))  // its fp8 GEMMs come from Transformer Engine's layers in the model code
     out << "    (\"amp_native\", {\"dtype\": \"bf16\"}),  # " << model.dtype << " GEMMs: Transformer Engine\n";
   else if (model.dtype == "fp16" || model.dtype == "bf16")
     out << "    (\"amp_native\", {\"dtype\": \"" << model.dtype << "\"}),\n";
   else
     out << "    # " << model.dtype << " training: no amp_native.\n";
-  switch (key.zero_stage) {
+}
+
+/// ZeRO-2 and -3 are FSDP in ATorch (SHARD_GRAD_OP and FULL_SHARD), one unit per layer as the
+/// plan prices them; atorch_plan_checks refuses them beside tp or pp.
+void write_zero_entry(std::ostream& out, const PlanFile& plan, const ModelSpec& model) {
+  const std::string units = "{\"atorch_wrap_cls\": (\"" + std::string(layer_class(model.family)) + "\",)}";
+  switch (plan.key.zero_stage) {
     case 0: out << "    # ZeRO 0: optimizer state, gradients and parameters replicated over dp.\n"; break;
     case 1: out << "    \"zero1\",  # optimizer state sharded over dp\n"; break;
-    case 2: out << "    \"zero2\",  # optimizer state and gradients sharded over dp\n"; break;
-    default:
-      out << "    (\"fsdp\", {\"atorch_wrap_cls\": (\"" << layer_class(model.family)
-          << "\",)}),  # ZeRO 3: parameters sharded too, one FSDP unit per layer\n";
-      break;
+    case 2: out << "    (\"zero2\", " << units << "),  # optimizer state and gradients sharded over dp\n"; break;
+    default: out << "    (\"fsdp\", " << units << "),  # ZeRO 3: parameters sharded too\n"; break;
   }
-  if (key.recompute)
-    out << "    (\"checkpoint\", [\"" << layer_class(model.family) << "\"]),  # full recomputation of every layer\n";
+}
+
+void write_checkpoint_entry(std::ostream& out, const PlanFile& plan, const ModelSpec& model) {
+  if (!plan.key.recompute) return;
+  out << "    (\"checkpoint\", (\"" << layer_class(model.family) << "\",)),  # full recomputation";
+  out << (plan.key.pp > 1 ? ", of each stage in ATorch's pipeline\n" : " of every layer\n");
+}
+
+}  // namespace
+
+std::string atorch_strategy_py(const PlanFile& plan, const ModelSpec& model) {
+  require_atorch_runnable(plan, model);
+  const std::vector<AtorchSplit> splits = atorch_split_points(plan, model);
+  std::ostringstream out;
+  write_layout(out, plan, model);
+  write_usage(out, plan.key);
+  write_parallel_mode(out, plan.key);
+  if (plan.key.pp > 1) write_split_points(out, plan, splits, model.family);
+  write_dataloader_args(out, plan);
+  out << "strategy = [\n    (\"parallel_mode\", parallel_mode),\n";
+  write_parallel_entry(out, plan);
+  write_amp_entry(out, model);
+  write_zero_entry(out, plan, model);
+  write_checkpoint_entry(out, plan, model);
   out << "]\n";
   return out.str();
 }
