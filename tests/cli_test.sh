@@ -299,7 +299,8 @@ saved = open(sys.argv[3]).read()
 saved_step_s = float(re.search(r"step_time_s: (\S+)", saved).group(1))
 assert saved_step_s == plans[1]["step_time_s"], (saved_step_s, plans[1])
 PY
-expect_error "--top below zero" "--top" search --model gpt2xl --top -1 --out-dir "$work/neg"
+expect_error "--top below zero" "--top: must be a whole number of plans, 0 or more, got '-1'" search --model gpt2xl --top -1 --out-dir "$work/neg"
+expect_error "--threads not a number" "--threads: must be a whole number of threads, 0 or more, got 'x'" search --model gpt2xl --threads x
 
 # FASOP's cells: oom_gpumem and fsdpoom_gpumem as torch prints them, as FASOP's tables hold them
 # (FASOP's own gpt2_heterogeneous.csv, row 1: tensor([10.3802]) and tensor([9.6936]), for the

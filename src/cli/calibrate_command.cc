@@ -6,6 +6,7 @@
 #include <iostream>
 #include <memory>
 
+#include "cli/planner_options.h"
 #include "cli/run_calibration.h"
 #include "cli/run_report.h"
 #include "launch/run_directory.h"
@@ -169,7 +170,7 @@ void add_calibrate_command(CLI::App& app) {
                       "plans' GPUs is fitted to; repeatable");
   command->add_option("--runs-dir", options->runs_dir, "--from-run: where the run directories are (default main_logs/runs)");
   command->add_option("--warmup", options->warmup, "--from-run: iterations not measured at the start (default 5)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number("iterations", 0));
   command->add_option("--fit-params", options->fit_params,
                       "--from-run: GPU-data parameters to fit, comma-separated (default gemm_peak_share; e.g. "
                       "network.bus_share, dispatch_s.megatron)")

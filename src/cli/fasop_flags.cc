@@ -2,13 +2,15 @@
 
 #include <iostream>
 
+#include "cli/planner_options.h"
+
 namespace fasop {
 
 void FasopFlags::add_to(CLI::App& command) {
   command.add_option("--gpu_per_node", gpu_per_node,
                      "FASOP's flag: GPUs each node uses (default: the cluster's; FASOP's 4 becomes 8 under --pareto, "
                      "as in FASOP)")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number("GPUs", 1));
   command.add_option("--precision", precision_bits,
                      "FASOP's flag: training precision in bits, 16 (fp16) or 32 (fp32) (default: the model's)")
       ->check(CLI::IsMember({16, 32}));

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <memory>
 
+#include "cli/planner_options.h"
 #include "cli/run_report.h"
 #include "cli/saved_plan.h"
 #include "emit/megatron_args.h"
@@ -294,9 +295,9 @@ void add_launch_command(CLI::App& app) {
                 "the trainer's logs; writes report.csv into the run directory");
   report_command->add_option("job", options->job, "job id (Slurm's, or local-N) or run directory")->required();
   report_command->add_option("--warmup", options->warmup, "iterations not measured at the start (default 5)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number("iterations", 0));
   status_command->add_option("--warmup", options->warmup, "iterations the summary skips (default 5)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number("iterations", 0));
   CLI::App* logs_command = command->add_subcommand("logs", "each node's output of a launched job");
   logs_command->add_option("job", options->job, "job id (Slurm's, or local-N)")->required();
   logs_command->add_option("--node", options->node, "only this node rank");

@@ -41,6 +41,15 @@ CLI::Validator positive_number(const std::string& what) {
   return number_check("a positive number of " + what, "POSITIVE", [](double v) { return v > 0 && std::isfinite(v); });
 }
 
+CLI::Validator whole_number(const std::string& what, long long least) {
+  return number_check("a whole number" + (what.empty() ? "" : " of " + what) + ", " + std::to_string(least) + " or more", "N",
+                      [least](double v) { return v >= double(least) && v == std::floor(v) && v < 9e15; });
+}
+
+CLI::Validator non_negative_number(const std::string& what) {
+  return number_check("a number of " + what + ", 0 or more", "NUMBER", [](double v) { return v >= 0 && std::isfinite(v); });
+}
+
 CLI::Validator percentage_below_100() {
   return number_check("a percentage from 0 to under 100, e.g. 5", "PCT", [](double v) { return v >= 0 && v < 100; });
 }
@@ -73,9 +82,9 @@ void PlannerOptions::add_to(CLI::App& command, bool model_required) {
                    "analytic: also try Megatron-LM's sequence parallelism where tp > 1");
   command.add_option("--virtual-stages", virtual_stages,
                      "analytic: interleaved 1F1B's virtual stages a rank to search, e.g. 1,2 (default 1)")
-      ->delimiter(',')->check(CLI::PositiveNumber);
+      ->delimiter(',')->check(whole_number("virtual stages", 1));
   command.add_option("--max-tp", max_tp, "largest tensor-parallel degree (default: FASOP's 4, analytic: a node)")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number("GPUs", 1));
   command.add_option("--placements", placements,
                      "node orders: cyclic (FASOP's rotations) or blocks (each order of node types; analytic default)")
       ->check(CLI::IsMember({"cyclic", "blocks"}));

@@ -70,6 +70,12 @@ std::vector<int> apply_node_counts(const ClusterSpec& cluster, const std::string
 /// A CLI11 check: a finite positive number (NaN and infinity refused, as CLI's PositiveNumber
 /// lets NaN through), its unit named in the message.
 CLI::Validator positive_number(const std::string& what);
+/// A CLI11 check: a whole number of `what` (empty: a whole number), `least` or more ("must be
+/// a whole number of plans, 0 or more, got 'abc'"), where CLI11's own checks print a range up
+/// to 1.8e308.
+CLI::Validator whole_number(const std::string& what, long long least);
+/// A CLI11 check: a number of `what`, 0 or more (NaN and infinity refused).
+CLI::Validator non_negative_number(const std::string& what);
 /// A CLI11 check: a percentage from 0 to under 100 (NaN refused).
 CLI::Validator percentage_below_100();
 

@@ -446,7 +446,7 @@ void add_search_command(CLI::App& app) {
   command->add_option("--out-dir", options->out_dir, "directory of the CSV report (default main_logs)")
       ->check([](const std::string& dir) { return dir.empty() ? std::string("must not be empty") : std::string(); });
   command->add_option("--top", options->top, "how many of the best plans to print (default 5)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number("plans", 0));
   command->add_flag("--json", options->json,
                     "print the ranked plans (with --pareto, the front) as one JSON document instead of the tables");
   command->add_option("--csv-style", options->csv_style,
@@ -459,7 +459,7 @@ void add_search_command(CLI::App& app) {
         return s.find('/') == std::string::npos ? std::string() : std::string("must not hold '/'");
       });
   command->add_option("--threads", options->threads, "OpenMP threads (default: all cores)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number("threads", 0));
   command->add_flag("--stage-dp", options->per_stage_dp,
                     "also try a data-parallel degree per node type (Metis-style; with type-block placements)");
   command->add_flag("--stage-tp", options->per_stage_tp,
@@ -512,7 +512,7 @@ void add_search_command(CLI::App& app) {
                     "the bounds leave a chance; the default for inventories of up to --hold-limit candidates");
   command->add_option("--hold-limit", options->hold_limit,
                       "with --pareto: above this many candidates the full table is streamed unsorted (default 250000)")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number("candidates", 1));
   command->add_option("--fix", options->planner.fix,
                       "search only layouts with these degrees, e.g. tp=2,pp=4 (tp, dp, pp, mbs, zero=N, "
                       "recompute=none|full)")
@@ -520,7 +520,7 @@ void add_search_command(CLI::App& app) {
   command->add_option("--save-plan", options->save_plan,
                       "write the best plan (or the --rank-th as printed; with --pareto, of the front cheapest first) as a plan file");
   command->add_option("--rank", options->rank, "with --save-plan: which plan, numbered as the printed table (and the front's SVG) number them (default 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number("", 1));
   command->callback([options, command] {
     if (command->count("--rank") && options->save_plan.empty()) throw SpecError("--rank needs --save-plan FILE");
     if (!options->save_plan.empty() && (options->planner.fasop.gpu_per_node || options->planner.fasop.precision_bits))

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 
+#include "cli/planner_options.h"
 #include "report/atomic_file.h"
 #include "specs/spec_store.h"
 #include "specs/gpu_spec.h"
@@ -153,7 +154,7 @@ void add_validate_command(CLI::App& app) {
   command->add_option("--layer-csv", options->layer_csv, "also write the layer-time points as CSV to FILE");
   command->add_option("--max-mae", options->max_mae, "exit 1 when a set's mean absolute error exceeds PCT percent")
       ->type_name("PCT")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number("percent"));
   command->add_flag("--quiet,-q", options->quiet, "print only each set's summary");
   command->add_option("--fit", options->fit,
                       "fit the GPU data of these cases' GPU to them (comma-separated names of step or layer cases), "
