@@ -160,7 +160,6 @@ def install_stand_ins():
     """Stands in, where they are missing, for the modules and names listed above."""
     os.environ["PYTORCH_JIT"] = "0"  # torch.jit.script of torch 1.13 rejects upstream's norms
     os.environ["SETUPTOOLS_USE_DISTUTILS"] = "stdlib"  # torch.utils.cpp_extension under Debian
-    os.environ["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"  # every Megatron launch script sets it
     finder = _StandIns()
     sys.meta_path.insert(0, finder)
     if not _importable("packaging.version"):
@@ -203,6 +202,7 @@ def upstream_worker(tree, world, tokens, t5):
     stood_in = install_stand_ins()
     sys.path.insert(0, tree)
     set_launch("pretrain_t5.py" if t5 else "pretrain_gpt.py", world, tokens)
+    os.environ["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"  # as fasop-cpp's launch sets it where tp > 1
     from megatron.training.arguments import parse_args, validate_args
     args = parse_args()
     # The entry points' args_defaults.
@@ -264,6 +264,9 @@ def fork_worker(tree, world, tokens, t5):
     sys.path.insert(0, tree)
     entry = "pretrain_t5.py" if t5 else "_00_pretrain_gpt.py"  # FASOP's own entry points
     set_launch(entry, world, tokens)
+    # Unset: the emitted --no-async-tensor-model-parallel-allreduce must be what lets the fork's
+    # validate_args accept the arguments, at any tp, as in FASOP's own runs.
+    os.environ.pop("CUDA_DEVICE_MAX_CONNECTIONS", None)
     import torch
     from megatron import arguments, global_vars, training
     from megatron.core import parallel_state
@@ -460,8 +463,10 @@ def check_refusal(name, flavour, reason, emitted, plan_path, plan, units, tree, 
     other = [fasop_cpp, "schedule", "--plan", plan_path, "--format", "megatron"]
     other += ["--megatron-flavor", "fasop"] if flavour == "upstream" else []
     tokens = shell_words(run(other).stdout)
-    # The fork's partition flags do not exist upstream (no split rank, no --balance).
+    # The fork's partition flags do not exist upstream (no split rank, no --balance), nor does
+    # its switch of the async all-reduce (upstream dropped the option).
     tokens = drop_flags(tokens, ["--balance", "--pipeline-model-parallel-split-rank"])
+    tokens = [t for t in tokens if t != "--no-async-tensor-model-parallel-allreduce"]
     world = plan["tp"] * plan["pp"] * plan["dp"]
     t5 = any(segment for _, segment in units)
     got, error = megatron_builds(flavour, tree, world, t5, tokens, os.path.join(work, f"{name}.{flavour}.refused.log"))

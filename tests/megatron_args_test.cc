@@ -51,14 +51,19 @@ TEST_CASE("megatron upstream: gpt2xl tp2 pp3 dp2, uneven partition as a layout",
 TEST_CASE("megatron FASOP fork: gpt2xl's partition as --balance, transformer layers per stage", "[emit][megatron]") {
   ModelSpec model = preset_model("gpt2xl");
   std::vector<std::string> args = megatron_args(gpt2xl_plan(), model, MegatronFlavor::kFasop);
-  // Same as upstream up to the partition; the fork's --balance counts transformer layers only
-  // (17, 15, 16), '-'-separated as its _get_num_layers splits it.
-  REQUIRE(args.size() == 30);
-  CHECK(args[28] == "--balance");
-  CHECK(args[29] == "17-15-16");
+  // Upstream's tokens up to the partition, with the fork's async all-reduce turned off as
+  // FASOP's runs do (else its validate_args wants CUDA_DEVICE_MAX_CONNECTIONS=1) before ZeRO's
+  // flag; the fork's --balance counts transformer layers only (17, 15, 16), '-'-separated as
+  // its _get_num_layers splits it.
+  REQUIRE(args.size() == 31);
+  CHECK(args[27] == "--no-async-tensor-model-parallel-allreduce");
+  CHECK(args[29] == "--balance");
+  CHECK(args[30] == "17-15-16");
   CHECK(fasop_balance(gpt2xl_plan(), model) == "17-15-16");
   std::vector<std::string> upstream = megatron_args(gpt2xl_plan(), model, MegatronFlavor::kUpstream);
-  CHECK(std::vector<std::string>(args.begin(), args.begin() + 28) ==
+  std::vector<std::string> fork_as_upstream = args;
+  fork_as_upstream.erase(fork_as_upstream.begin() + 27);
+  CHECK(std::vector<std::string>(fork_as_upstream.begin(), fork_as_upstream.begin() + 28) ==
         std::vector<std::string>(upstream.begin(), upstream.begin() + 28));
 }
 
@@ -153,6 +158,7 @@ TEST_CASE("megatron FASOP fork: uneven T5 as the split rank and --balance per pi
       "--encoder-seq-length", "512", "--decoder-seq-length", "512", "--max-position-embeddings", "512",
       "--fp16",
       "--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1",
+      "--no-async-tensor-model-parallel-allreduce",
       "--pipeline-model-parallel-split-rank", "2", "--balance", "11-13-10-14"};
   CHECK(megatron_args(t5_uneven_plan(), t5, MegatronFlavor::kFasop) == want);
   CHECK(t5_split_rank(t5_uneven_plan(), t5) == 2);

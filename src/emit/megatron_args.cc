@@ -158,6 +158,11 @@ void overlap_flags(ArgWriter& w, const PlanFile& plan) {
                       "; re-plan with --fix sp=on, or without the overlap");
     w.flag("--tp-comm-overlap");
   }
+  // FASOP's fork overlaps the column-parallel layers' input-gradient all-reduce by default and
+  // then refuses to start without CUDA_DEVICE_MAX_CONNECTIONS=1, at any tp (its arguments.py
+  // validate_args); FASOP's own runs (_01_run_inter.sh) turn the overlap off, and its profiles
+  // and cost model price none.
+  if (w.fasop()) w.flag("--no-async-tensor-model-parallel-allreduce");
   const bool analytic_dp = plan.policy == "analytic" && key.dp > 1 && !w.fasop();
   if (plan.overlap_dp_allreduce && analytic_dp) w.flag("--overlap-grad-reduce");
   // Megatron-LM overlaps the parameter all-gather only for its distributed optimizer (ZeRO-1
