@@ -207,3 +207,42 @@ TEST_CASE("megatron FASOP fork: what its T5 cannot run names the plan field and 
   CHECK_THROWS_WITH(megatron_args(plan49, no_embedding, MegatronFlavor::kFasop),
                     Contains("each segment starting with its one embedding unit"));
 }
+
+// gpt2xl, tp 1 pp 4 dp 2, two virtual stages a rank, the even partition {13, 12, 12, 13}:
+// 12 transformer layers a stage (embedding + 12 | 12 | 12 | 12 + post), 48 / (4 x 2) = 6 a chunk.
+// Interleaved, chunk c of rank r is model chunk 4c + r: rank 0 builds layers 1-6 and 25-30,
+// rank 3 layers 19-24 and 43-48 (as both Megatrons' own offsets give, scripts/check-megatron-emit.py).
+TEST_CASE("megatron: interleaved gpt2xl, upstream's v and the fork's layers a chunk with --balance", "[emit][megatron]") {
+  ModelSpec model = preset_model("gpt2xl");
+  PlanFile plan = layout_plan(1, 1, 2, 4, 64, {13, 12, 12, 13}, 0, false);
+  plan.key.virtual_stages = 2;
+  std::vector<std::string> up = megatron_args(plan, model, MegatronFlavor::kUpstream);
+  REQUIRE(up.size() >= 2);
+  CHECK(std::vector<std::string>(up.end() - 2, up.end()) ==
+        std::vector<std::string>{"--num-virtual-stages-per-pipeline-rank", "2"});
+  CHECK(std::find(up.begin(), up.end(), "--pipeline-model-parallel-layout") == up.end());
+  // The fork: --num-layers-per-virtual-pipeline-stage 6 (its arguments.py derives v = 48 / 4 / 6 = 2)
+  // and the even --balance, whose per-rank count its chunks divide by v.
+  std::vector<std::string> fork = megatron_args(plan, model, MegatronFlavor::kFasop);
+  REQUIRE(fork.size() >= 4);
+  CHECK(std::vector<std::string>(fork.end() - 4, fork.end()) ==
+        std::vector<std::string>{"--num-layers-per-virtual-pipeline-stage", "6", "--balance", "12-12-12-12"});
+
+  // Uneven (embedding + 13 | 11 | 12 | 12 + post): neither Megatron splits a rank unevenly into chunks.
+  PlanFile uneven = layout_plan(1, 1, 2, 4, 64, {14, 11, 12, 13}, 0, false);
+  uneven.key.virtual_stages = 2;
+  for (MegatronFlavor flavor : {MegatronFlavor::kUpstream, MegatronFlavor::kFasop})
+    CHECK_THROWS_WITH(megatron_args(uneven, model, flavor),
+                      Contains("need 12 layers on every stage") && Contains("stage 0 has 13"));
+  // v must divide a stage's layers: 12 layers a stage, v = 5.
+  PlanFile v5 = plan;
+  v5.key.virtual_stages = 5;
+  CHECK_THROWS_WITH(megatron_args(v5, model, MegatronFlavor::kUpstream), Contains("do not divide the 12 layers"));
+  // The fork asserts pp > 2 for its interleaved schedule: pp 2, 24 layers a stage, 12 a chunk.
+  PlanFile pp2 = layout_plan(1, 1, 4, 2, 64, {25, 25}, 0, false);
+  pp2.key.virtual_stages = 2;
+  CHECK_THROWS_WITH(megatron_args(pp2, model, MegatronFlavor::kFasop),
+                    Contains("pp 2") && Contains("greater than 2 with interleaved schedule"));
+  std::vector<std::string> up2 = megatron_args(pp2, model, MegatronFlavor::kUpstream);
+  CHECK(up2.back() == "2");
+}

@@ -84,6 +84,26 @@ void require_t5_segments(const PlanFile& plan, const ModelSpec& model) {
                     "one embedding unit, for Megatron-LM's T5 split rank; fix the model's layers");
 }
 
+/// The transformer layers of one model chunk of the interleaved schedule, which splits each
+/// rank's layers into v equal chunks (chunk c of rank r is model chunk c x pp + r): Megatron's own
+/// even split, which only a partition of layers / pp per stage (embedding first, loss last)
+/// describes; the cost model prices exactly that.
+int interleaved_chunk_layers(const PlanFile& plan, const ModelSpec& model) {
+  const PlanKey& key = plan.key;
+  const int per_stage = model.num_transformer_layers() / key.pp;
+  const auto stages = stage_units(plan, model);
+  for (int s = 0; s < key.pp; ++s)
+    if (transformer_count(stages[s]) != per_stage)
+      throw SpecError(plan_where(plan) + "virtual stages " + std::to_string(key.virtual_stages) + " need " +
+                      std::to_string(per_stage) + " layers on every stage (Megatron's even split); stage " +
+                      std::to_string(s) + " has " + std::to_string(transformer_count(stages[s])) +
+                      ". Re-plan with --fix vpp=1 or an even partition");
+  if (per_stage % key.virtual_stages != 0)
+    throw SpecError(plan_where(plan) + "virtual stages " + std::to_string(key.virtual_stages) +
+                    " do not divide the " + std::to_string(per_stage) + " layers of a stage; re-plan with --fix vpp=1");
+  return per_stage / key.virtual_stages;
+}
+
 /// Upstream's layout, or Megatron's own even split for the interleaved schedule.
 std::vector<std::string> upstream_partition_args(const PlanFile& plan, const ModelSpec& model) {
   const PlanKey& key = plan.key;
@@ -93,29 +113,24 @@ std::vector<std::string> upstream_partition_args(const PlanFile& plan, const Mod
     // --account-for-embedding/loss-in-pipeline-split must be absent (TransformerConfig).
     return {"--pipeline-model-parallel-layout", megatron_pipeline_layout(plan, model)};
   }
-  // The interleaved schedule splits each rank's layers into v equal chunks: Megatron's own even
-  // split, which only a partition of layers / pp per stage (embedding first, loss last)
-  // describes; the cost model prices exactly that.
-  const int per_stage = model.num_transformer_layers() / key.pp;
-  const auto stages = stage_units(plan, model);
-  for (int s = 0; s < key.pp; ++s)
-    if (transformer_count(stages[s]) != per_stage)
-      throw SpecError(plan_where(plan) + "virtual stages " + std::to_string(key.virtual_stages) + " need " +
-                      std::to_string(per_stage) + " layers on every stage (Megatron's even split); stage " +
-                      std::to_string(s) + " has " + std::to_string(transformer_count(stages[s])) +
-                      ". Re-plan with --fix vpp=1 or an even partition");
+  interleaved_chunk_layers(plan, model);
   return {"--num-virtual-stages-per-pipeline-rank", std::to_string(key.virtual_stages)};
 }
 
-/// The fork's --balance for GPT and BERT. Its interleaved schedule's layer offsets ignore
-/// --balance (transformer.py: rank x layers per chunk), so a plan with virtual stages cannot use it.
+/// The fork's --balance for GPT and BERT. With virtual stages the fork builds balance[r] / v
+/// layers a chunk at offset c x layers / v + r x that (transformer.py), ignoring the other ranks'
+/// --balance: right for the even split only. It names the chunk's layers, not v
+/// (--num-layers-per-virtual-pipeline-stage), and asserts pp > 2 (arguments.py).
 std::vector<std::string> fasop_partition_args(const PlanFile& plan, const ModelSpec& model) {
-  if (plan.key.virtual_stages > 1)
-    throw SpecError(plan_where(plan) + "virtual_stages " + std::to_string(plan.key.virtual_stages) +
-                    ": the layer offsets of FASOP's Megatron fork's interleaved schedule ignore --balance "
-                    "(Megatron-LM-2/megatron/model/transformer.py); re-plan with --fix vpp=1, or emit for upstream "
-                    "Megatron-LM (--megatron-flavor upstream)");
-  return {"--balance", fasop_balance(plan, model)};
+  const PlanKey& key = plan.key;
+  if (key.virtual_stages <= 1) return {"--balance", fasop_balance(plan, model)};
+  if (key.pp <= 2)
+    throw SpecError(plan_where(plan) + "virtual_stages " + std::to_string(key.virtual_stages) + " with pp " +
+                    std::to_string(key.pp) + ": FASOP's Megatron fork asserts \"pipeline-model-parallel size should "
+                    "be greater than 2 with interleaved schedule\" (Megatron-LM-2/megatron/arguments.py); re-plan "
+                    "with --fix vpp=1 or pp 3 or more, or emit for upstream Megatron-LM (--megatron-flavor upstream)");
+  const int chunk = interleaved_chunk_layers(plan, model);
+  return {"--num-layers-per-virtual-pipeline-stage", std::to_string(chunk), "--balance", fasop_balance(plan, model)};
 }
 
 /// T5: upstream refuses to pipeline it; the fork takes the split rank and --balance for both the
