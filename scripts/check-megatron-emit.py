@@ -15,15 +15,22 @@ Megatron's own parse_args and validate_args (sys.argv as a launch would give it,
 tp x pp x dp, RANK 0). Then, for every pipeline rank, it asks that Megatron which layers the
 rank builds, with the rank's parallel state set as initialize_model_parallel would set it:
   upstream  core_transformer_config_from_args (which parses --pipeline-model-parallel-layout),
-            get_num_layers_to_build and get_transformer_layer_offset, is_pipeline_first/last_stage
-            and the layout's own stages (embedding and loss);
-  fork      training.get_model with the fork's own model_provider (_00_pretrain_gpt.py or
-            pretrain_t5.py): its choice of pre_process, post_process, add_encoder, add_decoder for
-            the rank, then GPTModel/T5Model and ParallelTransformer as built, whose
-            _get_num_layers and offsets read --balance and the split rank.
+            get_num_layers_to_build and get_transformer_layer_offset (what GPTModel's and
+            BertModel's TransformerBlock call), is_pipeline_first/last_stage and the layout's own
+            stages (embedding and loss); with virtual stages, for every vp_stage of the rank, with
+            get_model's is_vp_first/last_stage;
+  fork      training.get_model with the fork's own model_provider (_00_pretrain_gpt.py,
+            pretrain_bert.py or pretrain_t5.py): its choice of pre_process, post_process,
+            add_encoder, add_decoder for the rank (and virtual rank: get_model builds one model
+            a chunk), then GPTModel/BertModel/T5Model and ParallelTransformer as built, whose
+            _get_num_layers and offsets read --balance, the split rank and
+            --num-layers-per-virtual-pipeline-stage.
 Each rank's layers (Megatron's 1-based layer numbers), embedding (pre_process) and loss
 (post_process of the last rank; T5: also the encoder's final norm at the split) must be the
-plan's partition. A plan a flavour cannot run must be refused by fasop-cpp with the reason.
+plan's partition. With v virtual stages the plan's stage r is rank r's share in v equal chunks
+(the cost model times v equal chunks a rank), chunk c holding model chunk c x pp + r: the
+layers numbered chunk by chunk, the embedding in rank 0's first chunk, the loss in the last
+rank's last. A plan a flavour cannot run must be refused by fasop-cpp with the reason.
 One line per plan and flavour; exit status 1 on any mismatch, 2 on bad usage.
 
 What is not Megatron's own code here, and why (CPU, Debian's torch 1.13 on Python 3.11):
@@ -80,7 +87,20 @@ PLANS = [
      {"upstream": ("refused", "Pipeline parallelism is not supported for T5"), "fasop": "check"}),
     ("t5-recompute-zero1", ["--model", "t5", "--cluster", "aws-h100", "--fix", "tp=2,pp=4,recompute=full,zero=1"],
      {"upstream": ("refused", "Pipeline parallelism is not supported for T5"), "fasop": "check"}),
+    # Interleaved 1F1B, two virtual stages a rank: upstream's --num-virtual-stages-per-pipeline-rank,
+    # the fork's --num-layers-per-virtual-pipeline-stage with its --balance.
+    ("gpt2xl-interleaved-tp2-pp4-v2", ["--model", "gpt2xl", "--cluster", "aws-h100", "--fix", "tp=2,pp=4,vpp=2"],
+     {"upstream": "check", "fasop": "check"}),
+    ("llama2-7b-interleaved-tp2-pp4-v2", ["--model", "llama2-7b", "--cluster", "aws-h100", "--fix",
+                                          "tp=2,pp=4,vpp=2"],
+     {"upstream": "check", "fasop": ("refused", "--swiglu")}),
+    # BERT-Large on FASOP's BERT cluster: upstream's examples/bert/pretrain_bert.py, the fork's pretrain_bert.py.
+    ("bert-uneven-pp4", ["--model", "bert", "--fix", "pp=4"], {"upstream": "check", "fasop": "check"}),
 ]
+
+# The entry points whose model_provider and args_defaults each family runs with.
+ENTRY_UPSTREAM = {"gpt": "pretrain_gpt.py", "bert": "pretrain_bert.py", "t5": "pretrain_t5.py"}
+ENTRY_FORK = {"gpt": "_00_pretrain_gpt.py", "bert": "pretrain_bert.py", "t5": "pretrain_t5.py"}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -196,48 +216,57 @@ def set_launch(entry, world, tokens):
 # ---------------------------------------------------------------------------------------------
 # Workers: one Megatron per process (both are the package `megatron`). Each prints JSON.
 
-def upstream_worker(tree, world, tokens, t5):
-    """Upstream Megatron-LM on the emitted arguments: its layers per rank, or for T5 what its
-    model_provider says of them."""
+def upstream_worker(tree, world, tokens, family):
+    """Upstream Megatron-LM on the emitted arguments: its layers per rank (and virtual stage), or
+    for T5 what its model_provider says of them."""
     stood_in = install_stand_ins()
     sys.path.insert(0, tree)
-    set_launch("pretrain_t5.py" if t5 else "pretrain_gpt.py", world, tokens)
+    t5 = family == "t5"
+    set_launch(ENTRY_UPSTREAM[family], world, tokens)
     os.environ["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"  # as fasop-cpp's launch sets it where tp > 1
     from megatron.training.arguments import parse_args, validate_args
     args = parse_args()
     # The entry points' args_defaults.
-    validate_args(args, {"tokenizer_type": "BertWordPieceLowerCase" if t5 else "GPT2BPETokenizer"})
+    validate_args(args, {"tokenizer_type": "GPT2BPETokenizer" if family == "gpt" else "BertWordPieceLowerCase"})
     report = {"tp": args.tensor_model_parallel_size, "pp": args.pipeline_model_parallel_size,
-              "dp": args.data_parallel_size, "stand_ins": stood_in}
+              "dp": args.data_parallel_size, "vp": args.virtual_pipeline_model_parallel_size,
+              "stand_ins": stood_in}
     report.update(_upstream_t5_refusal(tree, args) if t5 else {"ranks": _upstream_gpt_ranks(args)})
     return report
 
 
 def _upstream_gpt_ranks(args):
-    """Per pipeline rank: the layers get_num_layers_to_build and get_transformer_layer_offset
-    give, where the embedding and loss go, by parallel_state and by the parsed layout."""
+    """Per pipeline rank and virtual stage (model chunk): the layers get_num_layers_to_build and
+    get_transformer_layer_offset give (TransformerBlock's own calls, GPTModel's and BertModel's
+    alike), where the embedding and loss go, by parallel_state as get_model asks it and by the
+    parsed layout."""
     from megatron.core import parallel_state
+    from megatron.core.pipeline_parallel.utils import is_vp_first_stage, is_vp_last_stage
     from megatron.core.transformer.enums import LayerType
     from megatron.core.transformer.transformer_block import get_num_layers_to_build
     from megatron.core.transformer.transformer_layer import get_transformer_layer_offset
     from megatron.training.arguments import core_transformer_config_from_args
     config = core_transformer_config_from_args(args)  # parses and validates the layout
     layout = config.pipeline_model_parallel_layout
+    vp = args.virtual_pipeline_model_parallel_size
     ranks = []
     for rank in range(args.pipeline_model_parallel_size):
         parallel_state.set_pipeline_model_parallel_world_size(args.pipeline_model_parallel_size)
         parallel_state.set_pipeline_model_parallel_rank(rank)
-        parallel_state.set_virtual_pipeline_model_parallel_world_size(None)
-        count = get_num_layers_to_build(config, vp_stage=None)
-        offset = get_transformer_layer_offset(config, vp_stage=None)
-        stage = layout.layout[rank][0] if layout is not None else None
-        ranks.append({
-            "rank": rank, "segment": "", "layers": list(range(offset + 1, offset + count + 1)),
-            "embedding": parallel_state.is_pipeline_first_stage(),
-            "post": parallel_state.is_pipeline_last_stage(),
-            "loss": parallel_state.is_pipeline_last_stage(),
-            "layout_embedding": None if stage is None else stage.count(LayerType.embedding) == 1,
-            "layout_loss": None if stage is None else stage.count(LayerType.loss) == 1})
+        parallel_state.set_virtual_pipeline_model_parallel_world_size(vp)
+        for chunk in ([None] if vp is None else range(vp)):
+            count = get_num_layers_to_build(config, vp_stage=chunk)
+            offset = get_transformer_layer_offset(config, vp_stage=chunk)
+            # training.get_model's pre_process and post_process for the chunk.
+            first = parallel_state.is_pipeline_first_stage(ignore_virtual=True) and is_vp_first_stage(chunk, vp)
+            last = parallel_state.is_pipeline_last_stage(ignore_virtual=True) and is_vp_last_stage(chunk, vp)
+            stage = layout.layout[rank][chunk or 0] if layout is not None else None
+            ranks.append({
+                "rank": rank, "segment": "" if chunk is None else f"chunk {chunk}",
+                "layers": list(range(offset + 1, offset + count + 1)),
+                "embedding": first, "post": last, "loss": last,
+                "layout_embedding": None if stage is None else stage.count(LayerType.embedding) == 1,
+                "layout_loss": None if stage is None else stage.count(LayerType.loss) == 1})
     return ranks
 
 
@@ -258,11 +287,12 @@ class _Built(Exception):
     """Leaves get_model once the model is built (next it would move it to a GPU)."""
 
 
-def fork_worker(tree, world, tokens, t5):
-    """Per pipeline rank, the model FASOP's fork builds from the emitted arguments."""
+def fork_worker(tree, world, tokens, family):
+    """Per pipeline rank (and virtual stage), the model FASOP's fork builds from the emitted arguments."""
     stood_in = install_stand_ins()
     sys.path.insert(0, tree)
-    entry = "pretrain_t5.py" if t5 else "_00_pretrain_gpt.py"  # FASOP's own entry points
+    t5 = family == "t5"
+    entry = ENTRY_FORK[family]  # FASOP's own entry points
     set_launch(entry, world, tokens)
     # Unset: the emitted --no-async-tensor-model-parallel-allreduce must be what lets the fork's
     # validate_args accept the arguments, at any tp, as in FASOP's own runs.
@@ -273,10 +303,10 @@ def fork_worker(tree, world, tokens, t5):
     from megatron.model import ModelType, transformer
     from megatron.tokenizer.tokenizer import _vocab_size_with_padding
     args = arguments.parse_args()
-    defaults = {"tokenizer_type": "BertWordPieceLowerCase" if t5 else "GPT2BPETokenizer"}  # the entries'
+    defaults = {"tokenizer_type": "GPT2BPETokenizer" if family == "gpt" else "BertWordPieceLowerCase"}  # the entries'
     args = arguments.validate_args(args, defaults)
     args.use_cpu_initialization, args.perform_initialization = True, False
-    args.padded_vocab_size = _vocab_size_with_padding(30522 if t5 else 50257, args)
+    args.padded_vocab_size = _vocab_size_with_padding(50257 if family == "gpt" else 30522, args)
     global_vars._GLOBAL_ARGS = args
 
     class RecordedLayer(torch.nn.Module):
@@ -301,32 +331,40 @@ def fork_worker(tree, world, tokens, t5):
         parallel_state.set_tensor_model_parallel_rank(0)
         parallel_state._PIPELINE_MODEL_PARALLEL_SPLIT_RANK = args.pipeline_model_parallel_split_rank
         parallel_state._DATA_PARALLEL_GROUP = object()
-        built = {}
+        vp = args.virtual_pipeline_model_parallel_size
+        # As initialize_model_parallel sets them (the fork has no setter for the world size).
+        parallel_state._VIRTUAL_PIPELINE_MODEL_PARALLEL_WORLD_SIZE = vp
+        parallel_state._VIRTUAL_PIPELINE_MODEL_PARALLEL_RANK = None if vp is None else 0
+        chunks = []  # get_model calls the provider once per virtual stage (model chunk)
 
         def provider(**flags):
-            built.update(flags, model=entry_module.model_provider(**flags))
-            raise _Built()
+            chunks.append(dict(flags, model=entry_module.model_provider(**flags)))
+            if len(chunks) == (vp or 1):
+                raise _Built()
+            return chunks[-1]["model"]
 
         try:
             training.get_model(provider, model_type, wrap_with_ddp=False)
         except _Built:
             pass
-        ranks.extend(_fork_rank(rank, built, t5))
-    return {"tp": args.tensor_model_parallel_size, "pp": pp, "dp": args.data_parallel_size,
+        for chunk, built in enumerate(chunks):
+            ranks.extend(_fork_rank(rank, built, t5, None if vp is None else chunk))
+    return {"tp": args.tensor_model_parallel_size, "pp": pp, "dp": args.data_parallel_size, "vp": vp,
             "split_rank": args.pipeline_model_parallel_split_rank, "ranks": ranks, "stand_ins": stood_in}
 
 
-def _fork_rank(rank, built, t5):
-    """What one rank's model holds: one entry per ParallelTransformer (T5: encoder or decoder)."""
+def _fork_rank(rank, built, t5, chunk):
+    """What one rank's model (chunk) holds: one entry per ParallelTransformer (T5: encoder or decoder)."""
     model = built["model"]
     lm = model.language_model
-    stacks = [("encoder", lm.encoder), ("decoder", getattr(lm, "decoder", None))] if t5 else [("", lm.encoder)]
+    stacks = [("encoder", lm.encoder), ("decoder", getattr(lm, "decoder", None))] if t5 else \
+        [("" if chunk is None else f"chunk {chunk}", lm.encoder)]
     out = []
     for segment, stack in stacks:
         if stack is None:
             continue
         layers = [layer.layer_number for layer in stack.layers if hasattr(layer, "layer_type")]
-        # GPT computes the loss where post_process is set; T5 where it built its lm_head.
+        # GPT and BERT compute the loss where post_process is set; T5 where it built its lm_head.
         loss = hasattr(model, "lm_head") if t5 else bool(model.post_process)
         out.append({"rank": rank, "segment": segment, "layers": layers,
                     "embedding": hasattr(lm, "embedding") and built["pre_process"],
@@ -346,15 +384,17 @@ def load_yaml(path):
 
 
 def model_units(model, plan_dir):
-    """The model's units in order as (role, segment), from its YAML (a preset or a file)."""
+    """The model's units in order as (role, segment), and which Megatron model builds it ("gpt",
+    "bert" or "t5"), from its YAML (a preset or a file)."""
     candidates = [model, os.path.join(plan_dir, model), os.path.join(ROOT, "configs", "models", model + ".yaml")]
     path = next((p for p in candidates if os.path.isfile(p)), None)
     if path is None:
         sys.exit(f"model {model!r} of the plan: no such file, nor configs/models/{model}.yaml")
-    units = []
-    for layer in load_yaml(path)["layers"]:
+    spec, units = load_yaml(path), []
+    for layer in spec["layers"]:
         units += [(layer.get("role", "transformer"), layer.get("segment", ""))] * int(layer.get("repeat", 1))
-    return units
+    family = "t5" if any(segment for _, segment in units) else "bert" if spec.get("family") == "bert" else "gpt"
+    return units, family
 
 
 def expected_ranks(plan, units):
@@ -377,6 +417,29 @@ def expected_ranks(plan, units):
                         "post": last_of[segment] in mine,
                         "loss": len(units) - 1 in mine})
         start += count
+    vp = plan.get("virtual_stages", 1)
+    return out if vp <= 1 else interleaved(out, vp)
+
+
+def interleaved(stages, vp):
+    """The plan's stages as Megatron's interleaved schedule holds them: the plan's stage r is
+    pipeline rank r's share, in v equal chunks (the cost model times v equal chunks a rank);
+    chunk c of rank r is model chunk c x pp + r, so the layers are numbered chunk by chunk, the
+    embedding in model chunk 0 (rank 0's chunk 0) and the loss in the last (rank pp-1's last)."""
+    pp = len(stages)
+    sizes = [len(s["layers"]) // vp for s in stages]
+    if any(len(s["layers"]) % vp for s in stages):
+        sys.exit(f"plan: a stage's layers ({[len(s['layers']) for s in stages]}) do not split in {vp} chunks")
+    start, numbers = 0, {}
+    for j in range(pp * vp):  # model chunk j = c * pp + r
+        numbers[j] = list(range(start + 1, start + sizes[j % pp] + 1))
+        start += sizes[j % pp]
+    out = []
+    for r, s in enumerate(stages):
+        for c in range(vp):
+            out.append({"rank": r, "segment": f"chunk {c}", "layers": numbers[c * pp + r],
+                        "embedding": s["embedding"] and c == 0, "post": s["post"] and c == vp - 1,
+                        "loss": s["loss"] and c == vp - 1})
     return out
 
 
@@ -409,10 +472,10 @@ def summary(want):
 STOOD_IN = {}  # flavour -> the modules its workers imported as stand-ins
 
 
-def megatron_builds(flavour, tree, world, t5, tokens, log):
+def megatron_builds(flavour, tree, world, family, tokens, log):
     """(the worker's report, None), or (None, the last line of its error), its output in `log`."""
     worker = [sys.executable, os.path.abspath(__file__), "--worker", flavour, "--tree", tree, "--world", str(world)]
-    result = run(worker + (["--t5"] if t5 else []) + ["--"] + tokens)
+    result = run(worker + ["--family", family, "--"] + tokens)
     with open(log, "w") as f:
         f.write(result.stdout + result.stderr)
     if result.returncode != 0:
@@ -422,9 +485,21 @@ def megatron_builds(flavour, tree, world, t5, tokens, log):
     return report, None
 
 
-def moved_layer(tokens):
-    """The arguments with one transformer layer moved from pipeline rank 1 to rank 0."""
+def moved_layer(tokens, plan):
+    """The arguments with one transformer layer moved from pipeline rank 1 to rank 0 (with
+    virtual stages and Megatron's even split, from rank 1's first chunk to rank 0's, written as
+    the layout of pp x v stages that says so)."""
     out = list(tokens)
+    if "--num-virtual-stages-per-pipeline-rank" in out and "--pipeline-model-parallel-layout" not in out:
+        at = out.index("--num-virtual-stages-per-pipeline-rank")
+        vp, pp = int(out[at + 1]), plan["pp"]
+        per_chunk = sum(plan["partition"]) - 2  # transformer layers: the units but E and L
+        per_chunk //= pp * vp
+        counts = [per_chunk] * (pp * vp)
+        counts[0], counts[1] = counts[0] + 1, counts[1] - 1
+        stages = [f"t*{n}" for n in counts]
+        stages[0], stages[-1] = "E" + stages[0], stages[-1] + "L"
+        return out[:at] + out[at + 2:] + ["--pipeline-model-parallel-layout", "|".join(stages)]
     if "--balance" in out:
         at = out.index("--balance") + 1
         counts = [int(c) for c in out[at].split("-")]
@@ -449,7 +524,7 @@ def shell_words(text):
     return shlex.split(text.replace("\\\n", " "))
 
 
-def check_refusal(name, flavour, reason, emitted, plan_path, plan, units, tree, fasop_cpp, work):
+def check_refusal(name, flavour, reason, emitted, plan_path, plan, units, family, tree, fasop_cpp, work):
     """fasop-cpp must refuse the plan naming `reason`, and that Megatron, given what it can
     parse of the other flavour's arguments, must fail for the same reason."""
     label = f"{name} [{flavour}]"
@@ -468,8 +543,7 @@ def check_refusal(name, flavour, reason, emitted, plan_path, plan, units, tree, 
     tokens = drop_flags(tokens, ["--balance", "--pipeline-model-parallel-split-rank"])
     tokens = [t for t in tokens if t != "--no-async-tensor-model-parallel-allreduce"]
     world = plan["tp"] * plan["pp"] * plan["dp"]
-    t5 = any(segment for _, segment in units)
-    got, error = megatron_builds(flavour, tree, world, t5, tokens, os.path.join(work, f"{name}.{flavour}.refused.log"))
+    got, error = megatron_builds(flavour, tree, world, family, tokens, os.path.join(work, f"{name}.{flavour}.refused.log"))
     said = error if got is None else got.get("raised")
     if not said or reason not in said:
         print(f"FAIL  {label}: fasop-cpp refuses naming {reason!r}, but Megatron says {said!r}")
@@ -491,7 +565,7 @@ def drop_flags(tokens, flags):
     return out
 
 
-def check_flavour(name, flavour, expect, plan_path, plan, units, tree, fasop_cpp, work):
+def check_flavour(name, flavour, expect, plan_path, plan, units, family, tree, fasop_cpp, work):
     """One line for one plan in one flavour; False on a mismatch."""
     label = f"{name} [{flavour}]"
     cmd = [fasop_cpp, "schedule", "--plan", plan_path, "--format", "megatron"]
@@ -499,7 +573,7 @@ def check_flavour(name, flavour, expect, plan_path, plan, units, tree, fasop_cpp
         cmd += ["--megatron-flavor", "fasop"]
     emitted = run(cmd)
     if expect != "check":
-        return check_refusal(name, flavour, expect[1], emitted, plan_path, plan, units, tree, fasop_cpp, work)
+        return check_refusal(name, flavour, expect[1], emitted, plan_path, plan, units, family, tree, fasop_cpp, work)
     if emitted.returncode != 0:
         print(f"FAIL  {label}: fasop-cpp schedule failed: {emitted.stderr.strip()}")
         return False
@@ -508,16 +582,15 @@ def check_flavour(name, flavour, expect, plan_path, plan, units, tree, fasop_cpp
     if tree is None:
         print(f"skip  {label}: no {flavour} tree given")
         return True
-    return check_built(label, shell_words(emitted.stdout), plan, units, flavour, tree, work + "/" + name)
+    return check_built(label, shell_words(emitted.stdout), plan, units, family, flavour, tree, work + "/" + name)
 
 
-def check_built(label, tokens, plan, units, flavour, tree, log_stem):
+def check_built(label, tokens, plan, units, family, flavour, tree, log_stem):
     """What that Megatron builds per rank from `tokens` must be the plan's partition, and the
     same arguments with a layer moved must not pass."""
     world = plan["tp"] * plan["pp"] * plan["dp"]
-    t5 = any(segment for _, segment in units)
     want = expected_ranks(plan, units)
-    got, problem = megatron_builds(flavour, tree, world, t5, tokens, f"{log_stem}.{flavour}.log")
+    got, problem = megatron_builds(flavour, tree, world, family, tokens, f"{log_stem}.{flavour}.log")
     if got is None:
         print(f"FAIL  {label}: Megatron refused the arguments: {problem}")
         return False
@@ -532,7 +605,7 @@ def check_built(label, tokens, plan, units, flavour, tree, log_stem):
         return False
     # The check sees what Megatron builds, not what it was told: one layer moved from rank 1 to
     # rank 0 must show.
-    moved, problem = megatron_builds(flavour, tree, world, t5, moved_layer(tokens), f"{log_stem}.{flavour}.moved.log")
+    moved, problem = megatron_builds(flavour, tree, world, family, moved_layer(tokens, plan), f"{log_stem}.{flavour}.moved.log")
     if moved is None or compare(want, moved["ranks"]) is None:
         print(f"FAIL  {label}: {line}: a layer moved from rank 1 to rank 0 " +
               (f"made Megatron fail ({problem})" if moved is None else "went unnoticed"))
@@ -553,15 +626,15 @@ def main():
     parser.add_argument("--worker", choices=["upstream", "fasop"], help=argparse.SUPPRESS)
     parser.add_argument("--tree", help=argparse.SUPPRESS)
     parser.add_argument("--world", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--t5", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--family", choices=["gpt", "bert", "t5"], default="gpt", help=argparse.SUPPRESS)
     parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     opts = parser.parse_args()
     if opts.worker:
         tokens = opts.rest[1:] if opts.rest[:1] == ["--"] else opts.rest
         if opts.worker == "upstream":
-            report = upstream_worker(opts.tree, opts.world, tokens, opts.t5)
+            report = upstream_worker(opts.tree, opts.world, tokens, opts.family)
         else:
-            report = fork_worker(opts.tree, opts.world, tokens, opts.t5)
+            report = fork_worker(opts.tree, opts.world, tokens, opts.family)
         sys.stdout.write("\n" + json.dumps(report) + "\n")
         return 0
 
@@ -585,9 +658,9 @@ def main():
             all_ok = False
             continue
         plan = load_yaml(plan_path)
-        units = model_units(plan["model"], work)
+        units, family = model_units(plan["model"], work)
         for flavour in ("upstream", "fasop"):
-            all_ok &= check_flavour(name, flavour, expect[flavour], plan_path, plan, units, trees[flavour],
+            all_ok &= check_flavour(name, flavour, expect[flavour], plan_path, plan, units, family, trees[flavour],
                                     opts.fasop_cpp, work)
     for flavour, names in sorted(STOOD_IN.items()):
         print(f"stand-ins ({flavour}, not installed here or GPU-only): {', '.join(sorted(names))}")
