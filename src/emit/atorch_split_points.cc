@@ -1,7 +1,5 @@
 #include "emit/atorch_split_points.h"
 
-#include <map>
-
 #include "emit/plan_checks.h"
 #include "specs/spec_error.h"
 
@@ -41,16 +39,6 @@ std::string first_module_of_post_process(const PlanFile& plan, ModelFamily famil
                   family_name(family) + " family has no module for; re-plan (the model file's units changed?)");
 }
 
-/// Each unit's index within its segment's layer list (Hugging Face restarts at 0 in each stack),
-/// or -1 for embedding and post-process units.
-std::vector<int> layer_indices(const ModelSpec& model) {
-  std::vector<int> indices;
-  std::map<std::string, int> next;
-  for (const LayerUnit& unit : model.units)
-    indices.push_back(unit.role == LayerRole::kTransformer ? next[unit.segment]++ : -1);
-  return indices;
-}
-
 /// The split before unit `boundary`, where a stage starts.
 AtorchSplit split_before(const PlanFile& plan, const ModelSpec& model, const std::vector<int>& layer, int boundary) {
   const LayerUnit& unit = model.units[boundary];
@@ -73,7 +61,7 @@ AtorchSplit split_before(const PlanFile& plan, const ModelSpec& model, const std
 
 std::vector<AtorchSplit> atorch_split_points(const PlanFile& plan, const ModelSpec& model) {
   const std::vector<int> starts = stage_boundaries(plan, model);
-  const std::vector<int> layer = layer_indices(model);
+  const std::vector<int> layer = model.segment_layer_indices();
   std::vector<AtorchSplit> splits;
   for (size_t s = 1; s + 1 < starts.size(); ++s) {
     AtorchSplit split = split_before(plan, model, layer, starts[s]);

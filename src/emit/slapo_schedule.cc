@@ -56,15 +56,16 @@ struct UnitPlace {
 
 std::vector<UnitPlace> place_units(const ModelSpec& model, const SlapoFamily& names) {
   std::vector<UnitPlace> places;
-  std::map<std::string, int> next_layer;  // per segment: HF layers restart at 0 in each stack
-  for (const LayerUnit& unit : model.units) {
+  const std::vector<int> layer = model.segment_layer_indices();  // HF layers restart at 0 in each stack
+  for (size_t u = 0; u < model.units.size(); ++u) {
+    const LayerUnit& unit = model.units[u];
     UnitPlace place;
-    if (unit.role == LayerRole::kTransformer) {
+    if (layer[u] >= 0) {
       auto list = names.layers.find(unit.segment);
       if (list == names.layers.end())
         throw SpecError("model " + model.name + ": segment '" + unit.segment +
                                     "' has no layer list in the " + family_name(model.family) + " family");
-      place.layer = next_layer[unit.segment]++;
+      place.layer = layer[u];
       place.path = list->second + "." + std::to_string(place.layer);
     }
     places.push_back(place);

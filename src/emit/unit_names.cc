@@ -1,14 +1,11 @@
 #include "emit/unit_names.h"
 
-#include <map>
-
 namespace fasop {
 
 std::vector<UnitName> unit_names(const ModelSpec& model) {
-  std::map<std::string, int> next;  // per segment: each stack numbers its layers from 0
+  const std::vector<int> indices = model.segment_layer_indices();
   std::vector<UnitName> names;
-  for (const LayerUnit& unit : model.units)
-    names.push_back({unit.type, unit.role == LayerRole::kTransformer ? next[unit.segment]++ : -1});
+  for (size_t u = 0; u < model.units.size(); ++u) names.push_back({model.units[u].type, indices[u]});
   return names;
 }
 

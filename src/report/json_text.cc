@@ -21,10 +21,4 @@ std::string json_string(const std::string& text) {
   return out + "\"";
 }
 
-std::string json_int_array(const std::vector<int>& values) {
-  std::string out = "[";
-  for (size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + std::to_string(values[i]);
-  return out + "]";
-}
-
 }  // namespace fasop

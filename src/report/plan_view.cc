@@ -1,7 +1,6 @@
 #include "report/plan_view.h"
 
 #include <cstdio>
-#include <map>
 #include <sstream>
 
 #include "report/number_format.h"
@@ -27,11 +26,7 @@ std::string node_order_text(const std::vector<std::string>& order) {
 }  // namespace
 
 std::string stage_layers_text(const ModelSpec& model, int first, int count) {
-  // The index of each transformer-role unit within its segment.
-  std::map<std::string, int> seen;
-  std::vector<int> index(model.units.size(), -1);
-  for (size_t u = 0; u < model.units.size(); ++u)
-    if (model.units[u].role == LayerRole::kTransformer) index[u] = seen[model.units[u].segment]++;
+  const std::vector<int> index = model.segment_layer_indices();
   std::string text;
   for (int u = first; u < first + count;) {
     int v = u;

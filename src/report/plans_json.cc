@@ -41,12 +41,12 @@ std::string plan_json(const ClusterSpec& cluster, const CandidateResult& r, size
       << ", \"recompute\": \"" << (k.recompute ? "full" : k.selective_recompute ? "selective" : "none") << "\"";
   if (k.virtual_stages > 1) out << ", \"virtual_stages\": " << k.virtual_stages;
   if (k.sequence_parallel) out << ", \"sequence_parallel\": true";
-  if (!k.stage_dp.empty()) out << ", \"stage_dp\": " << json_int_array(k.stage_dp);
-  if (!k.stage_tp.empty()) out << ", \"stage_tp\": " << json_int_array(k.stage_tp);
+  if (!k.stage_dp.empty()) out << ", \"stage_dp\": " << partition_text(k.stage_dp);
+  if (!k.stage_tp.empty()) out << ", \"stage_tp\": " << partition_text(k.stage_tp);
   if (k.uneven_dp) out << ", \"uneven_dp\": true";
   if (k.speed_split) out << ", \"speed_split\": true";
   out << ", \"nodes\": " << node_counts_json(cluster, k.node_order) << ", \"placement\": "
-      << json_string(placement_runs(cluster, k.node_order)) << ", \"partition\": " << json_int_array(r.plan.partition)
+      << json_string(placement_runs(cluster, k.node_order)) << ", \"partition\": " << partition_text(r.plan.partition)
       << "}";
   return out.str();
 }

@@ -2,6 +2,14 @@
 
 namespace fasop {
 
+std::vector<int> ModelSpec::segment_layer_indices() const {
+  std::map<std::string, int> next;  // per segment
+  std::vector<int> indices;
+  indices.reserve(units.size());
+  for (const LayerUnit& unit : units) indices.push_back(unit.role == LayerRole::kTransformer ? next[unit.segment]++ : -1);
+  return indices;
+}
+
 int ModelSpec::num_transformer_layers() const {
   int count = 0;
   for (const LayerUnit& unit : units) count += unit.role == LayerRole::kTransformer;

@@ -71,6 +71,9 @@ struct ModelSpec {
   /// Number of transformer-role units (FASOP's num_layers, the bound on pp).
   int num_transformer_layers() const;
   int num_units() const { return static_cast<int>(units.size()); }
+  /// Each unit's index among its segment's transformer-role units (each stack numbers its
+  /// layers from 0, as Hugging Face and `plan show` do: T5's "decoder 0"); -1 for other units.
+  std::vector<int> segment_layer_indices() const;
 };
 
 }  // namespace fasop
