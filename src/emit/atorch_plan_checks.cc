@@ -66,12 +66,7 @@ void require_atorch_runnable(const PlanFile& plan, const ModelSpec& model) {
 }
 
 int atorch_micro_batches(const PlanFile& plan) {
-  const int per_step = plan.key.mbs * plan.key.dp;
-  if (per_step <= 0 || plan.global_batch % per_step != 0)
-    throw SpecError(plan_where(plan) + "global_batch " + std::to_string(plan.global_batch) +
-                    " is not a multiple of micro_batch x dp (" + std::to_string(per_step) +
-                    "), which ATorch's pipeline needs for its chunks; re-plan with a batch that divides");
-  return plan.global_batch / per_step;
+  return micro_batches_per_step(plan, "ATorch's pipeline needs for its chunks");
 }
 
 }  // namespace fasop

@@ -7,6 +7,11 @@
 
 namespace fasop {
 
+int deepspeed_accumulation_steps(const PlanFile& plan) {
+  // DeepSpeedConfig._batch_assertion: train_batch_size == micro x gradient_accumulation_steps x dp.
+  return micro_batches_per_step(plan, "DeepSpeed asserts (train_batch_size = micro x accumulation x dp)");
+}
+
 std::vector<int> deepspeed_stage_boundaries(const PlanFile& plan, const ModelSpec& model) {
   const PlanKey& key = plan.key;
   std::vector<int> parts = stage_boundaries(plan, model);
@@ -15,12 +20,7 @@ std::vector<int> deepspeed_stage_boundaries(const PlanFile& plan, const ModelSpe
   require_even_batch(plan, "DeepSpeed");
   require_no_speed_split(plan, "DeepSpeed");
   require_no_megatron_features(plan, "DeepSpeed");
-  // DeepSpeed checks train_batch_size == micro x gradient_accumulation_steps x dp world size
-  // (DeepSpeedConfig._batch_assertion), so the division must be exact.
-  if (key.mbs <= 0 || key.dp <= 0 || plan.global_batch % (key.mbs * key.dp) != 0)
-    throw SpecError(plan_where(plan) + "global batch " + std::to_string(plan.global_batch) +
-                    " is not a multiple of micro-batch " + std::to_string(key.mbs) + " x dp " +
-                    std::to_string(key.dp) + ", which DeepSpeed asserts; fix global_batch or mbs");
+  deepspeed_accumulation_steps(plan);
   if (key.zero_stage < 0 || key.zero_stage > 3)
     throw SpecError(plan_where(plan) + "ZeRO stage " + std::to_string(key.zero_stage) + " is not 0-3");
   // PipelineEngine.__init__ asserts zero_optimization_stage() < ZeroStageEnum.gradients:

@@ -8,6 +8,9 @@
 
 namespace fasop {
 
+/// The gradient accumulation steps, global batch / (mbs x dp); throws where it does not divide.
+int deepspeed_accumulation_steps(const PlanFile& plan);
+
 /// The plan's stage boundaries in units (pp + 1 numbers, as stage_boundaries) after checking
 /// that DeepSpeed runs the plan: one dp and one tp for every stage, an even batch split, no
 /// speed split, none of Megatron-LM's own features, a global batch that is a multiple of

@@ -8,7 +8,7 @@ std::string deepspeed_config_json(const PlanFile& plan, const ModelSpec& model) 
   const PlanKey& key = plan.key;
   deepspeed_stage_boundaries(plan, model);  // throws for what DeepSpeed does not run
 
-  const int gas = plan.global_batch / (key.mbs * key.dp);
+  const int gas = deepspeed_accumulation_steps(plan);
   std::string j = "{\n";
   j += "  \"train_batch_size\": " + std::to_string(plan.global_batch) + ",\n";
   j += "  \"train_micro_batch_size_per_gpu\": " + std::to_string(key.mbs) + ",\n";

@@ -49,15 +49,12 @@ class ArgWriter {
 /// split into micro-batches over dp. A partition that misses the model is an error even with
 /// one stage, where nothing of it is written.
 void require_megatron_plan(const PlanFile& plan, const ModelSpec& model) {
-  const PlanKey& key = plan.key;
   stage_boundaries(plan, model);
   require_uniform_dp(plan, "Megatron-LM");
   require_uniform_tp(plan, "Megatron-LM");
   require_even_batch(plan, "Megatron-LM");
   require_no_speed_split(plan, "Megatron-LM");
-  if (key.mbs <= 0 || key.dp <= 0 || plan.global_batch % (key.mbs * key.dp) != 0)
-    throw SpecError(plan_where(plan) + "global batch " + num(plan.global_batch) + " is not a multiple of micro-batch " +
-                    num(key.mbs) + " x dp " + num(key.dp) + ", which Megatron-LM requires; fix global_batch or mbs");
+  micro_batches_per_step(plan, "Megatron-LM requires");
 }
 
 /// Layout and batch. The data-parallel degree is no flag: Megatron derives it as world size /

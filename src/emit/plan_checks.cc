@@ -53,6 +53,15 @@ void require_no_speed_split(const PlanFile& plan, const std::string& framework) 
                     "Re-plan without --speed-split");
 }
 
+int micro_batches_per_step(const PlanFile& plan, const std::string& needed_by) {
+  const int per_step = plan.key.mbs * plan.key.dp;
+  if (plan.key.mbs <= 0 || plan.key.dp <= 0 || plan.global_batch % per_step != 0)
+    throw SpecError(plan_where(plan) + "global_batch " + std::to_string(plan.global_batch) +
+                    " is not a multiple of micro_batch x dp (" + std::to_string(per_step) + "), which " + needed_by +
+                    "; re-plan with a batch that divides, or fix global_batch or mbs");
+  return plan.global_batch / per_step;
+}
+
 void require_no_megatron_features(const PlanFile& plan, const std::string& framework) {
   const PlanKey& key = plan.key;
   std::string feature = key.sequence_parallel && key.tp > 1                   ? "sequence parallelism"

@@ -34,6 +34,10 @@ void require_even_batch(const PlanFile& plan, const std::string& framework);
 /// emitters' frameworks can.
 void require_no_speed_split(const PlanFile& plan, const std::string& framework);
 
+/// The micro-batches each replica runs a step, global batch / (mbs x dp). Throws SpecError
+/// where that does not divide, which `needed_by` says is needed ("DeepSpeed asserts ...").
+int micro_batches_per_step(const PlanFile& plan, const std::string& needed_by);
+
 /// Throws SpecError when the plan uses what only Megatron-LM runs (sequence parallelism,
 /// selective recomputation, the interleaved schedule), naming it: `framework` would silently
 /// run another plan than the one priced.
