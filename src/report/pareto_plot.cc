@@ -52,13 +52,7 @@ struct LogAxis {
       }
     if (out.size() >= 4) return out;
     const double a = std::pow(10.0, lo), b = std::pow(10.0, hi);
-    const double raw = (b - a) / 6, power = std::pow(10.0, std::floor(std::log10(raw)));
-    double step = 10 * power;
-    for (double m : {1.0, 2.0, 5.0})
-      if (m * power >= raw) {
-        step = m * power;
-        break;
-      }
+    const double step = round_tick_step(b - a, 6);
     out.clear();
     for (double k = std::ceil(a / step); k * step <= b; ++k) out.push_back(k * step);
     return out;

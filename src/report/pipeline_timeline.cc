@@ -35,14 +35,6 @@ bool is_send(PipelineEvent::Kind kind) {
   return kind == PipelineEvent::Kind::kForwardSend || kind == PipelineEvent::Kind::kBackwardSend;
 }
 
-/// A round step for time ticks: about eight over `span` seconds.
-double tick_step(double span) {
-  double raw = span / 8, power = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0, 10.0})
-    if (m * power >= raw) return m * power;
-  return 10 * power;
-}
-
 double end_of(const std::vector<PipelineEvent>& events) {
   double end_s = 0;
   for (const PipelineEvent& e : events) end_s = std::max(end_s, e.end_s);
@@ -147,7 +139,7 @@ std::string pipeline_timeline_svg(const std::vector<PipelineEvent>& events, cons
     svg << "<text x=\"" << left - 8 << "\" y=\"" << y + layout.box_height * 0.7 << "\" text-anchor=\"end\" font-size=\""
         << layout.label_font << "\">" << xml_escape(stage_labels[s]) << "</text>\n";
   }
-  const double step = tick_step(end_s);
+  const double step = round_tick_step(end_s, 8);
   const double axis_y = kTop + rows * layout.row_height + 4;
   for (double k = 0; k * step <= end_s * 1.0001; ++k) {
     const double t = k * step;

@@ -1,5 +1,6 @@
 #include "report/svg_text.h"
 
+#include <cmath>
 #include <cstdio>
 
 namespace fasop {
@@ -33,6 +34,13 @@ constexpr double kAdvance[95] = {
     0.635, 0.635, 0.411, 0.521, 0.392, 0.634, 0.592, 0.818, 0.592, 0.592, 0.525, 0.636, 0.337, 0.636, 0.838};
 
 }  // namespace
+
+double round_tick_step(double span, double ticks) {
+  const double raw = span / ticks, power = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0})
+    if (m * power >= raw) return m * power;
+  return 10 * power;
+}
 
 double text_width(const std::string& text, double font_size) {
   double ems = 0;

@@ -16,4 +16,8 @@ std::string format_number(const char* format, double value);
 /// or drawn over other text whichever of those fonts the viewer picks.
 double text_width(const std::string& text, double font_size);
 
+/// A round step (1, 2 or 5 times a power of ten) giving about `ticks` ticks over `span`: the
+/// smallest such step of at least span / ticks.
+double round_tick_step(double span, double ticks);
+
 }  // namespace fasop
