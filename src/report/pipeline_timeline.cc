@@ -78,10 +78,9 @@ std::vector<std::array<Runs, 4>> merged_runs(const std::vector<PipelineEvent>& e
   return runs;
 }
 
-}  // namespace
-
-TimelineLayout pipeline_timeline_layout(const std::vector<PipelineEvent>& events,
-                                        const std::vector<std::string>& stage_labels) {
+/// The layout and, where rows are merged, their runs at its bin (computed while choosing it).
+TimelineLayout layout_with_runs(const std::vector<PipelineEvent>& events, const std::vector<std::string>& stage_labels,
+                                std::vector<std::array<Runs, 4>>& runs) {
   TimelineLayout layout;
   const size_t stages = stage_labels.size();
   const bool low_rows = stages > 16;
@@ -102,7 +101,7 @@ TimelineLayout pipeline_timeline_layout(const std::vector<PipelineEvent>& events
   if (layout.merged) {
     size_t total = 0;
     for (;;) {
-      merged_runs(events, stages, end_s, layout, &total);
+      runs = merged_runs(events, stages, end_s, layout, &total);
       if (total <= kMaxRuns) break;
       layout.bin *= 2;
     }
@@ -112,9 +111,18 @@ TimelineLayout pipeline_timeline_layout(const std::vector<PipelineEvent>& events
   return layout;
 }
 
+}  // namespace
+
+TimelineLayout pipeline_timeline_layout(const std::vector<PipelineEvent>& events,
+                                        const std::vector<std::string>& stage_labels) {
+  std::vector<std::array<Runs, 4>> runs;
+  return layout_with_runs(events, stage_labels, runs);
+}
+
 std::string pipeline_timeline_svg(const std::vector<PipelineEvent>& events, const std::vector<std::string>& stage_labels,
                                   const std::string& title) {
-  const TimelineLayout layout = pipeline_timeline_layout(events, stage_labels);
+  std::vector<std::array<Runs, 4>> runs;  // merged rows only
+  const TimelineLayout layout = layout_with_runs(events, stage_labels, runs);
   const double end_s = end_of(events), left = layout.left, plot = layout.plot_width;
   const double rows = static_cast<double>(stage_labels.size());
   auto x = [&](double seconds) { return left + seconds / end_s * plot; };
@@ -150,8 +158,6 @@ std::string pipeline_timeline_svg(const std::vector<PipelineEvent>& events, cons
   }
   svg << "<text x=\"" << left + plot / 2 << "\" y=\"" << axis_y + 36 << "\" text-anchor=\"middle\">seconds</text>\n";
   if (layout.merged) {
-    size_t total = 0;
-    const auto runs = merged_runs(events, stage_labels.size(), end_s, layout, &total);
     const double half = layout.box_height / 2, send_half = layout.send_height / 2;
     // Each kind one path; a lane's offset in its row and height.
     const std::array<std::pair<double, double>, 4> lanes = {
