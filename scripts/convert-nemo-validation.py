@@ -1,19 +1,32 @@
 #!/usr/bin/env python3
 """Converts NVIDIA's published pre-training throughput of Megatron-Core recipes
 (reference/nemo-perf/pretrain.csv, architectures in reference/nemo-perf/models.csv) into the
-validation cases validation/nemo-dense-*/*.yaml that `fasop-cpp validate` reads.
+validation cases validation/nemo-*/*.yaml that `fasop-cpp validate` reads.
 
-Sets (dense models only: LLAMA*, GPT3*, Nemotron-*, no experts in models.csv; pre-training; no
-context parallelism (cp 1 or empty); no expert parallelism (ep 1, n/a or empty)):
-  nemo-dense-25.09  release 25.09, both the plain value ('main') and the parenthesised one ('paren')
-                    of every "a (b)" cell. 25.09's table states no precision: the notes give the
-                    evidence (25.11's FP8-CS / FP8-MX rows of the same configs, the recipes).
-  nemo-dense-fp8    every other such row at fp8 / fp8-cs / fp8-mx / mxfp8 (releases 24.07, 25.11,
-                    26.02, 26.02.01); the long-sequence 'with-cp' rows give no tokens/s and are left out.
+Sets (pre-training rows with tokens/s; the long-sequence 'with-cp' rows publish TFLOP/s only and are
+left out):
+  nemo-dense-25.09  dense models (LLAMA*, GPT3*, Nemotron-*, no experts in models.csv) without
+                    context or expert parallelism (cp 1 or empty; ep 1, n/a or empty), release 25.09,
+                    both the plain value ('main') and the parenthesised one ('paren') of every "a (b)"
+                    cell. 25.09's table states no precision: the notes give the evidence (25.11's FP8-CS /
+                    FP8-MX rows of the same configs, the recipes).
+  nemo-dense-fp8    every other such dense row at fp8 / fp8-cs / fp8-mx / mxfp8 (releases 24.07, 25.11,
+                    26.02, 26.02.01).
   nemo-dense-bf16   dense bf16 rows without cp/ep: there are none in the table (so no files).
-Rows whose layers do not divide into pp x vp stages are left out (Llama 3.1 405B's recipes count the
-embedding and the loss as pipeline layers, Megatron's account_for_*_in_pipeline_split, which the
-case format cannot state); the script lists every row it leaves out and why.
+  nemo-cp           dense rows with context parallelism (cp > 1), every release; the plan states cp
+                    (gpus = tp x pp x cp x dp).
+  nemo-moe          mixture-of-experts rows (models.csv has num_experts) of the models the case format
+                    can state: Qwen3 30B-A3B and 235B-A22B (also 25.09's "(tokendrop)" rows) and GPT-OSS
+                    120B, every release; the plan states ep (and etp where not 1), the model a moe block.
+                    Left out: DeepSeek-V3 and Kimi-K2 (multi-head latent attention, not modelled yet),
+                    Nemotron 3 Nano (hybrid Mamba), models without an architecture in models.csv.
+Precision, in every set: fp8 / fp8-cs -> dtype fp8, fp8-mx / mxfp8 -> mxfp8, bf16 -> bf16; 25.09's
+unstated precision is read as FP8-CS (main, dtype fp8) and MXFP8 (paren, dtype mxfp8) with the
+evidence in each case's notes; nvfp4 rows are left out (no such dtype). Rows whose layers do not divide
+into pp x vp stages are left out (Llama 3.1 405B's and Qwen3 235B's recipes count the embedding and the
+loss as pipeline layers, Megatron's account_for_*_in_pipeline_split, which the case format cannot
+state), as are MoE rows whose ep (x etp) does not divide the experts and tp x cp x dp (Megatron's
+MoE parallel folding); the script lists every row it leaves out and why, with a count per reason.
 
 The measurement is kept as published (tokens/s per GPU); the implied step time
 gbs x seq / (tokens_per_s_per_gpu x gpus) is written into each case's notes. Deterministic: running
@@ -21,8 +34,10 @@ it again rewrites the same bytes. Debian python3 only (no PyYAML).
 
 Usage: scripts/convert-nemo-validation.py [REF_DIR] [OUT_DIR]
 """
+import collections
 import csv
 import os
+import re
 import sys
 import textwrap
 
@@ -67,6 +82,7 @@ PRECISION_TEXT = {
     "fp8-cs": "FP8 with per-tensor current scaling (FP8-CS), the rest bf16",
     "fp8-mx": "MXFP8 (FP8-MX: block scaling, one scale per 32 elements; Blackwell only), the rest bf16",
     "mxfp8": "MXFP8 (block scaling, one scale per 32 elements; Blackwell only), the rest bf16",
+    "bf16": "BF16 mixed precision (bf16 GEMMs and activations, no FP8)",
 }
 
 
@@ -89,7 +105,8 @@ def family(model):
 
 
 def model_slug(model):
-    return model.lower().replace("_", "-")
+    """LLAMA3.1_405B -> llama3.1-405b, 'Qwen3_30B_a3B (tokendrop)' -> qwen3-30b-a3b-tokendrop, 'GPT OSS 120B' -> gpt-oss-120b."""
+    return re.sub(r"[^a-z0-9.]+", "-", model.lower()).strip("-")
 
 
 def is_dense(model, arch):
@@ -126,6 +143,13 @@ RECIPE_CORRECTIONS = {
         "v0.3.0, whose 26.02 row prints vp 5, MBS 1), and the printed layout (pp 4, mbs 2, no recomputation "
         "or offloading) would need about 500 GiB per GPU, more than a GB300's 288 GB: the case takes the "
         "recipe's vp 5 and mbs 1."),
+    ("25.11", "DGX-H100", "GPT OSS 120B", "bf16"): (
+        {"mbs": 1},
+        "The table prints MBS 4 and GA 2, which with dp 16 (64 GPUs / pp 4) make GBS 128, not the printed 512; "
+        "25.11's B200 row (64 GPUs, dp 64) prints the same MBS 4 and GA 2, which fit there. Megatron-Bridge "
+        "v0.2.0 (the 25.11 release) defines GPT_OSS_120B_H100_BF16_BASE_CONFIG as pp 4, ep 8, GBS 512 and the "
+        "default micro_batch_size 1 (scripts/performance/configs/gpt_oss/workload_base_configs.py), and 26.02's "
+        "H100 row prints MBS 1 too: the case takes mbs 1 (GA 32)."),
 }
 
 
@@ -220,48 +244,312 @@ def evidence_25_09(row, rows):
     return text
 
 
+# ---- Mixture-of-experts rows (set nemo-moe) --------------------------------------------------------
+
+# MoE models the case format cannot state yet: model name prefix -> reason.
+MOE_NOT_MODELLED = (
+    ("DeepSeekV3", "multi-head latent attention (MLA), not modelled yet"),
+    ("Kimi_K2", "multi-head latent attention (MLA), not modelled yet"),
+    ("Nemotron_3", "hybrid Mamba-2 / attention / MoE layer pattern, not modelled"),
+)
+
+# The Megatron-Bridge release that ran each NeMo container's perf recipes.
+RELEASE_TAG = {"25.09": "v0.1.0rc4", "25.11": "v0.2.0", "26.02": "v0.3.0", "26.02.01": "v0.3.1"}
+
+
+def moe_base(model):
+    """'Qwen3_30B_a3B (tokendrop)' -> 'Qwen3_30B_a3B'."""
+    return model.replace(" (tokendrop)", "")
+
+
+def token_drop(model):
+    return model.endswith("(tokendrop)")
+
+
+def dense_layers(arch):
+    text = arch["dense_layers"]
+    if text.startswith("none") or text.startswith("no dense"):
+        return 0
+    m = re.match(r"first (\d+)", text)
+    if not m:
+        raise SystemExit(f"{arch['model']}: cannot read dense_layers '{text}'")
+    return int(m.group(1))
+
+
+def head_dim(arch):
+    """kv_channels where it differs from hidden / heads (Qwen3: 128 vs 64; GPT-OSS: 64 vs 45), else None."""
+    if arch["kv_channels"] == "":
+        return None
+    kvc = int(arch["kv_channels"])
+    return None if kvc * int(arch["heads"]) == int(arch["hidden"]) else kvc
+
+
+def _layout(tp=1, pp=1, vp=1, ep=1, mbs=1, gbs=1, seq=4096):
+    return {"tp": tp, "pp": pp, "vp": vp, "ep": ep, "mbs": mbs, "gbs": gbs, "seq": seq}
+
+
+# The perf recipe's layout of each published MoE row (release, system, model): Megatron-Bridge's
+# scripts/performance/configs at the release's tag (25.09: qwen3/qwen3_*_llm_pretrain.yaml perf_matrix;
+# 25.11: qwen3/ and gpt_oss/workload_base_configs.py; 26.02, 26.02.01: qwen/qwen3_workload_base_configs.py
+# and gpt_oss/gpt_oss_workload_base_configs.py, V1 for Qwen3 30B, V2 (GBS 1280) for GPT-OSS), with
+# WorkloadBaseConfig's defaults (tp, pp, mbs 1) where a config leaves them out. Qwen3's seq is 4096
+# (set_qwen3_common_configs), GPT-OSS's the recipe's default 4096.
+Q30, Q235, OSS = "Qwen3_30B_a3B", "Qwen3_235B_a22B", "GPT OSS 120B"
+MOE_RECIPE_LAYOUTS = {
+    ("25.09", "DGX-H100", Q30): _layout(pp=2, vp=12, ep=8, mbs=2, gbs=512),  # h100 fp8_cs (bf16: mbs 1)
+    ("25.09", "DGX-GB200", Q30): _layout(ep=8, mbs=4, gbs=512),
+    ("25.09", "DGX-B200", Q30): _layout(ep=8, mbs=1, gbs=512),
+    ("25.09", "DGX-GB200", Q235): _layout(pp=8, ep=8, mbs=1, gbs=1024),
+    ("25.11", "DGX-GB300", Q30): _layout(ep=8, mbs=8, gbs=512),
+    ("25.11", "DGX-GB200", Q30): _layout(ep=8, mbs=4, gbs=512),
+    ("25.11", "DGX-B200", Q30): _layout(ep=8, mbs=1, gbs=512),
+    ("25.11", "DGX-H100", Q30): _layout(pp=2, vp=12, ep=8, mbs=1, gbs=512),
+    ("26.02", "DGX-GB300", Q30): _layout(ep=8, mbs=8, gbs=512),
+    ("26.02", "DGX-GB200", Q30): _layout(ep=8, mbs=4, gbs=512),
+    ("26.02", "DGX-B300", Q30): _layout(ep=8, mbs=8, gbs=512),
+    ("26.02", "DGX-B200", Q30): _layout(ep=8, mbs=1, gbs=512),
+    ("26.02", "DGX-H100", Q30): _layout(pp=2, vp=12, ep=8, mbs=1, gbs=1024),
+    ("26.02.01", "DGX-GB300", Q30): _layout(ep=8, mbs=8, gbs=512),
+    ("26.02.01", "DGX-GB200", Q30): _layout(ep=8, mbs=4, gbs=512),
+    ("26.02.01", "DGX-B300", Q30): _layout(ep=8, mbs=8, gbs=512),
+    ("26.02.01", "DGX-B200", Q30): _layout(ep=8, mbs=4, gbs=512),
+    ("26.02.01", "DGX-H100", Q30): _layout(ep=16, mbs=1, gbs=1024),
+    ("25.11", "DGX-GB300", OSS): _layout(ep=64, mbs=4, gbs=512),
+    ("25.11", "DGX-GB200", OSS): _layout(ep=64, mbs=4, gbs=512),
+    ("25.11", "DGX-B200", OSS): _layout(ep=64, mbs=4, gbs=512),
+    ("25.11", "DGX-H100", OSS): _layout(pp=4, ep=8, mbs=1, gbs=512),
+}
+for _rel in ("26.02", "26.02.01"):
+    for _sys in ("DGX-GB300", "DGX-GB200", "DGX-B300", "DGX-B200"):
+        MOE_RECIPE_LAYOUTS[(_rel, _sys, OSS)] = _layout(ep=64, mbs=4, gbs=1280)
+    MOE_RECIPE_LAYOUTS[(_rel, "DGX-H100", OSS)] = _layout(pp=4, ep=8, mbs=1, gbs=1280)
+
+# Qwen3 30B's flex-dispatcher backend in the perf config (None: the provider's alltoall dispatcher).
+QWEN3_30B_FLEX_BACKEND = {
+    ("25.11", "DGX-GB300"): "hybridep", ("25.11", "DGX-GB200"): "hybridep",
+    ("25.11", "DGX-B200"): None, ("25.11", "DGX-H100"): None,
+    ("26.02", "DGX-GB300"): "hybridep", ("26.02", "DGX-GB200"): "hybridep", ("26.02", "DGX-B300"): "hybridep",
+    ("26.02", "DGX-B200"): None, ("26.02", "DGX-H100"): "deepep",
+    ("26.02.01", "DGX-GB300"): "hybridep", ("26.02.01", "DGX-GB200"): "hybridep",
+    ("26.02.01", "DGX-B300"): "hybridep", ("26.02.01", "DGX-B200"): "hybridep", ("26.02.01", "DGX-H100"): "hybridep",
+}
+# Qwen3 30B's H100 configs that overlap the expert-parallel all-to-all with computation (moe_a2a_overlap).
+QWEN3_30B_A2A_OVERLAP = {("25.11", "DGX-H100"), ("26.02", "DGX-H100")}
+
+
+def moe_recipe_config(row):
+    """The name and file of the perf config of this row's release, system and precision."""
+    rel, base = row["release"], moe_base(row["model"])
+    gpu = row["system"].replace("DGX-", "")
+    prec = {"bf16": "BF16", "fp8": "FP8_CS", "fp8-cs": "FP8_CS", "fp8-mx": "FP8_MX", "mxfp8": "FP8_MX"}.get(row["precision"])
+    size = {Q30: "30B_A3B", Q235: "235B_A22B"}.get(base)
+    if rel == "25.09":
+        guess = "fp8_cs" if row["variant"] == "main" else "fp8_mx"
+        return (f"scripts/performance/configs/qwen3/qwen3_{size.lower()}_llm_pretrain.yaml, "
+                f"perf_matrix {gpu.lower()} {guess}")
+    if base == OSS:
+        if rel == "25.11":
+            return f"GPT_OSS_120B_{gpu}_BF16_BASE_CONFIG in scripts/performance/configs/gpt_oss/workload_base_configs.py"
+        return (f"GPT_OSS_120B_PRETRAIN_CONFIG_{gpu}_BF16_V2 in "
+                "scripts/performance/configs/gpt_oss/gpt_oss_workload_base_configs.py")
+    if rel == "25.11":
+        return f"QWEN3_{size}_{gpu}_{prec}_BASE_CONFIG in scripts/performance/configs/qwen3/workload_base_configs.py"
+    return (f"QWEN3_{size}_PRETRAIN_CONFIG_{gpu}_{prec}_V1 in "
+            "scripts/performance/configs/qwen/qwen3_workload_base_configs.py")
+
+
+# Rows whose throughput moved far from the release before at the same printed layout while the
+# release's recipe changed the layout: (release, system, model, precision) -> the release compared with.
+MOE_LAYOUT_DOUBTS = {
+    ("26.02.01", "DGX-H100", Q30, "fp8"): "26.02",
+    ("26.02.01", "DGX-B300", OSS, "bf16"): "26.02",
+    ("26.02.01", "DGX-B200", OSS, "bf16"): "26.02",
+}
+
+
+def layout_doubt(row, rows):
+    other_release = MOE_LAYOUT_DOUBTS.get((row["release"], row["system"], row["model"], row["precision"]))
+    if other_release is None:
+        return []
+    keys = ("system", "model", "precision", "gpus", "seq")
+    other = [o for o in rows if o["release"] == other_release and all(o[k] == row[k] for k in keys)]
+    assert len(other) == 1, (row, other)
+    o = other[0]
+    ours, theirs = int(row["tokens_per_s_per_gpu"]), int(o["tokens_per_s_per_gpu"])
+    fields = (("tp", "tp"), ("pp", "pp"), ("vp", "vp"), ("ep", "ep"), ("mbs", "MBS"), ("gbs", "GBS"))
+    diffs = [(label, o[k], row[k]) for k, label in fields if o[k] != row[k]]
+    if not diffs:
+        return [f"{other_release}'s row on the same system ran at {theirs} tokens/s/GPU with the same printed layout; "
+                f"this row is {100.0 * (ours / theirs - 1):+.1f}%, so the printed layout may be carried over from "
+                f"{other_release} while the run followed the config above."]
+    return [f"{other_release}'s row on the same system ran at {theirs} tokens/s/GPU with "
+            + ", ".join(f"{label} {a}" for label, a, _ in diffs) + "; this row, at the printed "
+            + ", ".join(f"{label} {b}" for label, _, b in diffs)
+            + f" that the config above does not have, is {100.0 * (ours / theirs - 1):+.1f}%."]
+
+
+def moe_recipe_facts(row, plan):
+    """The perf recipe's MoE settings and layout, compared with the row (plan: the case's values)."""
+    rel, sysname, base = row["release"], row["system"], moe_base(row["model"])
+    tag = RELEASE_TAG.get(rel)
+    facts = []
+    if tag is None:
+        return facts
+    config = moe_recipe_config(row)
+    layout = MOE_RECIPE_LAYOUTS.get((rel, sysname, base))
+    if layout:
+        names = (("tp", "tp"), ("pp", "pp"), ("vp", "vp"), ("ep", "ep"), ("mbs", "mbs"), ("gbs", "GBS"), ("seq", "seq"))
+        text = ", ".join(f"{label} {layout[k]}" for k, label in names if k != "vp" or layout[k] > 1)
+        diffs = [f"{label} {layout[k]} (the table: {plan[k]})" for k, label in names if layout[k] != plan[k]]
+        facts.append(f"Megatron-Bridge {tag}'s perf config ({config}) runs {text}: "
+                     + ("the row's layout." if not diffs else
+                        "it differs from the row in " + ", ".join(diffs) + "; the case keeps the table's layout."))
+    if base in (Q30, Q235) and rel == "25.09":
+        facts.append("Megatron-Bridge v0.1.0rc4's Qwen3 MoE provider sets the alltoall token dispatcher, grouped GEMM "
+                     "and fused permutation (moe_token_dispatcher_type alltoall, moe_grouped_gemm, moe_permute_fusion), "
+                     "as assumed here, and its scripts/performance/run_script.py applies apply_moe_token_drop to every "
+                     "Qwen3 run: moe_expert_capacity_factor 1.0 with moe_pad_expert_input_to_capacity, so each expert "
+                     "processes exactly its capacity (tokens x top-k / experts), tokens over it dropped, the rest "
+                     "padded.")
+    elif base == Q30:
+        backend = QWEN3_30B_FLEX_BACKEND.get((rel, sysname))
+        if backend is None:
+            facts.append(f"That config names no flex-dispatcher backend: the provider's alltoall token dispatcher "
+                         "with grouped GEMM, as assumed here.")
+        else:
+            facts.append(f"That config sets the flex token dispatcher with the {'HybridEP' if backend == 'hybridep' else 'DeepEP'} "
+                         f"backend (moe_flex_dispatcher_backend {backend}: fused dispatch and combine kernels) instead of "
+                         "the alltoall dispatcher assumed here; the experts still run as a grouped GEMM.")
+        if (rel, sysname) in QWEN3_30B_A2A_OVERLAP:
+            facts.append("It also overlaps the expert-parallel all-to-all with another micro-batch's computation "
+                         "(moe_a2a_overlap: overlap_moe_expert_parallel_comm, delay_wgrad_compute), not modelled.")
+        facts.append("The recipe forces balanced routing (moe_router_force_load_balancing, set_qwen3_common_configs; "
+                     "token-dropless).")
+    elif base == OSS:
+        facts.append(f"GPT-OSS's provider (Megatron-Bridge {tag}) sets the alltoall token dispatcher, grouped GEMM and "
+                     "fused permutation, as assumed here, and the perf recipe forces balanced routing "
+                     "(moe_router_force_load_balancing, set_gpt_oss_common_configs; token-dropless).")
+        if sysname in ("DGX-GB200", "DGX-B200", "DGX-H100"):
+            facts.append("That config recomputes the layer norms and the experts' activation in the backward pass "
+                         "(recompute_modules layernorm, moe_act: element-wise work, not modelled); recompute is left "
+                         "at none.")
+    return facts
+
+
+def evidence_25_09_moe(row, rows):
+    """Why 25.09's unstated precision of a MoE row is most likely FP8 (main: per-tensor, paren: MXFP8)."""
+    want = "fp8-cs" if row["variant"] == "main" else "fp8-mx"
+    base = moe_base(row["model"])
+    keys = ("system", "gpus", "gbs", "mbs", "seq", "tp", "pp", "cp", "ep", "fsdp")
+    same = [o for o in rows if o["release"] == "25.11" and o["model"] == base and all(o[k] == row[k] for k in keys)
+            and num(o["vp"], 1) == num(row["vp"], 1)]
+    text = []
+    granularity = ("the table's note says its parenthesised numbers use different quantization granularities "
+                   "(32x32 blocks for weights and activations on GB200 and B200; 128x128 for weights and 1x128 for "
+                   "activations on H100)")
+    if row["variant"] == "main":
+        paren = [o for o in rows if o["release"] == row["release"] and o["model"] == row["model"]
+                 and o["system"] == row["system"] and o["variant"] == "paren"]
+        text.append(granularity + ", which reads as the plain numbers being FP8 runs with per-tensor scaling"
+                    + ("." if paren else "; this row has no parenthesised number."))
+    else:
+        text.append(granularity + ".")
+    ours = int(row["tokens_per_s_per_gpu"])
+    for o in same:
+        theirs = int(o["tokens_per_s_per_gpu"])
+        text.append(f"25.11's {o['precision'].upper()} row of the same layout (token-dropless with forced balanced "
+                    f"routing, not token-dropping) ran at {theirs} tokens/s/GPU: this row is "
+                    f"{100.0 * (ours / theirs - 1):+.1f}%.")
+    if not any(o["precision"] == want for o in same):
+        text.append(f"25.11 has no {want.upper()} row of this layout.")
+    sysname, matrix = row["system"], "Megatron-Bridge's perf matrix of Oct 2025 (v0.1.0rc4, " + \
+        moe_recipe_config(row).split(",")[0] + ")"
+    if base == Q30 and sysname == "DGX-H100":
+        text.append(f"{matrix} gives h100 mbs 2 to fp8_cs only (bf16: mbs 1), and the row has mbs 2.")
+    elif base == Q30:
+        text.append(f"{matrix} runs bf16, fp8_cs and fp8_mx at the same layout on {sysname[4:].lower()}, so only the "
+                    "numbers tell them apart, and no 25.09 BF16 number of a MoE model is published: the precision "
+                    "rests on the table's note.")
+    else:
+        text.append(f"{matrix} lists bf16, fp8_cs and fp8_mx for {sysname[4:].lower()} at one layout, so only the "
+                    "numbers tell them apart, and no 25.09 BF16 number of a MoE model is published: the precision "
+                    "rests on the table's note.")
+    return text
+
+
+def moe_model_note(row, arch):
+    """The architecture as models.csv gives it and what the case cannot state."""
+    base = moe_base(row["model"])
+    hidden, heads, kv = int(arch["hidden"]), int(arch["heads"]), int(arch["kv_heads"])
+    hd = head_dim(arch)
+    common = (f"{arch['num_experts']} experts of FFN width {arch['moe_ffn_hidden']}, top-{arch['top_k']} routing, "
+              f"no shared expert, every layer MoE (ffn_hidden {arch['ffn_hidden']} written as models.csv gives it, "
+              "unused)")
+    hd_text = "" if hd is None else (
+        f" Head dimension {hd} (models.csv kv_channels), not hidden / heads = {hidden}/{heads} = {hidden / heads:g}: "
+        f"written as head_dim {hd} (queries {heads} x {hd} = {heads * hd} wide, keys and values {kv} x {hd}).")
+    if base.startswith("Qwen3"):
+        return (f"Qwen3 MoE ({arch['config_class']}): {common}; SwiGLU experts, RMSNorm, RoPE, GQA with {kv} groups, "
+                "untied output layer." + hd_text +
+                " Not modelled: QK layernorm (an RMSNorm over each head's queries and keys; negligible).")
+    return (f"GPT-OSS 120B ({arch['config_class']}): {common}. The experts' activation is a gated quick_gelu GLU "
+            "(clamped at 7.0, GLU offset 1.0): three matrices like SwiGLU, written as activation swiglu. RMSNorm, "
+            f"YaRN RoPE, GQA with {kv} groups, untied output layer." + hd_text + " Not modelled: the sliding-window attention (a window of about 128 tokens) on every other "
+            "layer, so the case counts full causal attention on all "
+            f"{arch['layers']} layers, more attention work than the {int(arch['layers']) // 2} windowed layers do; "
+            "the learnable softmax sinks; the biases of the linear layers (add_bias_linear).")
+
+
 def wrap(paragraph):
     return "\n".join(textwrap.wrap(paragraph, width=100, initial_indent="  ", subsequent_indent="  ",
                                    break_long_words=False, break_on_hyphens=False))
 
 
 def case_of(row, arch, set_name, rows):
+    moe = set_name == "nemo-moe"
     fam = family(row["model"])
     gpus, tp, pp = int(row["gpus"]), int(row["tp"]), int(row["pp"])
     cp = num(row["cp"], 1)
     vp = num(row["vp"], 1)
     dp = num(row["dp"]) or gpus // (tp * pp * cp)
+    ep, etp = num(row["ep"], 1), num(row["etp"], 1)
     gbs, seq, mbs = int(row["gbs"]), int(row["seq"]), int(row["mbs"])
     fsdp = num(row["fsdp"], 0) > 0
     tokens = int(row["tokens_per_s_per_gpu"])
     notes = []
     mbs_note = None
     ga = num(row["ga"])
-    if ga is not None and gbs != dp * mbs * ga:
+    correction = RECIPE_CORRECTIONS.get((row["release"], row["system"], row["model"], row["precision"]))
+    if ga is not None and gbs != dp * mbs * ga and not correction:
         if gbs % (dp * ga):
             raise SystemExit(f"{row}: gbs {gbs} is not dp {dp} x mbs {mbs} x ga {ga}")
         mbs_note = (f"The table prints MBS {mbs} for both values of this row, but its GA {ga} with dp {dp} "
                     f"gives mbs {gbs // (dp * ga)} (= GBS {gbs} / (dp x GA))")
         mbs = gbs // (dp * ga)
-    correction = RECIPE_CORRECTIONS.get((row["release"], row["system"], row["model"], row["precision"]))
     if correction:
         vp, mbs = correction[0].get("vp", vp), correction[0].get("mbs", mbs)
     step = gbs * seq / (tokens * gpus)
     layers = int(arch["layers"])
     heads = int(arch["heads"])
     kv = int(arch["kv_heads"]) if arch["kv_heads"] else heads
-    vocab, vocab_src = VOCAB[fam]
+    if moe:
+        vocab = int(arch["vocab"])
+        vocab_src = f"{vocab:,} tokens, models.csv ({arch['config_class']})"
+    else:
+        vocab, vocab_src = VOCAB[fam]
     gpu = GPU_SHORT[row["system"]]
     prec = row["precision"]
-    if set_name == "nemo-dense-25.09":
+    if row["release"] == "25.09":
         case = f"{model_slug(row['model'])}-{gpu}-{gpus}gpu-{row['variant']}"
+        if set_name != "nemo-dense-25.09":
+            case += f"-{row['release']}"
     else:
         case = f"{model_slug(row['model'])}-{gpu}-{gpus}gpu-{prec}-{row['release']}"
     repo, rest = row["source"].split("@", 1)
     commit, path = rest.split(":", 1)
     title = TITLES[repo].format(release=row["release"], system=row["system"])
 
-    if fam in ("llama3", "llama2"):
+    if moe or fam in ("llama3", "llama2"):
         activation, norm, tied, fam_name = "swiglu", "rmsnorm", "false", "llama"
     elif fam == "gpt3":
         activation, norm, tied, fam_name = "gelu", "layernorm", "true", "gpt2"
@@ -270,26 +558,28 @@ def case_of(row, arch, set_name, rows):
 
     # Notes: what the row is, precision, derived step, the rest.
     vp_text = "vp n/a" if row["vp"] in ("", "n/a") else f"vp {row['vp']}"
+    ep_text = f"EP {row['ep']}, ETP {row['etp'] or 'not stated (1)'}, " if moe else ""
     fsdp_text = f"FSDP {row['fsdp']}" if row["fsdp"] != "" else "FSDP not stated (off)"
     value_text = {"main": "the plain value", "paren": "the parenthesised value"}[row["variant"]]
     notes.append(f"{row['model']} ({arch['config_class']}), {row['system']}, NeMo {row['release']}: "
                  f"{tokens} tokens/s/GPU and {row['model_tflops_per_gpu']} model TFLOP/s/GPU as published "
                  f"({value_text} of the row; {gpus} GPUs, GBS {gbs}, MBS {row['mbs']}, seq {seq}, TP {tp}, "
-                 f"PP {pp}, CP {row['cp'] or 1}, {vp_text}, {fsdp_text}"
+                 f"PP {pp}, CP {row['cp'] or 1}, {vp_text}, {ep_text}{fsdp_text}"
                  + (f", GA {row['ga']}" if row["ga"] else "") + ").")
     notes.append(f"Implied step time GBS x seq / (tokens/s/GPU x GPUs) = {gbs} x {seq} / ({tokens} x {gpus}) "
                  f"= {step:.3f} s (the table publishes throughput, not step times; newer cells look rounded "
                  f"to about 1%).")
     # MXFP8's block-scaled GEMMs have GPU data of their own (dtype mxfp8); every other FP8 row
     # scales per tensor (dtype fp8).
-    mx = row["precision"] in ("fp8-mx", "mxfp8") or (set_name == "nemo-dense-25.09" and row["variant"] == "paren")
-    dtype = "mxfp8" if mx else "fp8"
-    if set_name == "nemo-dense-25.09":
+    mx = row["precision"] in ("fp8-mx", "mxfp8") or (row["release"] == "25.09" and row["variant"] == "paren")
+    dtype = "bf16" if row["precision"] == "bf16" else "mxfp8" if mx else "fp8"
+    if row["release"] == "25.09":
         guess = ("FP8 with per-tensor current scaling (FP8-CS)" if row["variant"] == "main" else
                  "MXFP8 (FP8-MX: block scaling, one scale per 32 elements; the table's note says 32x32 on "
                  "GB200/B200)")
+        evidence = evidence_25_09_moe(row, rows) if moe else evidence_25_09(row, rows)
         notes.append(f"Precision: 25.09's table does not state it; most likely {guess}, GEMMs in FP8, the "
-                     f"rest bf16, hence dtype {dtype}. Evidence: " + " ".join(evidence_25_09(row, rows)))
+                     f"rest bf16, hence dtype {dtype}. Evidence: " + " ".join(evidence))
     else:
         notes.append(f"Precision: {fp8_recipe_text(row)} (table: {row['precision_raw'] or 'FP8, from the text above the table'}).")
     if mbs_note:
@@ -297,8 +587,14 @@ def case_of(row, arch, set_name, rows):
     if correction:
         notes.append(correction[1])
     notes.extend(recipe_facts(row))
-    notes.append(f"Vocabulary: {vocab_src}; models.csv leaves it to the tokenizer.")
-    if fam == "gpt3":
+    if moe:
+        notes.extend(moe_recipe_facts(row, {"tp": tp, "pp": pp, "vp": vp, "ep": ep, "mbs": mbs, "gbs": gbs,
+                                            "seq": seq}))
+        notes.extend(layout_doubt(row, rows))
+    notes.append(f"Vocabulary: {vocab_src}" + ("." if moe else "; models.csv leaves it to the tokenizer."))
+    if moe:
+        notes.append(moe_model_note(row, arch))
+    elif fam == "gpt3":
         notes.append("GPT-3 in NeMo: learned absolute position embeddings, LayerNorm with zero-centred gamma, "
                      "GELU MLP, embeddings tied to the output layer, multi-head attention.")
     elif fam == "nemotron":
@@ -320,6 +616,27 @@ def case_of(row, arch, set_name, rows):
                                         "over the data-parallel group (FSDP column = dp; the recipe also sets "
                                         "use_distributed_optimizer, which Megatron-FSDP requires, but the sharding is "
                                         "FSDP's: distributed_optimizer false here)" if fsdp else "") + ".")
+    if cp > 1:
+        notes.append(f"Context parallelism, assumed as Megatron-Core does it: each sequence split over the cp {cp} "
+                     f"GPUs in 2 x cp chunks balanced for the causal mask, keys and values passed around the cp "
+                     "ring point to point (Transformer Engine's p2p context parallelism) overlapped with the "
+                     "attention, and the gradients reduced and the optimizer state sharded over the dp x cp "
+                     f"GPUs ({dp} x {cp}).")
+    if moe:
+        edp = tp * cp * dp // (ep * etp)
+        notes.append("MoE, assumed (Megatron-Core): the alltoall token dispatcher (each token's top-"
+                     f"{arch['top_k']} choices permuted, sent to the experts' GPUs with an all-to-all over the ep {ep} "
+                     "group and back the same way after the experts) and a grouped GEMM over each GPU's "
+                     f"{int(arch['num_experts']) // ep} local experts; expert tensor parallelism {etp}"
+                     + (" (the table's ETP column is empty)" if row["etp"] == "" else "")
+                     + f"; parallel folding: expert data parallelism tp x cp x dp / (ep x etp) = {edp}"
+                     + (" (the experts' gradients need no reduction). " if edp == 1 else
+                        ", the group that reduces the experts' gradients. ") + ("Token dropping (the table's '(tokendrop)' rows): capacity factor 1 with each "
+                                 "expert's input padded to its capacity, so every expert processes exactly its share "
+                                 "whatever the router chose." if token_drop(row["model"]) else
+                                 "Token-dropless with the routing forced to balance (the tables' note: 'In MoE "
+                                 "training benchmarks, we force-balance the token distribution among experts and all "
+                                 "benchmarks are token-dropless'), so every expert gets its share."))
     if row["notes"]:
         extract = [n.strip() for n in row["notes"].split("|")
                    if n.strip() and not n.strip().startswith("row published with parenthesised")
@@ -328,6 +645,18 @@ def case_of(row, arch, set_name, rows):
             notes.append(("Extractor's notes: " + " ".join(e if e.endswith(".") else e + "." for e in extract))
                          .replace("\u00d7", "x"))
 
+    hd = head_dim(arch) if moe else None
+    head_dim_line = f"  head_dim: {hd}\n" if hd else ""
+    moe_block = "" if not moe else f"""  moe:
+    experts: {arch['num_experts']}
+    top_k: {arch['top_k']}
+    expert_ffn_hidden: {arch['moe_ffn_hidden']}
+    shared_expert_ffn_hidden: {num(arch['shared_expert_ffn'], 0)}
+    dense_layers: {dense_layers(arch)}
+    token_drop: {'true' if token_drop(row['model']) else 'false'}
+"""
+    parallel_lines = "".join(f"  {name}: {value}\n" for name, value in (("cp", cp), ("ep", ep), ("etp", etp))
+                             if value != 1)
     text = HEADER + f"""set: {set_name}
 case: {case}
 source:
@@ -340,7 +669,7 @@ model:
   hidden: {arch['hidden']}
   heads: {heads}
   kv_heads: {kv}
-  layers: {layers}
+{head_dim_line}  layers: {layers}
   ffn_hidden: {arch['ffn_hidden']}
   sequence: {seq}
   vocab: {vocab}
@@ -351,12 +680,12 @@ model:
   dtype: {dtype}
   attention: flash
   causal: true
-plan:
+{moe_block}plan:
   gpus: {gpus}
   tp: {tp}
   pp: {pp}
   dp: {dp}
-  global_batch: {gbs}
+{parallel_lines}  global_batch: {gbs}
   micro_batch: {mbs}
   recompute: none
   sequence_parallel: {'true' if tp > 1 else 'false'}
@@ -370,12 +699,12 @@ measurement:
   tokens_per_s_per_gpu: {tokens}
 notes: >-
 """ + "\n".join(wrap(n) for n in notes) + "\n"
-    summary = (set_name, case, gpus, tp, pp, vp, dp, mbs, fsdp, prec or row["variant"], step)
+    summary = (set_name, case, gpus, tp, pp, vp, dp, mbs, fsdp, prec or row["variant"], step, cp, ep)
     return case, text, summary
 
 
-def check(row, arch):
-    """The loader's rules (src/specs/validation_case.cc), checked here so a bad row fails now."""
+def check(row, arch, set_name):
+    """The loader's rules (src/specs/validation_case.cc) and Megatron's, checked here so a bad row fails now."""
     gpus, tp, pp = int(row["gpus"]), int(row["tp"]), int(row["pp"])
     cp, vp = num(row["cp"], 1), num(row["vp"], 1)
     if gpus % (tp * pp * cp):
@@ -385,7 +714,44 @@ def check(row, arch):
                 f"the loss as pipeline layers: account_for_embedding/loss_in_pipeline_split)")
     if int(arch["heads"]) % tp:
         return f"heads {arch['heads']} not divisible by tp {tp}"
+    if set_name in ("nemo-dense-25.09", "nemo-dense-fp8", "nemo-dense-bf16"):
+        return None
+    dp = num(row["dp"]) or gpus // (tp * pp * cp)
+    if tp * pp * cp * dp != gpus:
+        return f"the table's dp {row['dp']} does not make gpus {gpus} = tp x pp x cp x dp"
+    mbs, gbs, ga = int(row["mbs"]), int(row["gbs"]), num(row["ga"])
+    if (row["release"], row["system"], row["model"], row["precision"]) not in RECIPE_CORRECTIONS:
+        if ga is not None and gbs != dp * mbs * ga:
+            return f"GBS {gbs} is not dp {dp} x MBS {mbs} x GA {ga} (the table's fields disagree)"
+        if gbs % (mbs * dp):
+            return f"GBS {gbs} not divisible by MBS {mbs} x dp {dp}"
+    if arch["num_experts"] != "":
+        ep, etp, experts = num(row["ep"], 1), num(row["etp"], 1), int(arch["num_experts"])
+        if experts % ep:
+            return f"ep {ep} does not divide the {experts} experts"
+        if (tp * cp * dp) % (ep * etp):
+            return f"ep x etp = {ep * etp} does not divide tp x cp x dp = {tp * cp * dp} (MoE parallel folding)"
     return None
+
+
+def moe_left_out(model, arch):
+    """Why a MoE model's rows cannot be stated, or None."""
+    for prefix, why in MOE_NOT_MODELLED:
+        if model.startswith(prefix):
+            return why
+    if moe_base(model) not in (Q30, Q235, OSS):
+        return "MoE model the converter does not know"
+    return None
+
+
+def new_set_precision(row):
+    """None when the row's precision can be stated as a dtype (fp16, bf16, fp8, mxfp8), else why not."""
+    p = row["precision"]
+    if row["release"] == "25.09" or p in FP8_PRECISIONS or p == "bf16":
+        return None
+    if p == "nvfp4":
+        return "precision nvfp4: no such dtype in the case format (fp16, bf16, fp8, mxfp8)"
+    return f"precision '{p or 'not stated'}' cannot be stated as a dtype"
 
 
 def main():
@@ -394,16 +760,37 @@ def main():
     with open(os.path.join(REF, "models.csv"), newline="") as f:
         models = {m["model"]: m for m in csv.DictReader(f)}
 
-    selected = {"nemo-dense-25.09": [], "nemo-dense-fp8": [], "nemo-dense-bf16": []}
+    selected = {"nemo-dense-25.09": [], "nemo-dense-fp8": [], "nemo-dense-bf16": [], "nemo-cp": [], "nemo-moe": []}
     skipped = []
     for row in rows:
         arch = models.get(row["model"])
-        if row["task"] != "pretrain" or row["variant"] == "with-cp":
+        if row["task"] != "pretrain":
+            continue
+        if row["variant"] == "with-cp" or row["tokens_per_s_per_gpu"] == "":
+            skipped.append((row, "no tokens/s published (the long-sequence 'with-cp' table gives TFLOP/s only)"))
             continue
         if arch is None or arch["layers"] == "":
             skipped.append((row, "no architecture in models.csv"))
             continue
+        if arch["num_experts"] != "":
+            why = moe_left_out(row["model"], arch) or new_set_precision(row) or check(row, arch, "nemo-moe")
+            if why:
+                skipped.append((row, why))
+            else:
+                selected["nemo-moe"].append((row, arch))
+            continue
         if not is_dense(row["model"], arch):
+            skipped.append((row, "neither a known dense family nor MoE"))
+            continue
+        if row["ep"] not in ("", "1", "n/a"):
+            skipped.append((row, f"dense with ep {row['ep']}"))
+            continue
+        if row["cp"] not in ("", "1"):
+            why = new_set_precision(row) or check(row, arch, "nemo-cp")
+            if why:
+                skipped.append((row, why))
+            else:
+                selected["nemo-cp"].append((row, arch))
             continue
         if row["release"] == "25.09":
             set_name = "nemo-dense-25.09"
@@ -414,13 +801,7 @@ def main():
         else:
             skipped.append((row, f"dense, precision {row['precision'] or '?'}: in no set"))
             continue
-        if row["cp"] not in ("", "1"):
-            skipped.append((row, f"cp {row['cp']}"))
-            continue
-        if row["ep"] not in ("", "1", "n/a"):
-            skipped.append((row, f"ep {row['ep']}"))
-            continue
-        why = check(row, arch)
+        why = check(row, arch, set_name)
         if why:
             skipped.append((row, why))
             continue
@@ -449,13 +830,18 @@ def main():
                         if f.readline() == HEADER:
                             os.remove(full)
         print(f"{set_name}: {len(chosen)} cases" + (f" in {out_dir}" if chosen else " (no rows: nothing written)"))
-    print("\nset | case | gpus | tp/pp/vp/dp | mbs | fsdp | precision | step_s")
+    print("\nset | case | gpus | tp/pp/cp/vp/dp/ep | mbs | fsdp | precision | step_s")
     for s in summaries:
-        print(f"{s[0]} | {s[1]} | {s[2]} | {s[3]}/{s[4]}/{s[5]}/{s[6]} | {s[7]} | {'y' if s[8] else 'n'} | {s[9]} | {s[10]:.3f}")
-    print("\nleft out (dense pre-training rows):")
+        print(f"{s[0]} | {s[1]} | {s[2]} | {s[3]}/{s[4]}/{s[11]}/{s[5]}/{s[6]}/{s[12]} | {s[7]} | "
+              f"{'y' if s[8] else 'n'} | {s[9]} | {s[10]:.3f}")
+    print(f"\nleft out ({len(skipped)} pre-training rows):")
     for row, why in skipped:
         print(f"  {row['release']} {row['system']} {row['model']} {row['precision'] or '-'} {row['variant']} "
-              f"{row['gpus']} GPUs tp{row['tp']} pp{row['pp']} cp{row['cp']} vp{row['vp']}: {why}")
+              f"{row['gpus']} GPUs tp{row['tp']} pp{row['pp']} cp{row['cp']} vp{row['vp']} ep{row['ep']}: {why}")
+    print("\nleft out, per reason:")
+    for why, count in sorted(collections.Counter(re.sub(r"(?<![\w-])\d+(?![\w-])", "N", w) for _, w in skipped).items(),
+                             key=lambda kv: (-kv[1], kv[0])):
+        print(f"  {count:3d}  {why}")
 
 
 if __name__ == "__main__":
