@@ -108,7 +108,7 @@ void run(EstimateOptions options, CLI::App& command) {
     counts = apply_node_counts(setup->cluster, "--nodes", options.nodes, std::vector<int>(counts.size(), 0));
     setup->cluster = shape_cluster(setup->cluster, counts);
   }
-  setup->load_profiles(options.planner, counts);
+  setup->load_profiles(options.planner, counts, &options.key);
   options.key.node_order = parse_placement(options.placement, setup->cluster);
   if (!options.planner.zero_stages.empty()) options.key.zero_stage = options.planner.zero_stages.front();
   // CLI11 admits only none, selective and full.
@@ -148,6 +148,11 @@ void add_estimate_command(CLI::App& app) {
   command->add_option("--tp", options->key.tp, "tensor-parallel degree");
   command->add_option("--dp", options->key.dp, "data-parallel degree");
   command->add_option("--pp", options->key.pp, "pipeline stages");
+  command->add_option("--cp", options->key.cp,
+                      "context-parallel degree: each sequence split over cp GPUs (ring attention; analytic profiles)");
+  command->add_option("--ep", options->key.ep,
+                      "expert-parallel degree: a MoE model's experts split over ep GPUs of a stage's tp x cp x dp");
+  command->add_option("--etp", options->key.etp, "expert tensor-parallel degree: each expert split over etp GPUs");
   command->add_option("--nodes", options->nodes,
                       "plan on N nodes of TYPE (node type or GPU name) of the cluster, the others 0: a cluster "
                       "shape as `search --pareto` tries; repeatable")

@@ -247,7 +247,14 @@ std::unique_ptr<PlannerSetup> PlannerSetup::load_specs(const PlannerOptions& opt
   return setup;
 }
 
-void PlannerSetup::load_profiles(const PlannerOptions& options, const std::vector<int>& counts) {
+void PlannerSetup::load_profiles(const PlannerOptions& options, const std::vector<int>& counts, const PlanKey* key) {
+  LayerOptions layers{Stack::kMegatron, false, options.tp_comm_overlap};
+  if (key) {
+    layers.cp = key->cp;
+    layers.ep = key->ep;
+    layers.etp = key->etp;
+  }
+  const bool parallel_layers = layers.cp > 1 || layers.ep > 1 || layers.etp > 1;
   DiskSource disk;
   SpecStore store(disk, embedded_presets());
   // Profiles of node types without nodes are never consulted, and need not exist.
@@ -263,11 +270,15 @@ void PlannerSetup::load_profiles(const PlannerOptions& options, const std::vecto
                       ".yaml (shipped or in --profile-dir) and no peak_tflops and memory_bandwidth_bytes_per_s on "
                       "node type '" + node.name + "'; give those (the analytic model then times the layers), or "
                       "measure a profile with `fasop-cpp profile layers`");
-    if (store.has_profile(model, node.gpu, options.profile_dir))
+    const bool measured = store.has_profile(model, node.gpu, options.profile_dir);
+    if (measured && parallel_layers)
+      throw SpecError("--cp/--ep/--etp: the measured profile " + model.name + "_" + lower_case(node.gpu) +
+                      ".yaml times layers without context or expert parallelism; use cp, ep and etp 1, or plan on "
+                      "node types with GPU data (the analytic model times those)");
+    if (measured)
       profile_storage.push_back(store.load_profile(model, node.gpu, options.profile_dir));
     else
-      profile_storage.push_back(analytic_profile(model, node, divisors(node.gpus_per_node), divisors(model.global_batch),
-                                                 LayerOptions{Stack::kMegatron, false, options.tp_comm_overlap}));
+      profile_storage.push_back(analytic_profile(model, node, divisors(node.gpus_per_node), divisors(model.global_batch), layers));
     input.profiles[type] = &profile_storage.back();
   }
 }

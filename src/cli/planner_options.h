@@ -58,7 +58,9 @@ struct PlannerSetup {
   static std::unique_ptr<PlannerSetup> load_specs(const PlannerOptions& options);
   /// Loads a profile for every node type whose count in `counts` is positive: a measured one
   /// where there is one, else (for a node type that gives its GPU's specs) an analytic one.
-  void load_profiles(const PlannerOptions& options, const std::vector<int>& counts);
+  /// `key`, where given, sets the layers' context and expert parallelism (PlanKey::cp, ep, etp),
+  /// which only analytic profiles time.
+  void load_profiles(const PlannerOptions& options, const std::vector<int>& counts, const PlanKey* key = nullptr);
 };
 
 /// `counts` with each TYPE=N of `specs` applied (TYPE: a node type's name or its GPU), for

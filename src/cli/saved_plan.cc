@@ -163,7 +163,7 @@ CandidateResult estimate_again(LoadedPlan& loaded) {
   PlannerSetup& setup = *loaded.setup;
   std::vector<int> counts(setup.cluster.node_types.size());
   for (size_t type = 0; type < counts.size(); ++type) counts[type] = setup.cluster.node_count(static_cast<int>(type));
-  setup.load_profiles(loaded.options, counts);
+  setup.load_profiles(loaded.options, counts, &loaded.file.key);
   // FASOP's policy reports some partitions with the stage times FASOP's greedy had before its
   // last move (estimate's default); the saved figures were made that way, and so are these.
   const PartitionTiming timing =

@@ -34,9 +34,7 @@ struct Link {
 };
 
 int first_rank(const PlanContext& ctx, int stage) { return ctx.stage_first_rank(stage); }
-int last_rank(const PlanContext& ctx, int stage) {
-  return ctx.stage_first_rank(stage) + ctx.stage_tp(stage) * ctx.stage_dp(stage) - 1;
-}
+int last_rank(const PlanContext& ctx, int stage) { return ctx.stage_first_rank(stage) + ctx.stage_gpus(stage) - 1; }
 
 const NodeType& type_of_node(const PlanContext& ctx, int node) {
   return ctx.cluster->node_types[ctx.key.node_order[node]];
@@ -46,7 +44,7 @@ const NodeType& type_of_node(const PlanContext& ctx, int node) {
 /// link_between): those of the stage on the node, or for a ring its tp rings.
 double network_sharing(const PlanContext& ctx, int stage, const NodeType& ta, bool ring) {
   const int tp = ctx.stage_tp(stage);
-  const double on_node = std::min(ta.gpus_per_node, tp * ctx.stage_dp(stage));
+  const double on_node = std::min(ta.gpus_per_node, ctx.stage_gpus(stage));
   return ring ? std::min<double>(tp, on_node) : on_node;
 }
 
@@ -99,7 +97,7 @@ double element_bytes(const ModelSpec& model) { return activation_bytes(model.dty
 /// The slowest link of stage `stage`'s data-parallel ring: its first and last rank meet every
 /// kind of link its ranks use (across zones, limit_ring_by_zones finds the slowest edge).
 Link dp_link(const PlanContext& ctx, int stage) {
-  const int first = ctx.stage_rank(stage, 0, 0), last = ctx.stage_rank(stage, ctx.stage_dp(stage) - 1, ctx.stage_tp(stage) - 1);
+  const int first = ctx.stage_rank(stage, 0, 0), last = last_rank(ctx, stage);
   Link link = link_between(ctx, stage, first, last, true);
   // A stage's ranks sit on consecutive nodes; each of its rings visits every one of them.
   link.ring_nodes = ctx.node_of(last) - ctx.node_of(first) + 1;
@@ -132,6 +130,14 @@ double fill_memory_prefixes(const ModelSpec& m, const PlanKey& k, int tp, std::v
 /// Parameters of stage `stage` of `partition` on one GPU: the memory model's prefix sums.
 }  // namespace
 
+double stage_expert_params(const PlanContext& ctx, const std::vector<int>& partition, int stage) {
+  const std::vector<double>& prefix = ctx.partition_memory->expert_params_prefix;
+  if (prefix.empty()) return 0;
+  int first = 0;
+  for (int s = 0; s < stage; ++s) first += partition[s];
+  return prefix[first + partition[stage]] - prefix[first];
+}
+
 double stage_params(const PlanContext& ctx, const std::vector<int>& partition, int stage) {
   int first = 0;
   for (int s = 0; s < stage; ++s) first += partition[s];
@@ -150,7 +156,8 @@ double boundary_send_bytes(const PlanContext& ctx, int from, int to) {
   // 1/min(tp) of it, and the side with more ranks scatters or gathers the rest on its node
   // (not priced, as the gather of equal tp is not). Equal tp gives Megatron's 1/tp.
   const int lanes = std::min(ctx.stage_tp(from), ctx.stage_tp(to));
-  return activation_message_bytes(*ctx.model, double(k.mbs) * k.dp / replicas, lanes);
+  // Context parallelism: each of a replica's cp GPUs sends its 1/cp of the sequence.
+  return activation_message_bytes(*ctx.model, double(k.mbs) * k.dp / replicas, lanes) / k.cp;
 }
 
 double activation_message_bytes(const ModelSpec& model, double samples, int lanes) {
@@ -171,23 +178,52 @@ double unit_params(const ModelSpec& m, const LayerUnit& unit, int tp) {
     case LayerRole::kPostProcess:
       return h * v / tp + norm;  // the head (a copy of the embedding when tied) and final norm
     case LayerRole::kTransformer: {
-      double attention = h * (h + 2 * h * kv_share) + h * h;
-      if (unit.cross_attention) attention *= 2;
-      double mlp = (m.activation == Activation::kSwiglu ? 3 : 2) * h * f;
-      return (attention + mlp) / tp + 2 * norm;
+      double attention = h * (m.query_width() + 2 * m.kv_width()) + m.query_width() * h;
+      if (unit.cross_attention) attention += 2 * h * h + 2 * h * h * kv_share;
+      const bool gated = m.activation == Activation::kSwiglu;
+      if (!unit.moe) return (attention + mlp_matrices(gated) * h * f) / tp + 2 * norm;
+      // The router is replicated on every tp rank; the shared expert splits as a dense MLP.
+      const double shared = mlp_matrices(gated) * h * m.moe.shared_expert_ffn_hidden;
+      return (attention + shared) / tp + 2 * norm + m.moe.experts * h;
     }
   }
   return 0;
 }
 
+double unit_expert_params(const ModelSpec& m, const LayerUnit& unit, int ep, int etp) {
+  return unit.moe ? local_expert_params(m.moe, m.hidden, m.activation == Activation::kSwiglu, ep, etp) : 0;
+}
+
+int expert_data_parallel(const PlanKey& key) { return key.tp * key.cp * key.dp / (key.ep * key.etp); }
+
 ActivationMode activation_mode(const PlanKey& key) { return activation_mode(key, key.tp); }
 
 ActivationMode activation_mode(const PlanKey& key, int tp) {
-  return {key.recompute, key.selective_recompute && !key.recompute, key.sequence_parallel && tp > 1};
+  return {key.recompute, key.selective_recompute && !key.recompute, key.sequence_parallel && tp > 1, key.cp, key.etp};
 }
 
+namespace {
+
+/// Bytes a MoE layer's MLP keeps for its backward pass, for `tokens` tokens of its tensor-parallel
+/// group (Megatron-Core's MoELayer): the router's fp32 scores (4 bytes an expert a local
+/// token); the busiest GPU's permuted tokens (its experts' input, 2 bytes x hidden) and their
+/// activations as a dense MLP keeps them (SwiGLU: gate, up and product, 6 bytes x the expert's
+/// width; else 4); the shared expert as a dense MLP.
+double moe_activation_bytes(const ModelSpec& m, double tokens, double tp, int etp) {
+  const MoeSpec& moe = m.moe;
+  const bool gated = m.activation == Activation::kSwiglu;
+  const double expert_tokens = busiest_expert_tokens(moe, tokens, int(tp), etp);
+  return 4 * tokens / tp * moe.experts +
+         expert_tokens * (2.0 * m.hidden + (gated ? 6 : 4) * double(moe.expert_ffn_hidden) / etp) +
+         (gated ? 6 : 4) * tokens * moe.shared_expert_ffn_hidden / tp;
+}
+
+}  // namespace
+
 double unit_activation_bytes(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs, const ActivationMode& mode) {
-  const double s = m.sequence, b = mbs, h = m.hidden, a = m.heads, f = m.ffn_hidden, v = m.vocab, t = tp;
+  // Context parallelism leaves each GPU 1/cp of every sequence (flash attention only: no scores).
+  const double s = double(m.sequence) / mode.cp, b = mbs, h = m.hidden, a = m.heads, f = m.ffn_hidden, v = m.vocab,
+               t = tp;
   // Sequence parallelism splits the sequence of what tensor parallelism replicates.
   const double sp = mode.sequence_parallel ? t : 1;
   switch (unit.role) {
@@ -205,7 +241,8 @@ double unit_activation_bytes(const ModelSpec& m, const LayerUnit& unit, int tp, 
       const double replicated = 10 * s * b * h / sp;
       const double attention = 8 * s * b * h / t;
       const double scores = m.flash_attention || mode.selective ? 0 : 5 * a * s * s * b / t;
-      const double mlp = (m.activation == Activation::kSwiglu ? 6 : 4) * s * b * f / t;
+      const bool gated = m.activation == Activation::kSwiglu;
+      const double mlp = unit.moe ? moe_activation_bytes(m, s * b, t, mode.etp) : (gated ? 6 : 4) * s * b * f / t;
       const double bytes = replicated + attention + scores + mlp;
       return unit.cross_attention ? bytes + replicated + attention + scores : bytes;
     }
@@ -343,7 +380,7 @@ void AnalyticPolicy::time_stage(const PlanContext& ctx, const std::vector<int>& 
   parts.tp_comm_s = compute > 0 ? tp * passes / compute : 0;
   parts.compute_s = passes - parts.tp_comm_s;
   parts.gather_s = parts.overlap_s = 0;
-  const int dp = ctx.stage_dp(s);
+  const int dp = ctx.stage_grad_ranks(s);
   if (k.zero_stage == 3 && dp > 1) {
     // FSDP: every unit's 16-bit parameters are gathered before its forward and its backward,
     // its gradients reduce-scattered after its backward, each a unit ahead of the compute:
@@ -432,21 +469,34 @@ std::vector<StageSync> AnalyticPolicy::stage_syncs(const PlanContext& ctx, const
   for (int s = 0; s < k.pp; ++s) {
     StageSync& sync = syncs[s];
     const double params = stage_params(ctx, partition, s);
-    const int dp = ctx.stage_dp(s);
+    // Dense weights are replicated over cp x dp GPUs; a MoE stage's routed experts over the
+    // expert-data-parallel GPUs (tp x cp x dp / (ep x etp)).
+    const int dp = ctx.stage_grad_ranks(s);
+    const double experts = stage_expert_params(ctx, partition, s);
+    const int edp = experts > 0 ? expert_data_parallel(k) : 1;
     const GpuSpec& gpu = stage_gpu(ctx, s);
     // Adam on the GPU's own parameters: its shard with ZeRO, else all of the stage's.
-    const double local = k.zero_stage >= 1 ? params / dp : params;
+    const double local = k.zero_stage >= 1 ? params / dp + experts / edp : params + experts;
     const double bandwidth = gpu.memory_bandwidth_bytes_per_s * gpu.efficiency(model.dtype).memory_share;
     if (bandwidth > 0) sync.optimizer_s = kOptimizerBytesPerParam * local / bandwidth;
-    if (dp > 1 && k.zero_stage < 3) {
+    if ((dp > 1 || edp > 1) && k.zero_stage < 3) {
       const Link link = dp_link(ctx, s);
       const double slowdown = gpu.overlap_slowdown;
       // Megatron buckets only to overlap; without it one bucket holds every gradient.
       const bool bucketed = options_.overlap_dp_allreduce || options_.overlap_param_gather;
-      sync.buckets = bucketed ? gradient_buckets(params, dp, options_.bucket_params) : 1;
-      const double bucket = params / sync.buckets;
+      sync.buckets = bucketed ? gradient_buckets(params + experts, dp, options_.bucket_params) : 1;
+      const double bucket = params / sync.buckets, expert_bucket = experts / sync.buckets;
+      // The experts' rings run one per GPU of an expert group on each node: they share its
+      // network min(GPUs a node, ep x etp) ways where the dense rings share it tp ways.
+      Link expert_link = link;
+      if (experts > 0 && link.ring_nodes > 1) {
+        const double gpn = type_of_node(ctx, ctx.node_of(first_rank(ctx, s))).gpus_per_node;
+        expert_link.bits_per_s *= std::min<double>(ctx.stage_tp(s), gpn) / std::min<double>(gpn, k.ep * k.etp);
+      }
       // ZeRO 0: all-reduce of the gradients; ZeRO 1-2: reduce-scatter, half the ring.
-      const double reduce = ring_s(link, dp, gradient_bytes(model.dtype) * bucket) * (sharded ? 0.5 : 1.0);
+      const double reduce = (ring_s(link, dp, gradient_bytes(model.dtype) * bucket) +
+                             (experts > 0 ? ring_s(expert_link, edp, gradient_bytes(model.dtype) * expert_bucket) : 0)) *
+                            (sharded ? 0.5 : 1.0);
       sync.reduce_s = sync.buckets * reduce;
       sync.reduce_exposed_s = options_.overlap_dp_allreduce
                                   ? bucketed_exposed_s(sync.buckets, reduce, timings[s].backward_s)
@@ -454,7 +504,8 @@ std::vector<StageSync> AnalyticPolicy::stage_syncs(const PlanContext& ctx, const
       sync.reduce_overlap_s = slowdown * (sync.reduce_s - sync.reduce_exposed_s);
       if (sharded) {
         // The updated 16-bit parameters, all-gathered: half a ring.
-        const double gather = ring_s(link, dp, element_bytes(model) * bucket) / 2;
+        const double gather = (ring_s(link, dp, element_bytes(model) * bucket) +
+                               (experts > 0 ? ring_s(expert_link, edp, element_bytes(model) * expert_bucket) : 0)) / 2;
         sync.gather_s = sync.buckets * gather;
         sync.gather_exposed_s = options_.overlap_param_gather
                                     ? bucketed_exposed_s(sync.buckets, gather, timings[s].forward_s, slack)
@@ -552,7 +603,8 @@ double fill_memory_prefixes(const ModelSpec& m, const PlanKey& k, int tp, std::v
   for (size_t u = 0; u < m.units.size(); ++u) {
     // Layers repeat: a unit like the one before has its sizes (every search layout asks).
     const LayerUnit& unit = m.units[u];
-    if (u == 0 || unit.role != m.units[u - 1].role || unit.cross_attention != m.units[u - 1].cross_attention) {
+    if (u == 0 || unit.role != m.units[u - 1].role || unit.cross_attention != m.units[u - 1].cross_attention ||
+        unit.moe != m.units[u - 1].moe) {
       unit_param = unit_params(m, unit, tp);
       unit_bytes = unit_activation_bytes(m, unit, tp, 1, mode);
       if (k.recompute) working_layer = std::max(working_layer, unit_activation_bytes(m, unit, tp, 1, recomputing));
@@ -590,10 +642,17 @@ std::optional<MemoryModel> AnalyticPolicy::memory_model(const PlanContext& ctx) 
   for (std::vector<double>* per_stage :
        {&model.bytes_per_param, &model.in_flight, &model.fixed_bytes, &model.limit_bytes})
     per_stage->reserve(k.pp);
+  if (m.moe.enabled()) {
+    model.expert_params_prefix.assign(m.units.size() + 1, 0);
+    for (size_t u = 0; u < m.units.size(); ++u)
+      model.expert_params_prefix[u + 1] = model.expert_params_prefix[u] + unit_expert_params(m, m.units[u], k.ep, k.etp);
+    model.expert_bytes_per_param.assign(k.pp, bytes_per_param(k.zero_stage, expert_data_parallel(k), m.dtype));
+  }
   for (int s = 0; s < k.pp; ++s) {
-    // A speed-split stage holds the activations of its busiest replica's share.
+    // A speed-split stage holds the activations of its busiest replica's share. The activation
+    // prefixes hold a whole sample's on a GPU (its 1/cp share with context parallelism).
     const double samples = ctx.splits_stage(s) ? ctx.split_memory_samples[s] : ctx.stage_mbs(s);
-    model.bytes_per_param.push_back(bytes_per_param(k.zero_stage, ctx.stage_dp(s), m.dtype));
+    model.bytes_per_param.push_back(bytes_per_param(k.zero_stage, ctx.stage_grad_ranks(s), m.dtype));
     model.in_flight.push_back(std::min(k.pp - s, ctx.num_microbatches) * samples);
     model.fixed_bytes.push_back(kReservedGpuBytes + working_layer[s] * samples);
     double memory_gib = std::numeric_limits<double>::infinity();
@@ -608,13 +667,18 @@ std::vector<StageMemory> AnalyticPolicy::stage_memory(const PlanContext& ctx, co
   const MemoryModel& model = *ctx.partition_memory;
   std::vector<StageMemory> stages;
   for (int s = 0, first = 0; s < ctx.pp(); first += partition[s], ++s) {
-    const double zero3_per_param = bytes_per_param(3, ctx.stage_dp(s), ctx.model->dtype);
+    const double zero3_per_param = bytes_per_param(3, ctx.stage_grad_ranks(s), ctx.model->dtype);
     StageMemory mem;
     int end = first + partition[s];
     mem.gib = model.stage_bytes(s, first, end) / kGib;
     const std::vector<double>& params = model.stage_params_prefix(s);
     mem.zero_gib = mem.gib - (params[end] - params[first]) *
                                  (model.bytes_per_param[s] - zero3_per_param) / kGib;
+    if (!model.expert_params_prefix.empty()) {
+      const double experts = model.expert_params_prefix[end] - model.expert_params_prefix[first];
+      const double expert_zero3 = bytes_per_param(3, expert_data_parallel(ctx.key), ctx.model->dtype);
+      mem.zero_gib -= experts * (model.expert_bytes_per_param[s] - expert_zero3) / kGib;
+    }
     mem.limit_gib = model.limit_bytes[s] / kGib;
     stages.push_back(mem);
   }

@@ -193,10 +193,20 @@ class AnalyticPolicy : public CostPolicy {
 /// the analytic memory model.
 constexpr double kReservedGpuBytes = 1.0 * 1024 * 1024 * 1024;
 
-/// Parameters of one pipeline unit of `model` on one GPU at tensor-parallel degree `tp`.
+/// Parameters of one pipeline unit of `model` on one GPU at tensor-parallel degree `tp`, its
+/// routed experts apart (unit_expert_params): what the stage's cp x dp GPUs replicate.
 double unit_params(const ModelSpec& model, const LayerUnit& unit, int tp);
-/// Parameters on one GPU of stage `stage` of `partition` (the memory model's prefix sums).
+/// Parameters of a MoE unit's routed experts on one GPU (experts / ep of them, each split over
+/// etp), which the expert-data-parallel GPUs replicate; 0 for other units.
+double unit_expert_params(const ModelSpec& model, const LayerUnit& unit, int ep, int etp);
+/// GPUs that replicate the routed experts of a stage of tp x cp x dp GPUs with expert
+/// parallelism ep and expert tensor parallelism etp: tp x cp x dp / (ep x etp).
+int expert_data_parallel(const PlanKey& key);
+/// Parameters on one GPU of stage `stage` of `partition` (the memory model's prefix sums),
+/// routed experts apart.
 double stage_params(const PlanContext& ctx, const std::vector<int>& partition, int stage);
+/// The routed experts' parameters on one GPU of stage `stage` of `partition` (0: a dense model).
+double stage_expert_params(const PlanContext& ctx, const std::vector<int>& partition, int stage);
 /// Bytes of `samples` sequences' activations at a stage boundary, split over `lanes`
 /// tensor-parallel ranks: one lane's share.
 double activation_message_bytes(const ModelSpec& model, double samples, int lanes);
@@ -212,6 +222,8 @@ struct ActivationMode {
   bool full_recompute = false;     ///< a transformer layer keeps only its input
   bool selective = false;          ///< attention's softmax and dropout are recomputed, not kept
   bool sequence_parallel = false;  ///< what tp replicates is split over the sequence
+  int cp = 1;                      ///< context parallelism: a GPU holds 1/cp of each sequence
+  int etp = 1;                     ///< expert tensor parallelism: each expert's width over etp GPUs
 };
 /// The mode of a plan (selective only without full recomputation, sequence parallelism only
 /// with tp > 1).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "costmodel/parallel_dims_checks.h"
 #include "costmodel/speed_split_checks.h"
 #include "costmodel/speed_split_stage.h"
 #include "costmodel/stage_tp_checks.h"
@@ -68,13 +69,14 @@ void validate_batch_split(const ModelSpec& model, const PlanKey& key) {
 void validate_plan_key(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key) {
   for (auto [name, value] : {std::pair{"mbs", key.mbs}, {"tp", key.tp}, {"dp", key.dp}, {"pp", key.pp}})
     if (value <= 0) throw SpecError(std::string("--") + name + ": must be positive, got " + str(value));
+  validate_parallel_dims(model, cluster, key);
   if (!key.stage_dp.empty()) validate_stage_dp(model, cluster, key);
   if (!key.stage_tp.empty())
     validate_stage_tp_degrees(model, cluster, key);
-  else if (key.stage_dp.empty() && key.tp * key.dp * key.pp != cluster.num_gpus())
-    throw SpecError("--tp/--dp/--pp: tp * dp * pp = " + str(key.tp * key.dp * key.pp) +
-                    " but cluster '" + cluster.name + "' has " + str(cluster.num_gpus()) +
-                    " GPUs; choose degrees whose product is " + str(cluster.num_gpus()));
+  else if (key.stage_dp.empty() && 1LL * key.tp * key.cp * key.dp * key.pp != cluster.num_gpus())
+    throw SpecError(std::string(key.cp > 1 ? "--tp/--cp/--dp/--pp: tp * cp * dp * pp = " : "--tp/--dp/--pp: tp * dp * pp = ") +
+                    std::to_string(1LL * key.tp * key.cp * key.dp * key.pp) + " but cluster '" + cluster.name + "' has " +
+                    str(cluster.num_gpus()) + " GPUs; choose degrees whose product is " + str(cluster.num_gpus()));
   validate_batch_split(model, key);
   if (key.pp > model.num_units())
     throw SpecError("--pp: " + str(key.pp) + " stages but model '" + model.name + "' has only " +
@@ -157,6 +159,7 @@ PlanContext make_layout_context(const ModelSpec& model, const ClusterSpec& clust
   if (!key.stage_tp.empty() && policy.name() == "fasop")
     throw SpecError("--stage-tp: the fasop policy prices one tp on every stage; use --policy analytic");
   validate_speed_split_policy(key.speed_split, policy.name());
+  validate_parallel_dims_policy(model, key, policy.name());
   PlanContext ctx = rank_layout_context(cluster, key);
   ctx.model = &model;
   ctx.num_microbatches = slowest_replica_microbatches(model.global_batch, key);
@@ -180,7 +183,7 @@ void add_stage_times(PlanContext& ctx, const NodeTypeProfiles& profiles, const C
   // their tp all-reduces included, are timed at it.
   std::vector<int> type_tp(cluster.node_types.size(), key.tp);
   for (int s = 0; s < key.pp && !key.stage_tp.empty(); ++s) {
-    const int first = ctx.stage_first_rank(s), last = first + ctx.stage_tp(s) * ctx.stage_dp(s) - 1;
+    const int first = ctx.stage_first_rank(s), last = first + ctx.stage_gpus(s) - 1;
     for (int node = ctx.node_of(first); node <= ctx.node_of(last); ++node) type_tp[key.node_order[node]] = ctx.stage_tp(s);
   }
   for (size_t type = 0; type < cluster.node_types.size(); ++type) {

@@ -27,10 +27,19 @@ struct MemoryModel {
   const std::vector<double>& stage_activation_prefix(int stage) const {
     return stage_table.empty() ? activation_prefix : table_activation_prefix[stage_table[stage]];
   }
+  /// A MoE model's routed experts (PlanKey::ep): their parameters per GPU, units [0, u), and
+  /// per stage the bytes each costs, sharded over the expert-data-parallel GPUs rather than dp.
+  /// Empty for a dense model.
+  std::vector<double> expert_params_prefix;
+  std::vector<double> expert_bytes_per_param;
+
   double stage_bytes(int stage, int first, int end) const {
     const std::vector<double>&params = stage_params_prefix(stage), &activations = stage_activation_prefix(stage);
+    const double experts = expert_params_prefix.empty()
+                               ? 0
+                               : (expert_params_prefix[end] - expert_params_prefix[first]) * expert_bytes_per_param[stage];
     return (params[end] - params[first]) * bytes_per_param[stage] +
-           (activations[end] - activations[first]) * in_flight[stage] + fixed_bytes[stage];
+           (activations[end] - activations[first]) * in_flight[stage] + fixed_bytes[stage] + experts;
   }
   bool fits(int stage, int first, int end) const { return stage_bytes(stage, first, end) <= limit_bytes[stage]; }
 };

@@ -66,9 +66,15 @@ struct PlanContext {
   int stage_mbs(int stage) const { return replica_micro_batch(key, stage_dp(stage)); }
   /// The first rank of stage `stage`: stages take contiguous ranks, its tp x its dp each.
   int stage_first_rank(int stage) const;
-  /// The rank of replica `dp_index`, tensor-parallel lane `tp_index` of stage `stage`.
-  int stage_rank(int stage, int dp_index, int tp_index) const {
-    return stage_first_rank(stage) + dp_index * stage_tp(stage) + tp_index;
+  /// GPUs of stage `stage`: tp x cp x dp.
+  int stage_gpus(int stage) const { return stage_tp(stage) * key.cp * stage_dp(stage); }
+  /// GPUs that hold the same dense weights of stage `stage` and reduce their gradients: its
+  /// replicas' cp x dp.
+  int stage_grad_ranks(int stage) const { return key.cp * stage_dp(stage); }
+  /// The rank of replica `dp_index`, tensor-parallel lane `tp_index` of stage `stage`, at
+  /// context-parallel rank `cp_index` (Megatron's order: tp fastest, then cp, then dp).
+  int stage_rank(int stage, int dp_index, int tp_index, int cp_index = 0) const {
+    return stage_first_rank(stage) + (dp_index * key.cp + cp_index) * stage_tp(stage) + tp_index;
   }
   int num_units() const { return model->num_units(); }
   /// Node holding `rank`: ranks fill the nodes in order, each node's GPUs in turn.

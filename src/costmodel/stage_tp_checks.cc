@@ -24,7 +24,7 @@ std::vector<int> node_rank_starts(const ClusterSpec& cluster, const PlanKey& key
 
 long long plan_gpus(const PlanKey& key) {
   long long gpus = 0;
-  for (int s = 0; s < key.pp; ++s) gpus += 1LL * tp_of(key, s) * dp_of(key, s);
+  for (int s = 0; s < key.pp; ++s) gpus += 1LL * tp_of(key, s) * key.cp * dp_of(key, s);
   return gpus;
 }
 

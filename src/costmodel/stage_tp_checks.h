@@ -7,7 +7,7 @@
 
 namespace fasop {
 
-/// GPUs the plan's stages take: each stage's tp x its dp, summed (tp x dp x pp when uniform).
+/// GPUs the plan's stages take: each stage's tp x cp x its dp, summed (tp x cp x dp x pp when uniform).
 long long plan_gpus(const PlanKey& key);
 
 /// The degrees alone: one positive tp per stage, tp the largest, each dividing the heads, and

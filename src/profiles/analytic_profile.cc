@@ -5,6 +5,7 @@
 #include <string>
 
 #include "profiles/libtorch_layer.h"
+#include "profiles/moe_layer.h"
 #include "specs/precision.h"
 #include "specs/spec_error.h"
 
@@ -137,9 +138,12 @@ double PassWork::gemm_flops() const {
 
 LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs, const LayerOptions& options) {
   const double b = mbs, s = m.sequence, h = m.hidden, f = m.ffn_hidden, t = tp;
-  const double kv = double(m.kv_heads) / m.heads;  // key/value width relative to hidden
-  const double head_dim = h / m.heads, local_heads = double(m.heads) / t;
-  const double tokens = b * s;
+  const double head_dim = m.attention_head_dim(), local_heads = double(m.heads) / t;
+  const double hq = m.query_width(), hkv = m.kv_width();  // queries' (and output's) and keys' widths
+  // Context parallelism: each GPU holds s / cp of every sequence's tokens (queries), and its
+  // attention reaches all s keys through the ring.
+  const double s_local = s / options.cp;
+  const double tokens = b * s_local;
   const double bytes = activation_bytes(m.dtype), gemm_bytes = gemm_input_bytes(m.dtype);
   const StackTraits st = traits(options.stack);
   // The embedding's and head's rows on one GPU.
@@ -190,44 +194,66 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
   // Causal self-attention computes half the score matrix (T5's and BERT's encoders all of it).
   const bool causal = m.causal && unit.segment != "encoder";
   int attention_kernels = 0;
+  // With context parallelism a GPU's s / cp queries meet all s keys; a causal mask balanced
+  // over the ring (Megatron-LM's zigzag split) leaves every GPU half of that, as without cp.
   auto attention = [&](bool is_causal) {
     if (m.flash_attention) {
-      fw.attention_flops += 4 * b * s * s * h / t * (is_causal ? 0.5 : 1);
+      fw.attention_flops += 4 * b * s_local * s * hq / t * (is_causal ? 0.5 : 1);
       attention_kernels += 1;
     } else {
-      fw.gemms.push_back({s, s, head_dim, b * local_heads});  // Q K^T
-      fw.gemms.push_back({s, head_dim, s, b * local_heads});  // scores x V
-      fw.memory_bytes += st.score_passes * b * local_heads * s * s * bytes;
+      fw.gemms.push_back({s_local, s, head_dim, b * local_heads});  // Q K^T
+      fw.gemms.push_back({s_local, head_dim, s, b * local_heads});  // scores x V
+      fw.memory_bytes += st.score_passes * b * local_heads * s_local * s * bytes;
       attention_kernels += st.unfused_attention_kernels;
     }
   };
-  fw.gemms.push_back({tokens, h * (1 + 2 * kv) / t, h});  // Q, K, V
+  fw.gemms.push_back({tokens, (hq + 2 * hkv) / t, h});  // Q, K, V
   attention(causal);
-  fw.gemms.push_back({tokens, h, h / t});                 // output projection
-  fw.gemms.push_back({tokens, (swiglu ? 2 : 1) * f / t, h});  // up (and gate)
-  fw.gemms.push_back({tokens, h, f / t});                 // down
-  double weights = h * h * (1 + 2 * kv) + h * h + (swiglu ? 3 : 2) * h * f;
-  double elements = st.replicated_elements * tokens * h / sp + st.head_copy_elements * tokens * h / t +
-                    (swiglu ? 1.5 : 1) * st.activation_elements * tokens * f / t;
+  fw.gemms.push_back({tokens, h, hq / t});              // output projection
+  double weights_per_gpu = (h * (hq + 2 * hkv) + hq * h) / t;
+  double elements = st.replicated_elements * tokens * h / sp + st.head_copy_elements * tokens * h / t;
   int layer_kernels = st.layer_kernels;  // beside the attention's
-  if (m.family == ModelFamily::kLlama) elements += 2 * tokens * h * (1 + kv) / t;  // rotary on Q and K
+  int tp_regions = 2;                    // attention and MLP: an all-reduce (or gather and scatter) each
+  if (unit.moe) {
+    MoeWork moe = moe_mlp_work(m, tokens, tp, options);
+    fw.gemms.insert(fw.gemms.end(), moe.gemms.begin(), moe.gemms.end());
+    weights_per_gpu += moe.weights_per_gpu;
+    elements += moe.elements;
+    layer_kernels += moe.kernels;
+    tp_regions = tp_regions - 1 + moe.tp_regions;
+    fw.ep_alltoalls = moe.alltoalls;
+    fw.ep_alltoall_bytes = moe.alltoall_bytes;
+    fw.etp_collective_bytes = moe.etp_collective_bytes;
+  } else {
+    fw.gemms.push_back({tokens, (swiglu ? 2 : 1) * f / t, h});  // up (and gate)
+    fw.gemms.push_back({tokens, h, f / t});                     // down
+    weights_per_gpu += (swiglu ? 3 : 2) * h * f / t;
+    elements += (swiglu ? 1.5 : 1) * st.activation_elements * tokens * f / t;
+  }
+  if (options.cp > 1) {
+    // Ring attention (Megatron-Core through Transformer Engine): cp - 1 steps, each passing a
+    // chunk's keys and values (s / cp tokens of both) on to the next GPU of the ring.
+    fw.cp_ring_steps = options.cp - 1;
+    fw.cp_ring_step_bytes = 2 * b * s_local * hkv / t * bytes;
+  }
+  if (m.family == ModelFamily::kLlama) elements += 2 * tokens * (hq + hkv) / t;  // rotary on Q and K
   if (unit.cross_attention) {
     fw.gemms.push_back({tokens, h / t, h});           // queries
-    fw.gemms.push_back({tokens, 2 * h * kv / t, h});  // keys and values of the encoder's output
+    fw.gemms.push_back({tokens, 2 * hkv / t, h});  // keys and values of the encoder's output
     attention(false);
     fw.gemms.push_back({tokens, h, h / t});
-    weights += 2 * h * h + 2 * h * h * kv;
+    weights_per_gpu += (2 * h * h + 2 * h * hkv) / t;
     elements += 8 * tokens * h / sp;
     layer_kernels += 6;
   }
   if (is_fp8(m.dtype)) {
     // Each GEMM input is cast to fp8 (read 2 bytes, write 1: 1.5 elements) before it runs.
     // MXFP8's block scales cost its GEMMs, not this traffic: the GPU data's mxfp8 efficiency.
-    elements += 1.5 * tokens * (2 * h + h / t + f / t);
+    elements += 1.5 * tokens * (2 * h + hq / t + (unit.moe ? 0 : f / t));  // MoE: moe_mlp_work casts its own
     layer_kernels += 4;
   }
-  fw.weight_bytes = weights / t * gemm_bytes;
-  fw.tp_collectives = tp > 1 ? (unit.cross_attention ? 3 : 2) : 0;  // after attention(s) and MLP
+  fw.weight_bytes = weights_per_gpu * gemm_bytes;
+  fw.tp_collectives = tp > 1 ? tp_regions + (unit.cross_attention ? 1 : 0) : 0;
   fw.tp_collective_bytes = tokens * h * bytes;
   if (eager) {
     // The profiler's ops as its code runs them (libtorch_layer.h); the attention's own kernels
@@ -249,6 +275,13 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
   }
   w.backward.tp_collectives = fw.tp_collectives;  // the inputs' gradients, once per region
   w.backward.tp_collective_bytes = fw.tp_collective_bytes;
+  // Backward, the ring passes the keys' and values' gradients beside them; the experts'
+  // all-to-alls carry the tokens' gradients back the way they came.
+  w.backward.cp_ring_steps = fw.cp_ring_steps;
+  w.backward.cp_ring_step_bytes = 2 * fw.cp_ring_step_bytes;
+  w.backward.ep_alltoalls = fw.ep_alltoalls;
+  w.backward.ep_alltoall_bytes = fw.ep_alltoall_bytes;
+  w.backward.etp_collective_bytes = fw.etp_collective_bytes;
   return w;
 }
 
@@ -306,8 +339,53 @@ PassTime pass_time(const PassWork& work, int tp, const NodeType& node, const std
   } else {
     t.tp_comm_s = comm_s;
   }
-  t.seconds = compute_s + t.tp_comm_s;
+  if (work.cp_ring_steps > 0) {
+    // Each ring step's send runs beside the attention of the chunk in hand: only what the
+    // attention cannot hide is exposed (and the hidden part slows it, as overlapped tp does).
+    const double ring_s = cp_ring_s(work, tp, options.cp, node);
+    const double attention_s = work.attention_flops / (other_peak * (work.backward ? oe.attention_backward_peak_share : oe.attention_peak_share));
+    const double hidden = std::min(ring_s, attention_s);
+    t.cp_comm_s = ring_s - hidden + gpu.overlap_slowdown * hidden;
+  }
+  // Megatron-LM's all-to-all dispatcher waits for its tokens: exposed.
+  t.ep_comm_s = ep_comm_s(work, options.ep, options.etp, node);
+  t.seconds = compute_s + t.tp_comm_s + t.cp_comm_s + t.ep_comm_s;
   return t;
+}
+
+double cp_ring_s(const PassWork& work, int tp, int cp, const NodeType& node) {
+  if (work.cp_ring_steps <= 0) return 0;
+  // A ring lane's cp GPUs lie tp apart (tp fastest in rank order): inside a node while tp x cp
+  // fits in one, else each step crosses the network, which the node's GPUs share.
+  const GpuSpec& gpu = node.gpu_data;
+  const bool inside = tp * cp <= node.gpus_per_node;
+  const double latency_s = inside ? node.intra_node_latency_s : node.inter_node_latency_s;
+  const double bits_per_s = inside ? node.intra_node_bandwidth_bits_per_s * gpu.nvlink.at(work.cp_ring_step_bytes)
+                                   : node.inter_node_bandwidth_bits_per_s / node.gpus_per_node *
+                                         gpu.network.at(work.cp_ring_step_bytes);
+  return work.cp_ring_steps * (latency_s + 8 * work.cp_ring_step_bytes / bits_per_s);
+}
+
+double ep_comm_s(const PassWork& work, int ep, int etp, const NodeType& node) {
+  const GpuSpec& gpu = node.gpu_data;
+  double seconds = 0;
+  if (work.ep_alltoalls > 0 && ep > 1) {
+    // An expert group's ep GPUs lie etp apart (MoE parallel folding: etp fastest): the peers on
+    // a GPU's own node are reached over NVLink, the rest over the network at its GPU's share of
+    // the node's bandwidth, both at once; each peer gets 1/ep of the bytes.
+    const int on_node = std::max(1, std::min(ep, node.gpus_per_node / etp));
+    const double per_peer = work.ep_alltoall_bytes / ep;
+    const double nvlink_s = (on_node - 1) * per_peer * 8 /
+                            (node.intra_node_bandwidth_bits_per_s * gpu.nvlink.at(per_peer));
+    const double network_s = (ep - on_node) * per_peer * 8 /
+                             (node.inter_node_bandwidth_bits_per_s / node.gpus_per_node * gpu.network.at(per_peer));
+    const double latency_s = ep > on_node ? node.inter_node_latency_s : node.intra_node_latency_s;
+    seconds += work.ep_alltoalls * (latency_s + std::max(nvlink_s, network_s));
+  }
+  if (work.etp_collective_bytes > 0 && etp > 1)
+    seconds += gpu.nvlink.ring_allreduce_s(work.etp_collective_bytes, etp, node.intra_node_latency_s,
+                                           node.intra_node_bandwidth_bits_per_s);
+  return seconds;
 }
 
 LayerTime layer_time(const ModelSpec& model, const LayerUnit& unit, int tp, int mbs, const NodeType& node,
@@ -329,7 +407,8 @@ ProfileSpec analytic_profile(const ModelSpec& model, const NodeType& node, const
         LayerTime t = layer_time(model, unit, tp, mbs, node, options);
         profile.forward_s[unit.type][tp][mbs] = t.forward.seconds;
         profile.backward_s[unit.type][tp][mbs] = t.backward.seconds;
-        profile.tp_comm_s[unit.type][tp][mbs] = t.forward.tp_comm_s + t.backward.tp_comm_s;
+        profile.tp_comm_s[unit.type][tp][mbs] = t.forward.tp_comm_s + t.backward.tp_comm_s + t.forward.cp_comm_s +
+                                                t.backward.cp_comm_s + t.forward.ep_comm_s + t.backward.ep_comm_s;
       }
   return profile;
 }

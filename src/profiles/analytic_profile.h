@@ -31,6 +31,17 @@ struct PassWork {
   int host_ops = 0;              ///< ops the host dispatches to launch them (fused stacks: one a kernel)
   int tp_collectives = 0;        ///< tensor-parallel all-reduces (or all-gather + reduce-scatter pairs)
   double tp_collective_bytes = 0;  ///< bytes each of them reduces (the full activation)
+  /// Context parallelism's ring attention: steps (cp - 1) each sending these bytes to the next
+  /// rank of the ring (forward: a key and value chunk; backward: those and their gradients).
+  int cp_ring_steps = 0;
+  double cp_ring_step_bytes = 0;
+  /// Expert parallelism's token all-to-alls (forward: dispatch and combine), each of these
+  /// bytes of tokens that one GPU sends out to the ep GPUs of its group (itself included).
+  int ep_alltoalls = 0;
+  double ep_alltoall_bytes = 0;
+  /// Expert tensor parallelism: the routed tokens' all-gather and reduce-scatter over etp GPUs,
+  /// as one all-reduce of these bytes.
+  double etp_collective_bytes = 0;
   bool backward = false;         ///< a backward pass (its fused attention runs at the backward share)
   double gemm_flops() const;
 };
@@ -49,6 +60,9 @@ struct LayerOptions {
   /// Tensor-parallel communication overlapped with the GEMMs (--tp-comm-overlap): only what
   /// the GEMMs cannot hide is exposed, and the hidden part slows them by the GPU's overlap_slowdown.
   bool overlap_tp_comm = false;
+  int cp = 1;   ///< context-parallel degree: each GPU holds 1/cp of every sequence (PlanKey::cp)
+  int ep = 1;   ///< expert-parallel degree: a MoE layer's experts over ep GPUs (PlanKey::ep)
+  int etp = 1;  ///< expert tensor-parallel degree (PlanKey::etp)
 };
 
 /// The work of unit `unit` of `model` at micro-batch `mbs` and tensor-parallel degree `tp`
@@ -61,6 +75,8 @@ struct PassTime {
   double gpu_s = 0;        ///< kernels on the GPU (GEMMs, attention, element-wise, gaps)
   double host_s = 0;       ///< launching them from the host
   double tp_comm_s = 0;    ///< tensor-parallel communication exposed (with overlap: its cost)
+  double cp_comm_s = 0;    ///< ring attention's sends that the attention does not hide
+  double ep_comm_s = 0;    ///< the experts' all-to-alls (and expert tensor parallelism's collectives)
 };
 
 /// The GPU's dense peak FLOP/s in the precision `dtype` computes in (fp16's where it lists no
@@ -84,9 +100,16 @@ struct LayerTime {
 LayerTime layer_time(const ModelSpec& model, const LayerUnit& unit, int tp, int mbs, const NodeType& node,
                      const LayerOptions& options = {});
 
+/// Seconds of `work`'s expert all-to-alls and expert tensor-parallel collectives on `node`
+/// (alone: not overlapped), with expert parallelism `ep` and expert tensor parallelism `etp`.
+double ep_comm_s(const PassWork& work, int ep, int etp, const NodeType& node);
+/// Seconds of `work`'s ring-attention sends, with tp x cp GPUs per ring lane group on `node`.
+double cp_ring_s(const PassWork& work, int tp, int cp, const NodeType& node);
+
 /// A profile of `model` on `node`'s GPU: forward and backward seconds per layer type, for every
-/// tp in `tps` and micro-batch in `micro_batches`, and the tensor-parallel communication in
-/// them (tp_comm_s). Needs node.has_gpu_data().
+/// tp in `tps` and micro-batch in `micro_batches`, and the model-parallel communication in
+/// them (tp_comm_s: tensor-parallel, ring attention's and the experts' all-to-alls, as far
+/// as exposed). Needs node.has_gpu_data().
 ProfileSpec analytic_profile(const ModelSpec& model, const NodeType& node, const std::vector<int>& tps,
                              const std::vector<int>& micro_batches, const LayerOptions& options = {});
 

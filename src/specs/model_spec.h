@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "specs/moe_spec.h"
+
 namespace fasop {
 
 /// What a pipeline unit is, for the parameter and activation formulas.
@@ -14,6 +16,7 @@ struct LayerUnit {
   LayerRole role = LayerRole::kTransformer;
   std::string segment = {};  ///< "" or e.g. "encoder"/"decoder": a stage never spans two segments
   bool cross_attention = false;  ///< a decoder layer that also attends to the encoder (T5)
+  bool moe = false;  ///< a transformer layer whose MLP is the model's mixture of experts (ModelSpec::moe)
 };
 
 /// The MLP's activation: GELU (two matrices), SwiGLU (three, LLaMA) or squared ReLU (two,
@@ -53,6 +56,10 @@ struct ModelSpec {
   std::string dtype = "fp16";  ///< training precision of the GEMMs: fp16, bf16 or fp32
   int ffn_hidden = 0;          ///< MLP inner width (4 x hidden unless given)
   int kv_heads = 0;            ///< key/value heads: heads, or fewer with grouped-query attention
+  /// Width of one attention head: hidden / heads unless given (Qwen3-30B-A3B: 128 where hidden
+  /// / heads is 64, so that its attention is wider than its hidden size).
+  int head_dim = 0;
+  MoeSpec moe;                 ///< the mixture of experts of its `moe` units (none: a dense model)
   Activation activation = Activation::kGelu;
   Norm norm = Norm::kLayerNorm;
   bool tied_embeddings = true;  ///< the output head shares the input embedding's weights
@@ -71,6 +78,12 @@ struct ModelSpec {
   /// Number of transformer-role units (FASOP's num_layers, the bound on pp).
   int num_transformer_layers() const;
   int num_units() const { return static_cast<int>(units.size()); }
+  /// The attention head's width: head_dim, or hidden / heads.
+  int attention_head_dim() const { return head_dim > 0 ? head_dim : hidden / heads; }
+  /// Width of the queries (and of the attention's output): heads x the head's width.
+  double query_width() const { return double(heads) * attention_head_dim(); }
+  /// Width of the keys, and of the values: kv_heads x the head's width.
+  double kv_width() const { return double(kv_heads) * attention_head_dim(); }
   /// Each unit's index among its segment's transformer-role units (each stack numbers its
   /// layers from 0, as Hugging Face and `plan show` do: T5's "decoder 0"); -1 for other units.
   std::vector<int> segment_layer_indices() const;

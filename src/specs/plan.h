@@ -56,6 +56,17 @@ struct PlanKey {
   /// slowest replica's time is least (costmodel/speed_split.h); a stage on one node type is
   /// unchanged. Off: every replica of a stage takes the same share at its slowest type's pace.
   bool speed_split = false;
+  // Beyond pipeline, tensor and data parallelism (at the end: keys are aggregates built in order).
+  /// Context parallelism (Megatron-LM's --context-parallel-size): each sequence is split over
+  /// cp GPUs, which attend across the split by ring attention. A stage has tp x cp x dp GPUs,
+  /// tp fastest, then cp, then dp (Megatron's rank order); gradients reduce over cp x dp.
+  int cp = 1;
+  /// Expert parallelism: each MoE layer's experts are split over ep GPUs of the stage's
+  /// tp x cp x dp (Megatron-Core's MoE parallel folding); tokens reach them by all-to-all.
+  int ep = 1;
+  /// Expert tensor parallelism: each expert's MLP is split over etp GPUs (ep x etp divides the
+  /// stage's tp x cp x dp GPUs).
+  int etp = 1;
 
   RecomputeMode recompute_mode() const {
     return recompute ? RecomputeMode::kFull : selective_recompute ? RecomputeMode::kSelective : RecomputeMode::kNone;

@@ -72,8 +72,11 @@ std::string plan_file_yaml(const PlanFile& plan) {
       << "micro_batch: " << plan.key.mbs << "\n"
       << "tp: " << plan.key.tp << "\n"
       << "dp: " << plan.key.dp << "\n"
-      << "pp: " << plan.key.pp << "\n"
-      << "zero_stage: " << plan.key.zero_stage << "\n"
+      << "pp: " << plan.key.pp << "\n";
+  if (plan.key.cp > 1) out << "cp: " << plan.key.cp << "    # context parallelism: each sequence over cp GPUs\n";
+  if (plan.key.ep > 1) out << "ep: " << plan.key.ep << "    # expert parallelism: the experts over ep GPUs\n";
+  if (plan.key.etp > 1) out << "etp: " << plan.key.etp << "    # expert tensor parallelism\n";
+  out << "zero_stage: " << plan.key.zero_stage << "\n"
       << "recompute: " << recompute_name(plan.key.recompute_mode()) << "\n";
   if (plan.key.sequence_parallel) out << "sequence_parallel: true\n";
   if (plan.key.virtual_stages > 1) out << "virtual_stages: " << plan.key.virtual_stages << "\n";
@@ -108,7 +111,7 @@ PlanFile parse_plan_file(const std::string& yaml_text, const std::string& source
   Field root = load_root(yaml_text, source);
   PlanFile plan;
   plan.source = source;
-  root.only_keys({"version", "model", "cluster", "profile_dir", "policy", "overlap_dp_allreduce", "overlap_tp_comm",
+  root.only_keys({"version", "model", "cluster", "profile_dir", "policy", "overlap_dp_allreduce", "overlap_tp_comm", "cp", "ep", "etp",
                   "overlap_param_gather", "nodes", "global_batch", "micro_batch", "tp", "dp", "pp", "zero_stage",
                   "recompute", "sequence_parallel", "virtual_stages", "stage_dp", "stage_tp", "uneven_dp", "speed_split", "node_order", "partition", "stages",
                   "estimate"});
@@ -138,6 +141,9 @@ PlanFile parse_plan_file(const std::string& yaml_text, const std::string& source
   plan.key.tp = root.child("tp").positive_int(kMaxGpusPerNode);
   plan.key.dp = root.child("dp").positive_int(kMaxGlobalBatch);
   plan.key.pp = root.child("pp").positive_int(kMaxUnits);
+  if (root.child("cp").present()) plan.key.cp = root.child("cp").positive_int(kMaxGlobalBatch);
+  if (root.child("ep").present()) plan.key.ep = root.child("ep").positive_int(kMaxExperts);
+  if (root.child("etp").present()) plan.key.etp = root.child("etp").positive_int(kMaxGpusPerNode);
   plan.key.zero_stage = root.child("zero_stage").as<int>("0, 1, 2 or 3");
   if (plan.key.zero_stage < 0 || plan.key.zero_stage > 3) root.child("zero_stage").fail("must be 0, 1, 2 or 3");
   std::optional<RecomputeMode> recompute = recompute_mode_named(root.child("recompute").text());

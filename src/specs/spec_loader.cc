@@ -78,7 +78,7 @@ void resolve_gpu_data(const Field& entry, NodeType& type) {
 const std::vector<std::string>& model_dim_fields() {
   static const std::vector<std::string> fields = {"hidden", "heads", "sequence", "vocab", "precision_bits", "dtype",
                                                   "ffn_hidden", "kv_heads", "activation", "norm", "tied_embeddings",
-                                                  "attention", "family", "causal"};
+                                                  "attention", "family", "causal", "head_dim", "moe"};
   return fields;
 }
 
@@ -134,6 +134,39 @@ void parse_model_dims(const Field& root, ModelSpec& model) {
   }
   model.causal = model.family != ModelFamily::kBert;
   if (root.child("causal").present()) model.causal = root.child("causal").as<bool>("true or false");
+  if (root.child("head_dim").present()) model.head_dim = root.child("head_dim").positive_int(kMaxHidden);
+  if (Field moe = root.child("moe"); moe.present()) model.moe = parse_moe(moe);
+}
+
+MoeSpec parse_moe(const Field& field) {
+  field.keys("a mapping {experts, top_k, expert_ffn_hidden, shared_expert_ffn_hidden?, dense_layers?, token_drop?}");
+  field.only_keys({"experts", "top_k", "expert_ffn_hidden", "shared_expert_ffn_hidden", "dense_layers", "token_drop"});
+  MoeSpec moe;
+  moe.experts = field.child("experts").positive_int(kMaxExperts);
+  moe.top_k = field.child("top_k").positive_int(kMaxExperts);
+  if (moe.top_k > moe.experts)
+    field.child("top_k").fail("is more than the " + std::to_string(moe.experts) + " experts; a token goes to at most all of them");
+  moe.expert_ffn_hidden = field.child("expert_ffn_hidden").positive_int(4 * kMaxHidden);
+  if (field.child("shared_expert_ffn_hidden").present())
+    moe.shared_expert_ffn_hidden = field.child("shared_expert_ffn_hidden").non_negative_int(4 * kMaxHidden);
+  if (field.child("dense_layers").present()) moe.dense_layers = field.child("dense_layers").non_negative_int(kMaxUnits);
+  if (field.child("token_drop").present()) moe.token_drop = field.child("token_drop").as<bool>("true or false");
+  return moe;
+}
+
+void check_moe_units(const Field& layers, const ModelSpec& model) {
+  int dense = 0, moe = 0;
+  for (const LayerUnit& unit : model.units) {
+    if (unit.role != LayerRole::kTransformer) continue;
+    (unit.moe ? moe : dense) += 1;
+  }
+  if (moe > 0 && !model.moe.enabled())
+    layers.fail("has units with moe: true but the model has no 'moe' block; add moe: {experts, top_k, expert_ffn_hidden}");
+  if (model.moe.enabled() && moe == 0)
+    layers.fail("has no unit with moe: true but the model has a 'moe' block; mark its MoE layers moe: true");
+  if (model.moe.enabled() && dense != model.moe.dense_layers)
+    layers.fail("has " + std::to_string(dense) + " dense transformer layers but moe.dense_layers is " +
+                std::to_string(model.moe.dense_layers) + "; make them agree");
 }
 
 ModelSpec parse_model(const std::string& yaml_text, const std::string& source) {
@@ -154,13 +187,16 @@ ModelSpec parse_model(const std::string& yaml_text, const std::string& source) {
 
   Field layers = root.child("layers");
   for (const Field& entry : layers.items("list of {type, role, repeat}", true)) {
-    entry.only_keys({"type", "role", "repeat", "segment", "cross_attention"});
+    entry.only_keys({"type", "role", "repeat", "segment", "cross_attention", "moe"});
     LayerUnit unit;
     unit.type = entry.child("type").text();
     unit.role = parse_role(entry.child("role"));
     if (entry.child("segment").present()) unit.segment = entry.child("segment").text();
     if (entry.child("cross_attention").present())
       unit.cross_attention = entry.child("cross_attention").as<bool>("true or false");
+    if (entry.child("moe").present()) unit.moe = entry.child("moe").as<bool>("true or false");
+    if (unit.moe && unit.role != LayerRole::kTransformer)
+      entry.child("moe").fail("only a transformer unit has an MLP to make a mixture of experts");
     int repeat = entry.child("repeat").present() ? entry.child("repeat").positive_int(kMaxUnits) : 1;
     if (model.units.size() + repeat > static_cast<size_t>(kMaxUnits))
       entry.child("repeat").fail("the model would have more than " + std::to_string(kMaxUnits) + " pipeline units");
@@ -168,6 +204,7 @@ ModelSpec parse_model(const std::string& yaml_text, const std::string& source) {
   }
   if (model.num_transformer_layers() == 0)
     layers.fail("has no unit with role transformer; add at least one");
+  check_moe_units(layers, model);
 
   Field clusters = root.child("default_clusters");
   if (clusters.present()) {

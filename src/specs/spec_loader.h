@@ -17,6 +17,7 @@ constexpr int kMaxGlobalBatch = 1 << 24;   ///< sequences a step
 constexpr int kMaxUnits = 100'000;         ///< pipeline units of a model (its layers, repeated)
 constexpr int kMaxGpusPerNode = 4096;
 constexpr int kMaxNodes = 100'000;         ///< nodes of a cluster
+constexpr int kMaxExperts = 1 << 16;       ///< routed experts of a MoE layer
 
 // Parse and validate spec YAML text. `source` names the file in error messages.
 // Every problem throws SpecError naming the source, the field and the fix.
@@ -34,5 +35,11 @@ NodeType parse_node_type(const Field& entry);
 void parse_model_dims(const Field& root, ModelSpec& model);
 /// The fields parse_model_dims reads, for a loader's list of known fields.
 const std::vector<std::string>& model_dim_fields();
+/// A model's `moe` block: {experts, top_k, expert_ffn_hidden, shared_expert_ffn_hidden?,
+/// dense_layers?, token_drop?}.
+MoeSpec parse_moe(const Field& field);
+/// Refuses `model`'s units (from `layers`) where they disagree with its moe block: MoE units
+/// without one, a block without MoE units, dense layers other than moe.dense_layers.
+void check_moe_units(const Field& layers, const ModelSpec& model);
 
 }  // namespace fasop

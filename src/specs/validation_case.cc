@@ -61,8 +61,14 @@ void parse_model_field(const Field& field, const SpecStore& store, Case& c) {
   model.report_name = c.name;
   parse_model_dims(field, model);
   int layers = field.child("layers").positive_int(kMaxUnits - 2);
+  if (model.moe.dense_layers > layers)
+    field.child("moe").child("dense_layers").fail("is more than the model's " + std::to_string(layers) + " layers");
   model.units.push_back({"embedding", LayerRole::kEmbedding, "", false});
-  for (int i = 0; i < layers; ++i) model.units.push_back({"transformer", LayerRole::kTransformer, "", false});
+  // A MoE model's first dense_layers keep a dense MLP; the rest are its MoE layers.
+  for (int i = 0; i < layers; ++i) {
+    const bool moe = model.moe.enabled() && i >= model.moe.dense_layers;
+    model.units.push_back({moe ? "moe_transformer" : "transformer", LayerRole::kTransformer, "", false, moe});
+  }
   model.units.push_back({"post_process", LayerRole::kPostProcess, "", false});
 }
 
@@ -102,7 +108,7 @@ void parse_micro_batch(const Field& field, ValidationPlan& plan) {
 
 void parse_plan_field(const Field& field, ValidationPlan& plan) {
   require_map(field, "{gpus, tp, pp, dp, global_batch, micro_batch?, recompute, ...}");
-  field.only_keys({"gpus", "tp", "pp", "dp", "global_batch", "micro_batch", "micro_batch_assumed",
+  field.only_keys({"gpus", "tp", "pp", "dp", "cp", "ep", "etp", "global_batch", "micro_batch", "micro_batch_assumed",
                               "micro_batch_assumption", "micro_batch_range", "recompute", "sequence_parallel",
                               "virtual_stages", "distributed_optimizer", "overlap_grad_reduce", "overlap_tp_comm",
                               "overlap_param_gather", "fsdp"});
@@ -110,6 +116,9 @@ void parse_plan_field(const Field& field, ValidationPlan& plan) {
   plan.tp = field.child("tp").positive_int(kMaxGpusPerNode);
   plan.pp = field.child("pp").positive_int(kMaxUnits);
   plan.dp = field.child("dp").positive_int(kMaxNodes);
+  if (field.child("cp").present()) plan.cp = field.child("cp").positive_int(kMaxNodes);
+  if (field.child("ep").present()) plan.ep = field.child("ep").positive_int(kMaxExperts);
+  if (field.child("etp").present()) plan.etp = field.child("etp").positive_int(kMaxGpusPerNode);
   plan.global_batch = field.child("global_batch").positive_int(kMaxGlobalBatch);
   parse_micro_batch(field, plan);
   plan.recompute = parse_recompute(field.child("recompute"));
@@ -149,10 +158,11 @@ void check_case(const Field& root, const ValidationCase& c) {
   const ValidationPlan& p = c.plan;
   Field plan = root.child("plan");
   auto n = [](long long v) { return std::to_string(v); };
-  const long long product = 1LL * p.tp * p.pp * p.dp;  // each bounded: no overflow in 64 bits
+  const long long product = 1LL * p.tp * p.pp * p.cp * p.dp;  // under 4096 x 10^15: no overflow in 64 bits
   if (product != p.gpus)
-    plan.child("gpus").fail("is " + n(p.gpus) + " but tp x pp x dp = " + n(p.tp) + " x " + n(p.pp) + " x " + n(p.dp) +
-                            " = " + n(product) + "; make them agree");
+    plan.child("gpus").fail("is " + n(p.gpus) + (p.cp > 1 ? " but tp x pp x cp x dp = " : " but tp x pp x dp = ") +
+                            n(p.tp) + " x " + n(p.pp) + (p.cp > 1 ? " x " + n(p.cp) : "") + " x " + n(p.dp) + " = " +
+                            n(product) + "; make them agree");
   if (p.global_batch % p.dp != 0)
     plan.child("global_batch").fail(n(p.global_batch) + " is not divisible by dp (" + n(p.dp) + "); fix either");
   if (p.micro_batch > 0 && p.global_batch % (1LL * p.micro_batch * p.dp) != 0)

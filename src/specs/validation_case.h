@@ -26,6 +26,9 @@ struct ValidationPlan {
   int tp = 1;
   int pp = 1;
   int dp = 1;
+  int cp = 1;   ///< context parallelism: each sequence split over cp GPUs (gpus = tp x pp x cp x dp)
+  int ep = 1;   ///< expert parallelism: a MoE layer's experts split over ep GPUs
+  int etp = 1;  ///< expert tensor parallelism: each expert split over etp GPUs
   int global_batch = 0;
   /// The micro-batch size predicted: as the source states it (micro_batch), or as the case
   /// assumes where the source is silent (micro_batch_assumed, with the reason in

@@ -59,6 +59,13 @@ struct Field {
     if (value > max) fail("must be at most " + std::to_string(max) + ", got " + std::to_string(value));
     return static_cast<int>(value);
   }
+  /// A whole number in [0, max].
+  int non_negative_int(int max = std::numeric_limits<int>::max()) const {
+    long long value = as<long long>("a whole number");
+    if (value < 0) fail("must be zero or positive, got " + std::to_string(value));
+    if (value > max) fail("must be at most " + std::to_string(max) + ", got " + std::to_string(value));
+    return static_cast<int>(value);
+  }
   double positive_double() const {
     double value = as<double>("a number");
     if (!(value > 0) || !std::isfinite(value)) fail("must be a positive number");

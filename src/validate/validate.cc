@@ -167,6 +167,9 @@ ValidationResult predict_case(const ValidationCase& c) {
   LayerOptions layers;
   layers.sequence_parallel = plan.sequence_parallel && plan.tp > 1;
   layers.overlap_tp_comm = plan.overlap_tp_comm;
+  layers.cp = plan.cp;
+  layers.ep = plan.ep;
+  layers.etp = plan.etp;
   ProfileSpec profile = analytic_profile(c.model, node, {plan.tp}, micro_batches, layers);
   AnalyticOptions options;
   options.overlap_dp_allreduce = plan.overlap_grad_reduce;
@@ -193,6 +196,9 @@ ValidationResult predict_case(const ValidationCase& c) {
     key.tp = plan.tp;
     key.dp = plan.dp;
     key.pp = plan.pp;
+    key.cp = plan.cp;
+    key.ep = plan.ep;
+    key.etp = plan.etp;
     key.node_order.assign(cluster.num_nodes(), 0);
     key.zero_stage = plan.fsdp ? 3 : plan.distributed_optimizer ? 1 : 0;
     key.recompute = plan.recompute == RecomputeMode::kFull;

@@ -1,0 +1,52 @@
+#include "profiles/moe_layer.h"
+
+#include "specs/precision.h"
+
+namespace fasop {
+
+MoeWork moe_mlp_work(const ModelSpec& m, double tokens, int tp, const LayerOptions& options) {
+  const MoeSpec& moe = m.moe;
+  const bool gated = m.activation == Activation::kSwiglu;
+  const double h = m.hidden, t = tp, bytes = activation_bytes(m.dtype);
+  const double local_tokens = tokens / t;  // sequence-parallel share entering the layer
+  const double routed = local_tokens * moe.top_k;
+  const double local_experts = double(moe.experts) / options.ep;
+  const double expert_width = double(moe.expert_ffn_hidden) / options.etp;
+  const double expert_tokens = busiest_expert_tokens(moe, tokens, tp, options.etp);
+  const double rows = expert_tokens / local_experts;  // each local expert's GEMM rows
+  MoeWork w;
+  // The router scores every local token against every expert (a GEMM of experts columns).
+  w.gemms.push_back({local_tokens, double(moe.experts), h});
+  // Grouped GEMMs: one up (and gate) and one down projection per local expert.
+  w.gemms.push_back({rows, (gated ? 2 : 1) * expert_width, h, local_experts});
+  w.gemms.push_back({rows, h, expert_width, local_experts});
+  w.weights_per_gpu = moe.experts * h + local_experts * mlp_matrices(gated) * h * expert_width;
+  // Element-wise: the router's softmax and top-k over the scores (fp32, counted as 2 elements
+  // each way), the permutation that groups tokens by expert and its inverse (each reads and
+  // writes the local and routed tokens), the experts' activation (read, write; SwiGLU's gate
+  // and product half again).
+  w.elements = 4 * local_tokens * moe.experts + 2 * (local_tokens + routed) * h +
+               (gated ? 3 : 2) * expert_tokens * expert_width;
+  if (is_fp8(m.dtype)) w.elements += 1.5 * expert_tokens * (h + expert_width);  // the experts' inputs cast to fp8
+  // Router, top-k, permute, unpermute, the activation, the grouped GEMMs' setup.
+  w.kernels = 6;
+  if (moe.shared_expert_ffn_hidden > 0) {
+    // The shared expert is a dense MLP over every token, split over tp as Megatron-LM's MLP.
+    const double fs = moe.shared_expert_ffn_hidden;
+    w.gemms.push_back({tokens, (gated ? 2 : 1) * fs / t, h});
+    w.gemms.push_back({tokens, h, fs / t});
+    w.weights_per_gpu += mlp_matrices(gated) * h * fs / t;
+    w.elements += (gated ? 3 : 2) * tokens * fs / t;
+    w.kernels += 3;
+    w.tp_regions = 1;
+  }
+  if (options.ep > 1) {
+    // Dispatch and combine: each moves a GPU's routed tokens to their experts' GPUs and back.
+    w.alltoalls = 2;
+    w.alltoall_bytes = routed * h * bytes;
+  }
+  if (options.etp > 1) w.etp_collective_bytes = expert_tokens * h * bytes;
+  return w;
+}
+
+}  // namespace fasop
