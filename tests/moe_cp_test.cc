@@ -1,0 +1,234 @@
+// Mixtures of experts and context parallelism against hand calculations: parameters and FLOPs
+// per rank against the model's closed form, the experts' all-to-all and ring attention's
+// volumes, their times on a made-up node, memory sharded over expert-data-parallel GPUs, and
+// the plans Megatron-LM cannot run, refused with the reason.
+#include <catch2/catch.hpp>
+
+#include "costmodel/analytic_policy.h"
+#include "costmodel/fasop_policy.h"
+#include "costmodel/make_context.h"
+#include "profiles/analytic_profile.h"
+#include "profiles/moe_layer.h"
+#include "specs/spec_loader.h"
+#include "test_support.h"
+
+using namespace fasop;
+using fasop::testing::spec_error;
+
+namespace {
+
+/// A small Mixtral-like model: 1 dense layer, then 2 MoE layers of 8 experts (top 2, width 2048).
+const char* kSmallMoe = R"(
+name: small-moe
+hidden: 1024
+heads: 16
+kv_heads: 4
+ffn_hidden: 4096
+sequence: 4096
+vocab: 32000
+global_batch: 64
+dtype: bf16
+activation: swiglu
+norm: rmsnorm
+tied_embeddings: false
+family: llama
+moe: {experts: 8, top_k: 2, expert_ffn_hidden: 2048, dense_layers: 1, token_drop: true}
+layers:
+  - {type: embedding, role: embedding}
+  - {type: transformer, role: transformer}
+  - {type: moe_layer, role: transformer, moe: true, repeat: 2}
+  - {type: post_process, role: post_process}
+)";
+
+ModelSpec small_moe() { return parse_model(kSmallMoe, "small-moe.yaml"); }
+
+/// 8 GPUs on a 1e12 bit/s NVLink (1 us), nodes joined by 8e11 bit/s (10 us); collectives at
+/// the full bandwidth.
+NodeType plain_node() {
+  NodeType node;
+  node.name = "x";
+  node.gpu = "X";
+  node.gpus_per_node = 8;
+  node.gpu_memory_gib = 80;
+  node.intra_node_bandwidth_bits_per_s = 1e12;
+  node.intra_node_latency_s = 1e-6;
+  node.inter_node_bandwidth_bits_per_s = 8e11;
+  node.inter_node_latency_s = 1e-5;
+  node.gpu_data.nvlink = {1.0, 0};
+  node.gpu_data.network = {1.0, 0};
+  return node;
+}
+
+double gemm_flops(const std::vector<Gemm>& gemms) {
+  double sum = 0;
+  for (const Gemm& g : gemms) sum += g.flops();
+  return sum;
+}
+
+}  // namespace
+
+TEST_CASE("a MoE layer's parameters and FLOPs follow the model's closed form", "[moe]") {
+  const ModelSpec m = small_moe();
+  REQUIRE(m.units.size() == 5);
+  CHECK(!m.units[1].moe);
+  CHECK(m.units[2].moe);
+  // Router 8 x 1024, 8 experts of 3 x 1024 x 2048, no shared expert.
+  CHECK(moe_mlp_params(m.moe, 1024, true) == 8 * 1024 + 8 * 3 * 1024.0 * 2048);
+  CHECK(moe_active_mlp_params(m.moe, 1024, true) == 8 * 1024 + 2 * 3 * 1024.0 * 2048);  // 12,591,104
+  CHECK(moe_mlp_forward_flops_per_token(m.moe, 1024, true) == 25182208.0);
+  // One GPU of tp 1, ep 4 holds 2 experts (12,582,912 parameters), 1 of 2 halves with etp 2.
+  CHECK(unit_expert_params(m, m.units[2], 4, 1) == 12582912.0);
+  CHECK(unit_expert_params(m, m.units[2], 4, 2) == 6291456.0);
+  CHECK(unit_expert_params(m, m.units[1], 4, 1) == 0);
+  // The rest at tp 2: attention 1024 x (1024 + 2 x 256) + 1024 x 1024 = 2,621,440 over 2, two
+  // RMSNorms (1024 each) and the router (8 x 1024) whole on every tp rank.
+  CHECK(unit_params(m, m.units[2], 2) == 1310720.0 + 2048 + 8192);
+  // A dense layer: attention and a 3 x 1024 x 4096 MLP over tp.
+  CHECK(unit_params(m, m.units[1], 2) == (2621440.0 + 3 * 1024.0 * 4096) / 2 + 2048);
+
+  // The forward GEMMs of a micro-batch of one 4096-token sequence at tp 1, ep 4: with token
+  // dropping (no imbalance), 4096 tokens x 2 experts x 6 x 1024 x 2048 for the experts and
+  // 2 x 4096 x 8 x 1024 for the router: 4096 x the FLOPs a token.
+  LayerOptions options;
+  options.ep = 4;
+  const MoeWork w = moe_mlp_work(m, 4096, 1, options);
+  CHECK(gemm_flops(w.gemms) == Approx(4096 * 25182208.0).epsilon(1e-12));
+  // Each of the 2 local experts' GEMMs gets 8192 routed tokens / 2 rows.
+  CHECK(w.gemms[1].m == 4096);
+  CHECK(w.gemms[1].count == 2);
+  // Dropless routing: the busiest GPU's experts take 1.1 x their share.
+  ModelSpec dropless = m;
+  dropless.moe.token_drop = false;
+  const MoeWork d = moe_mlp_work(dropless, 4096, 1, options);
+  CHECK(gemm_flops(d.gemms) == Approx(2 * 4096 * 8 * 1024.0 + 1.1 * 4096 * 2 * 6 * 1024.0 * 2048).epsilon(1e-12));
+  // tp 2 with sequence parallelism: each GPU routes half the tokens; the FLOPs halve.
+  CHECK(gemm_flops(moe_mlp_work(m, 4096, 2, options).gemms) == Approx(2048 * 25182208.0).epsilon(1e-12));
+}
+
+TEST_CASE("the experts' all-to-alls move every routed token's activation, there and back", "[moe]") {
+  const ModelSpec m = small_moe();
+  LayerOptions options;
+  options.ep = 4;
+  // 4096 tokens x top 2 x 1024 x 2 bytes (bf16) = 16 MiB into each all-to-all, dispatch and combine.
+  const LayerWork work = layer_work(m, m.units[2], 1, 1, options);
+  CHECK(work.forward.ep_alltoalls == 2);
+  CHECK(work.forward.ep_alltoall_bytes == 16777216.0);
+  CHECK(work.backward.ep_alltoalls == 2);
+  CHECK(work.backward.ep_alltoall_bytes == 16777216.0);
+  // tp 2: half the tokens a GPU.
+  CHECK(layer_work(m, m.units[2], 2, 1, options).forward.ep_alltoall_bytes == 8388608.0);
+  // No expert parallelism: no all-to-all; a dense layer has none either.
+  CHECK(layer_work(m, m.units[2], 1, 1).forward.ep_alltoalls == 0);
+  CHECK(layer_work(m, m.units[1], 1, 1, options).forward.ep_alltoalls == 0);
+
+  // On one node (ep 4 <= 8 GPUs), each all-to-all sends 3 peers a quarter of 16 MiB on NVLink:
+  // 1 us + 3 x 4 MiB x 8 / 1e12 bit/s.
+  const NodeType node = plain_node();
+  const double on_node = 1e-6 + 3 * 4194304.0 * 8 / 1e12;
+  CHECK(ep_comm_s(work.forward, 4, 1, node) == Approx(2 * on_node).epsilon(1e-12));
+  // ep 16 spans two nodes: 7 peers on NVLink, 8 across the network at 8e11 / 8 bit/s a GPU,
+  // at once; the network's 8 x 1 MiB x 8 / 1e11 dominates, with its 10 us latency.
+  const double across = 1e-5 + 8 * 1048576.0 * 8 / 1e11;
+  CHECK(ep_comm_s(work.forward, 16, 1, node) == Approx(2 * across).epsilon(1e-12));
+}
+
+TEST_CASE("ring attention passes each chunk's keys and values around the cp GPUs", "[cp]") {
+  const ModelSpec m = small_moe();
+  LayerOptions options;
+  options.cp = 2;
+  const LayerWork dense = layer_work(m, m.units[1], 1, 1);
+  const LayerWork ring = layer_work(m, m.units[1], 1, 1, options);
+  // cp 2: one step, passing 2048 tokens' keys and values (2 x 256 wide, bf16): 2 MiB; backward
+  // their gradients too.
+  CHECK(ring.forward.cp_ring_steps == 1);
+  CHECK(ring.forward.cp_ring_step_bytes == 2 * 2048 * 256 * 2.0);
+  CHECK(ring.backward.cp_ring_step_bytes == 4 * 2048 * 256 * 2.0);
+  // A GPU's 2048 queries meet all 4096 keys, half of them under the causal mask balanced over
+  // the ring: half the attention FLOPs of the whole sequence, and half the GEMM FLOPs.
+  CHECK(ring.forward.attention_flops == Approx(4.0 * 2048 * 4096 * 1024 * 0.5).epsilon(1e-12));
+  CHECK(ring.forward.attention_flops == Approx(dense.forward.attention_flops / 2).epsilon(1e-12));
+  CHECK(ring.forward.gemm_flops() == Approx(dense.forward.gemm_flops() / 2).epsilon(1e-12));
+  // On one node (tp x cp = 2 <= 8): 1 us + 2 MiB x 8 / 1e12 bit/s a step.
+  CHECK(cp_ring_s(ring.forward, 1, 2, plain_node()) == Approx(1e-6 + 2097152.0 * 8 / 1e12).epsilon(1e-12));
+  // Activations: a GPU keeps 1/cp of the sequence's.
+  ActivationMode mode, halved;
+  halved.cp = 2;
+  CHECK(unit_activation_bytes(m, m.units[1], 1, 1, halved) ==
+        Approx(unit_activation_bytes(m, m.units[1], 1, 1, mode) / 2).epsilon(1e-12));
+}
+
+TEST_CASE("expert parameters shard over the expert-data-parallel GPUs, dense ones over cp x dp", "[moe][memory]") {
+  const ModelSpec m = small_moe();
+  ClusterSpec cluster = fasop::testing::PresetSpecs("llama3-8b", "dgx-h100").cluster;
+  cluster.nodes.assign(1, 0);  // one node of 8 H100s
+  AnalyticPolicy policy;
+  PlanKey key;
+  key.mbs = 1, key.tp = 1, key.dp = 8, key.pp = 1, key.ep = 4, key.zero_stage = 1;
+  key.node_order = {0};
+  validate_plan_key(m, cluster, key);
+  const PlanContext ctx = make_layout_context(m, cluster, policy, key);
+  const MemoryModel& memory = *ctx.partition_memory;
+  // ZeRO-1 in bf16: 2 + 4 bytes a parameter, 12 of optimizer state over the GPUs holding it:
+  // dense over dp 8, experts over 8 / ep 4 = 2.
+  CHECK(expert_data_parallel(key) == 2);
+  CHECK(memory.bytes_per_param[0] == 2 + 4 + 12.0 / 8);
+  CHECK(memory.expert_bytes_per_param[0] == 2 + 4 + 12.0 / 2);
+  CHECK(memory.expert_params_prefix.back() == 2 * 12582912.0);
+  // cp 2 x dp 4: the dense gradients reduce over 8 GPUs as well.
+  key.cp = 2, key.dp = 4;
+  validate_plan_key(m, cluster, key);
+  const PlanContext cp_ctx = make_layout_context(m, cluster, policy, key);
+  CHECK(cp_ctx.stage_grad_ranks(0) == 8);
+  CHECK(cp_ctx.stage_gpus(0) == 8);
+  CHECK(cp_ctx.partition_memory->bytes_per_param[0] == 2 + 4 + 12.0 / 8);
+  // Megatron's rank order: tp fastest, then cp, then dp.
+  key.tp = 2, key.dp = 2, key.sequence_parallel = true;
+  const PlanContext tp_ctx = make_layout_context(m, cluster, policy, key);
+  CHECK(tp_ctx.stage_rank(0, 1, 1, 1) == (1 * 2 + 1) * 2 + 1);
+}
+
+TEST_CASE("plans Megatron-LM cannot run are refused with the reason", "[moe][cp][specs]") {
+  const ModelSpec m = small_moe();
+  ClusterSpec cluster = fasop::testing::PresetSpecs("llama3-8b", "dgx-h100").cluster;
+  cluster.nodes.assign(1, 0);
+  PlanKey key;
+  key.mbs = 1, key.tp = 1, key.dp = 8, key.pp = 1;
+  key.node_order = {0};
+  key.ep = 3;  // 8 experts
+  CHECK_THAT(spec_error([&] { validate_plan_key(m, cluster, key); }), Catch::Contains("--ep: 3 does not divide"));
+  key.ep = 8, key.dp = 4, key.cp = 2;  // 8 x 1 divides tp x cp x dp = 8: fine
+  validate_plan_key(m, cluster, key);
+  key.ep = 1, key.cp = 8, key.dp = 1;
+  ModelSpec odd = m;
+  odd.sequence = 4104;  // not 16 equal chunks
+  CHECK_THAT(spec_error([&] { validate_plan_key(odd, cluster, key); }), Catch::Contains("2 x cp"));
+  key.cp = 1, key.dp = 4, key.tp = 2;  // MoE with tp needs sequence parallelism
+  CHECK_THAT(spec_error([&] { validate_plan_key(m, cluster, key); }), Catch::Contains("sequence parallelism"));
+  key.sequence_parallel = true;
+  validate_plan_key(m, cluster, key);
+  key.tp = 1, key.dp = 8, key.sequence_parallel = false;
+  // The tp x dp x pp product counts cp.
+  key.cp = 2;
+  CHECK_THAT(spec_error([&] { validate_plan_key(m, cluster, key); }), Catch::Contains("tp * cp * dp * pp = 16"));
+  key.cp = 1;
+  // A dense model has no experts to split.
+  ModelSpec dense = fasop::testing::PresetSpecs("llama3-8b", "dgx-h100").model;
+  key.ep = 2;
+  CHECK_THAT(spec_error([&] { validate_plan_key(dense, cluster, key); }), Catch::Contains("has no experts"));
+  // FASOP's policy knows neither.
+  key.ep = 1;
+  FasopPolicy fasop_policy;
+  CHECK_THAT(spec_error([&] { make_layout_context(m, cluster, fasop_policy, key); }), Catch::Contains("--policy analytic"));
+}
+
+TEST_CASE("a MoE model file states its MoE layers and agrees with its moe block", "[moe][specs]") {
+  std::string text = kSmallMoe;
+  const std::string dense_layers = "dense_layers: 1";
+  std::string wrong = text;
+  wrong.replace(wrong.find(dense_layers), dense_layers.size(), "dense_layers: 2");
+  CHECK_THAT(spec_error([&] { parse_model(wrong, "m.yaml"); }),
+             Catch::Contains("m.yaml") && Catch::Contains("1 dense transformer layers but moe.dense_layers is 2"));
+  std::string too_many = text;
+  too_many.replace(too_many.find("top_k: 2"), 8, "top_k: 9");
+  CHECK_THAT(spec_error([&] { parse_model(too_many, "m.yaml"); }), Catch::Contains("moe.top_k"));
+}
