@@ -94,6 +94,9 @@ void PlannerOptions::add_to(CLI::App& command, bool model_required) {
                    "pass (Megatron-LM's --overlap-param-gather)");
   command.add_flag("--tp-comm-overlap", tp_comm_overlap,
                    "analytic: tensor-parallel communication overlaps the GEMMs (Megatron-LM's --tp-comm-overlap)");
+  command.add_flag("--analytic-profiles", analytic_profiles,
+                   "time the layers with the analytic model from the GPU's data even where a measured profile "
+                   "exists (which context and expert parallelism need)");
   fasop.add_to(command);
 }
 
@@ -270,11 +273,12 @@ void PlannerSetup::load_profiles(const PlannerOptions& options, const std::vecto
                       ".yaml (shipped or in --profile-dir) and no peak_tflops and memory_bandwidth_bytes_per_s on "
                       "node type '" + node.name + "'; give those (the analytic model then times the layers), or "
                       "measure a profile with `fasop-cpp profile layers`");
-    const bool measured = store.has_profile(model, node.gpu, options.profile_dir);
+    const bool measured = !(options.analytic_profiles && node.has_gpu_spec()) &&
+                          store.has_profile(model, node.gpu, options.profile_dir);
     if (measured && parallel_layers)
       throw SpecError("--cp/--ep/--etp: the measured profile " + model.name + "_" + lower_case(node.gpu) +
-                      ".yaml times layers without context or expert parallelism; use cp, ep and etp 1, or plan on "
-                      "node types with GPU data (the analytic model times those)");
+                      ".yaml times layers without context or expert parallelism; pass --analytic-profiles to time "
+                      "them from the GPU's data, or use cp, ep and etp 1");
     if (measured)
       profile_storage.push_back(store.load_profile(model, node.gpu, options.profile_dir));
     else

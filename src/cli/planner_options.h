@@ -34,6 +34,7 @@ struct PlannerOptions {
   std::string placements;               ///< cyclic or blocks; empty: the policy's default
   bool no_overlap = false;              ///< the DP all-reduce does not overlap the backward pass
   bool tp_comm_overlap = false;         ///< tensor-parallel communication overlaps the GEMMs (analytic profiles)
+  bool analytic_profiles = false;       ///< time layers analytically even where a measured profile exists
   bool overlap_param_gather = false;    ///< the distributed optimizer's all-gather overlaps the next forward
   std::vector<std::string> fix;         ///< search --fix: KEY=VALUE degrees the search keeps
   FasopFlags fasop;                     ///< FASOP.py's --gpu_per_node and --precision
