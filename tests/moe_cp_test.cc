@@ -9,6 +9,8 @@
 #include "costmodel/make_context.h"
 #include "profiles/analytic_profile.h"
 #include "profiles/moe_layer.h"
+#include "report/dimension_notes.h"
+#include "search/search_space.h"
 #include "specs/spec_loader.h"
 #include "test_support.h"
 
@@ -231,4 +233,60 @@ TEST_CASE("a MoE model file states its MoE layers and agrees with its moe block"
   std::string too_many = text;
   too_many.replace(too_many.find("top_k: 2"), 8, "top_k: 9");
   CHECK_THAT(spec_error([&] { parse_model(too_many, "m.yaml"); }), Catch::Contains("moe.top_k"));
+}
+
+TEST_CASE("the search tries cp and ep only where Megatron-LM can run them", "[moe][cp][search]") {
+  const ModelSpec m = small_moe();
+  ClusterSpec cluster = fasop::testing::PresetSpecs("llama3-8b", "dgx-h100").cluster;
+  cluster.nodes.assign(1, 0);  // 8 GPUs
+  SearchSpaceOptions space = SearchSpaceOptions::beyond_fasop();
+  space.sequence_parallel = {false};  // experts with tp > 1 still get it: Megatron-LM requires it
+  space.cp = {1, 2};
+  space.ep = {1, 2, 4, 8};
+  int with_cp = 0, with_ep = 0;
+  for (const PlanKey& key : enumerate_plan_keys(m, cluster, space)) {
+    CHECK(key.tp * key.cp * key.dp * key.pp == 8);
+    CHECK((key.tp * key.cp * key.dp) % key.ep == 0);
+    CHECK(m.moe.experts % key.ep == 0);
+    CHECK((key.tp == 1 || key.sequence_parallel));
+    CHECK(key.zero_stage != 3);
+    CHECK(!key.uneven_dp);
+    validate_plan_key(m, cluster, [&] {
+      PlanKey placed = key;
+      placed.node_order = {0};
+      return placed;
+    }());
+    with_cp += key.cp > 1;
+    with_ep += key.ep > 1;
+  }
+  CHECK(with_cp > 0);
+  CHECK(with_ep > 0);
+  // A dense model never gets ep > 1.
+  const ModelSpec dense = fasop::testing::PresetSpecs("llama3-8b", "dgx-h100").model;
+  for (const PlanKey& key : enumerate_plan_keys(dense, cluster, space)) CHECK(key.ep == 1);
+  // --fix cp=2 keeps only cp 2.
+  space.fixed.cp = 2;
+  for (const PlanKey& key : enumerate_plan_keys(m, cluster, space)) CHECK(key.cp == 2);
+}
+
+TEST_CASE("a search says why it left context and expert parallelism out", "[cp][search]") {
+  auto result = [](int cp, int ep, double step_s, bool oom) {
+    CandidateResult r;
+    r.plan.key.cp = cp, r.plan.key.ep = ep, r.plan.key.tp = 1, r.plan.key.dp = 8 / cp, r.plan.key.pp = 1;
+    r.plan.key.mbs = 1;
+    r.estimate.step_time_s = step_s;
+    r.estimate.memory.is_oom = oom;
+    return r;
+  };
+  SearchSpaceOptions space;
+  space.cp = {1, 2};
+  space.ep = {1, 4};
+  const std::vector<CandidateResult> ranked = {result(1, 1, 10, false), result(2, 1, 11, true)};
+  CHECK(unused_dimension_notes(ranked, space) ==
+        "cp: not used: the best plan with cp > 1 (cp 2, ep 1, tp 1, dp 4, pp 1, mbs 1) takes 11 s a step, +10.0% against "
+        "10 s, and does not fit in memory\n"
+        "ep: not used: no layout with ep > 1 could run (ep must divide the experts and a stage's tp x cp x dp GPUs)\n");
+  space.cp = {1};
+  space.ep = {1};
+  CHECK(unused_dimension_notes(ranked, space).empty());
 }

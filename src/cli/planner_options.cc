@@ -179,9 +179,10 @@ void apply_fixed_dims(const std::vector<std::string>& fix, SearchSpaceOptions& s
       continue;
     }
     int* slot = key == "tp" ? &space.fixed.tp : key == "dp" ? &space.fixed.dp : key == "pp" ? &space.fixed.pp
-              : key == "mbs" ? &space.fixed.mbs : nullptr;
+              : key == "mbs" ? &space.fixed.mbs : key == "cp" ? &space.fixed.cp : key == "ep" ? &space.fixed.ep : nullptr;
     if (!slot)
-      throw SpecError("--fix " + item + ": unknown degree '" + key + "'; use tp, dp, pp, mbs, zero, recompute, sp or vpp");
+      throw SpecError("--fix " + item + ": unknown degree '" + key +
+                      "'; use tp, dp, pp, mbs, cp, ep, zero, recompute, sp or vpp");
     if (number <= 0) throw SpecError("--fix " + item + ": expected " + key + "=N with N a positive whole number");
     *slot = number;
   }
@@ -285,6 +286,42 @@ void PlannerSetup::load_profiles(const PlannerOptions& options, const std::vecto
       profile_storage.push_back(analytic_profile(model, node, divisors(node.gpus_per_node), divisors(model.global_batch), layers));
     input.profiles[type] = &profile_storage.back();
   }
+}
+
+bool PlannerSetup::all_analytic(const PlannerOptions& options, const std::vector<int>& counts) const {
+  DiskSource disk;
+  SpecStore store(disk, embedded_presets());
+  for (size_t type = 0; type < cluster.node_types.size(); ++type) {
+    const NodeType& node = cluster.node_types[type];
+    if (counts[type] == 0) continue;
+    if (!node.has_gpu_spec()) return false;
+    if (!options.analytic_profiles && store.has_profile(model, node.gpu, options.profile_dir)) return false;
+  }
+  return true;
+}
+
+void PlannerSetup::load_parallel_profiles(const PlannerOptions& options, const std::vector<int>& counts) {
+  input.parallel_profiles.clear();
+  parallel_profile_storage.clear();
+  for (int cp : input.space.cp)
+    for (int ep : input.space.ep) {
+      if (cp == 1 && ep == 1) continue;
+      PlanKey dims;
+      dims.cp = cp;
+      dims.ep = ep;
+      LayerOptions layers{Stack::kMegatron, false, options.tp_comm_overlap};
+      layers.cp = cp;
+      layers.ep = ep;
+      NodeTypeProfiles& profiles = input.parallel_profiles[{cp, ep, 1}];
+      profiles.assign(cluster.node_types.size(), nullptr);
+      for (size_t type = 0; type < cluster.node_types.size(); ++type) {
+        if (counts[type] == 0) continue;
+        const NodeType& node = cluster.node_types[type];
+        parallel_profile_storage.push_back(
+            analytic_profile(model, node, divisors(node.gpus_per_node), divisors(model.global_batch), layers));
+        profiles[type] = &parallel_profile_storage.back();
+      }
+    }
 }
 
 std::unique_ptr<PlannerSetup> PlannerSetup::load(const PlannerOptions& options) {

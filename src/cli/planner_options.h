@@ -3,6 +3,7 @@
 
 #include "cli/fasop_flags.h"
 
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,6 +51,7 @@ struct PlannerSetup {
   std::string cluster_ref;   ///< the cluster preset or file, as given or as the model's default
   std::string policy_name;   ///< fasop or analytic, as resolved from the options
   std::vector<ProfileSpec> profile_storage;
+  std::deque<ProfileSpec> parallel_profile_storage;  ///< input.parallel_profiles' (stable addresses)
   std::unique_ptr<CostPolicy> policy;
   SearchInput input;
 
@@ -62,6 +64,12 @@ struct PlannerSetup {
   /// `key`, where given, sets the layers' context and expert parallelism (PlanKey::cp, ep, etp),
   /// which only analytic profiles time.
   void load_profiles(const PlannerOptions& options, const std::vector<int>& counts, const PlanKey* key = nullptr);
+  /// Loads input.parallel_profiles: for every cp and ep of the search space but (1, 1), an
+  /// analytic profile per node type whose count in `counts` is positive.
+  void load_parallel_profiles(const PlannerOptions& options, const std::vector<int>& counts);
+  /// Whether every node type with nodes in `counts` is timed analytically (no measured profile,
+  /// or --analytic-profiles), as context and expert parallelism need.
+  bool all_analytic(const PlannerOptions& options, const std::vector<int>& counts) const;
 };
 
 /// `counts` with each TYPE=N of `specs` applied (TYPE: a node type's name or its GPU), for

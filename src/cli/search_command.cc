@@ -8,11 +8,13 @@
 #include <memory>
 #include <sstream>
 
+#include "cli/parallel_dims_options.h"
 #include "cli/planner_options.h"
 #include "cli/progress_line.h"
 #include "cli/saved_plan.h"
 #include "costmodel/speed_split_checks.h"
 #include "report/atomic_file.h"
+#include "report/dimension_notes.h"
 #include "report/fasop_csv.h"
 #include "report/pareto_report.h"
 #include "report/plans_json.h"
@@ -53,6 +55,7 @@ struct SearchOptions {
   bool json = false;  ///< --json: the ranked plans as JSON on stdout, not the text tables
   std::string csv_style = "fasop";  ///< --csv-style: fasop (FASOP's cells) or plain numbers
   std::string add_exp_name;         ///< FASOP's --add_exp_name: appended to the reports' names
+  ParallelDimsOptions parallel;     ///< --cp, --ep
 };
 
 /// The tables' style: FASOP's cells unless --csv-style plain; the columns beyond FASOP's where
@@ -169,6 +172,9 @@ void set_speed_split(const SearchOptions& options, PlannerSetup& setup) {
 void run_search_command(const SearchOptions& options) {
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<PlannerSetup> setup = PlannerSetup::load(options.planner);
+  std::vector<int> counts(setup->cluster.node_types.size());
+  for (size_t type = 0; type < counts.size(); ++type) counts[type] = setup->cluster.node_count(int(type));
+  apply_parallel_dims(options.parallel, options.planner, *setup, counts, false);
   setup->input.threads = options.threads;
   setup->input.space.per_stage_dp = options.per_stage_dp;
   setup->input.space.per_stage_tp = options.per_stage_tp;
@@ -213,7 +219,8 @@ void run_search_command(const SearchOptions& options) {
             << candidates << " candidates in " << seconds_since(start) << " s"
             << (has_budget(budget) ? " (" + std::to_string(results.size()) + " within " + constraints_text(budget) + ")" : "")
             << "\n"
-            << best_plans_table(setup->cluster, results, options.top) << "wrote " << path << "\n";
+            << best_plans_table(setup->cluster, results, options.top) << unused_dimension_notes(results, setup->input.space)
+            << "wrote " << path << "\n";
   if (!options.save_plan.empty())
     std::cout << "wrote " << options.save_plan << " (plan " << options.rank << " of the ranking)\n";
 }
@@ -257,6 +264,7 @@ ParetoInput inventory_input(const SearchOptions& options, PlannerSetup& setup) {
   ParetoInput input;
   input.limits = apply_node_counts(setup.cluster, "--max-nodes", options.max_nodes, inventory_limits(setup.cluster));
   setup.load_profiles(options.planner, input.limits);
+  apply_parallel_dims(options.parallel, options.planner, setup, input.limits, true);
   setup.input.threads = options.threads;
   setup.input.space.per_stage_dp = options.per_stage_dp;
   setup.input.space.per_stage_tp = options.per_stage_tp;
@@ -443,6 +451,7 @@ void add_search_command(CLI::App& app) {
   auto options = std::make_shared<SearchOptions>();
   CLI::App* command = app.add_subcommand("search", "search every plan (FASOP's space, or beyond it under the analytic policy) and write the table; --pareto: every cluster shape");
   options->planner.add_to(*command);
+  options->parallel.add_to(*command);
   command->add_option("--out-dir", options->out_dir, "directory of the CSV report (default main_logs)")
       ->check([](const std::string& dir) { return dir.empty() ? std::string("must not be empty") : std::string(); });
   command->add_option("--top", options->top, "how many of the best plans to print (default 5)")

@@ -6,6 +6,8 @@
 //   run_search           every layout at its best partition, sorted (this file)
 #include <functional>
 #include <limits>
+#include <map>
+#include <tuple>
 #include <vector>
 
 #include "costmodel/cost_policy.h"
@@ -27,6 +29,9 @@ struct SearchInput {
   const ClusterSpec* cluster = nullptr;
   NodeTypeProfiles profiles;
   const CostPolicy* policy = nullptr;
+  /// Profiles timed with context or expert parallelism, per (cp, ep, etp) other than (1, 1, 1),
+  /// one per node type as `profiles`, which serves the layouts without them.
+  std::map<std::tuple<int, int, int>, NodeTypeProfiles> parallel_profiles;
   SearchSpaceOptions space;
   double iterations = kFasopIterations;
   int threads = 0;  ///< 0: OpenMP's default
@@ -42,6 +47,14 @@ struct SearchInput {
   /// (PlanEstimate::stages) as it is estimated, so that a search of millions of layouts holds
   /// only what its table shows (evaluate_candidate with the plan's partition gives it back).
   size_t stage_detail_limit = std::numeric_limits<size_t>::max();
+
+  /// The profiles a layout's layers are timed with: parallel_profiles' for its cp, ep and etp,
+  /// else `profiles`.
+  const NodeTypeProfiles& profiles_for(const PlanKey& key) const {
+    if (key.cp == 1 && key.ep == 1 && key.etp == 1) return profiles;
+    auto found = parallel_profiles.find({key.cp, key.ep, key.etp});
+    return found == parallel_profiles.end() ? profiles : found->second;
+  }
 };
 
 /// Drops per-stage detail, which the tables do not show, so as not to hold it.

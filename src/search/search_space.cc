@@ -164,7 +164,8 @@ int largest_tp(const ClusterSpec& cluster, const SearchSpaceOptions& options) {
 }
 
 long long most_layout_gpus(const ModelSpec& model, const ClusterSpec& cluster, const SearchSpaceOptions& options) {
-  return 1LL * largest_tp(cluster, options) * model.global_batch * model.num_transformer_layers();
+  const int cp = *std::max_element(options.cp.begin(), options.cp.end());
+  return 1LL * largest_tp(cluster, options) * cp * model.global_batch * model.num_transformer_layers();
 }
 
 namespace {
@@ -195,11 +196,20 @@ std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSp
   // virtual stages), each passed to `emit`.
   auto variants = [&](PlanKey key, auto emit) {
     if (!options.fixed.matches(key) || uses_skipped_tp(key, options.skipped_tp)) return;
+    const bool moe = model.moe.enabled();
     for (int zero : options.zero_stages) {
-      if (zero > 0 && key.dp == 1) continue;  // nothing to shard
+      if (zero > 0 && key.dp * key.cp == 1) continue;  // nothing to shard
+      if (zero == 3 && moe) continue;                  // experts' FSDP: not priced (parallel_dims_checks.h)
       for (RecomputeMode recompute : options.recompute)
         for (bool sp : options.sequence_parallel) {
           if (sp && key.tp == 1) continue;  // nothing to split
+          // Megatron-LM runs experts with tp only under sequence parallelism.
+          if (moe && key.tp > 1 && !sp) {
+            if (std::find(options.sequence_parallel.begin(), options.sequence_parallel.end(), true) !=
+                options.sequence_parallel.end())
+              continue;  // the sp variant comes
+            sp = true;
+          }
           for (int v : options.virtual_stages) {
             if (!interleaves(key, v)) continue;
             key.zero_stage = zero;
@@ -213,18 +223,34 @@ std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSp
   };
   // The uniform layouts do not depend on the placement: listed (and filtered) once, then
   // emitted for each placement with its speed-split variant where that applies.
+  // Context and expert parallelism where they can run (parallel_dims_checks.h), on even batches.
+  auto context_parallel_runs = [&](int cp) {
+    return cp == 1 || (model.sequence % (2 * cp) == 0 && model.flash_attention && !cluster.multi_zone());
+  };
+  auto expert_parallel_runs = [&](int ep, int stage_gpus) {
+    return ep == 1 || (model.moe.enabled() && model.moe.experts % ep == 0 && stage_gpus % ep == 0 && !cluster.multi_zone());
+  };
   std::vector<PlanKey> uniform;
   for (int mbs : divisors(gbs)) {
     for (int tp : divisors(max_tp)) {
       if (!fasop_tp && (model.heads % tp != 0 || model.kv_heads % tp != 0)) continue;
-      for (int dp : divisors(gpus / tp)) {
-        int pp = gpus / (tp * dp);
-        if (pp > layers || !batch_split_allowed(gbs, mbs, dp, options.uneven_dp)) continue;
-        PlanKey key{mbs, tp, dp, pp, {}};
-        key.uneven_dp = splits_batch_unevenly(gbs, key);
-        variants(key, [&](const PlanKey& k) {
-          if (!keep || keep(k)) uniform.push_back(k);
-        });
+      for (int cp : options.cp) {
+        if (gpus % (tp * cp) != 0 || !context_parallel_runs(cp)) continue;
+        for (int dp : divisors(gpus / (tp * cp))) {
+          int pp = gpus / (tp * cp * dp);
+          if (pp > layers || !batch_split_allowed(gbs, mbs, dp, options.uneven_dp)) continue;
+          for (int ep : options.ep) {
+            if (!expert_parallel_runs(ep, tp * cp * dp)) continue;
+            PlanKey key{mbs, tp, dp, pp, {}};
+            key.cp = cp;
+            key.ep = ep;
+            key.uneven_dp = splits_batch_unevenly(gbs, key);
+            if (key.uneven_dp && (cp > 1 || ep > 1)) continue;
+            variants(key, [&](const PlanKey& k) {
+              if (!keep || keep(k)) uniform.push_back(k);
+            });
+          }
+        }
       }
     }
   }

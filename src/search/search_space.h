@@ -21,12 +21,12 @@ enum class PlacementKind {
 /// Degrees the user fixed (`search --fix tp=2,pp=4`, as ATorch's semi-automatic mode): the
 /// search tries only layouts that have them. 0: free.
 struct FixedDims {
-  int mbs = 0, tp = 0, dp = 0, pp = 0;
+  int mbs = 0, tp = 0, dp = 0, pp = 0, cp = 0, ep = 0;
   bool matches(const PlanKey& key) const {
     return (mbs == 0 || key.mbs == mbs) && (tp == 0 || key.tp == tp) && (dp == 0 || key.dp == dp) &&
-           (pp == 0 || key.pp == pp);
+           (pp == 0 || key.pp == pp) && (cp == 0 || key.cp == cp) && (ep == 0 || key.ep == ep);
   }
-  bool any() const { return mbs || tp || dp || pp; }
+  bool any() const { return mbs || tp || dp || pp || cp || ep; }
 };
 
 /// Bounds and dimensions of the layouts the search tries. The defaults are FASOP's space.
@@ -36,6 +36,12 @@ struct SearchSpaceOptions {
   std::vector<RecomputeMode> recompute = {RecomputeMode::kNone};
   std::vector<bool> sequence_parallel = {false};  ///< true is tried only where tp > 1
   std::vector<int> virtual_stages = {1};          ///< v > 1 only where the interleaved schedule fits
+  /// Context-parallel degrees (PlanKey::cp): cp > 1 only where 2 x cp splits the sequence, the
+  /// attention is fused and the layout is uniform.
+  std::vector<int> cp = {1};
+  /// Expert-parallel degrees (PlanKey::ep) of a model with experts: ep > 1 only where it divides
+  /// the experts and a stage's tp x cp x dp GPUs.
+  std::vector<int> ep = {1};
   PlacementKind placements = PlacementKind::kCyclic;
   /// Also try a data-parallel degree per node type (Metis-style): with type-block placements,
   /// each type's GPUs form whole stages of tp x that type's dp.
@@ -71,7 +77,8 @@ int largest_tp(const ClusterSpec& cluster, const SearchSpaceOptions& options);
 
 /// An upper bound on the GPUs a layout of `model` uses: every layout uses all of a cluster's
 /// GPUs, tp x dp x pp of them, with tp at most largest_tp, dp dividing the global batch and pp at
-/// most the transformer layers. A cluster (or a pareto shape) with more GPUs has no layout.
+/// most the transformer layers (times the largest cp). A cluster (or a pareto shape) with more
+/// GPUs has no layout.
 long long most_layout_gpus(const ModelSpec& model, const ClusterSpec& cluster, const SearchSpaceOptions& options);
 
 /// A test on a layout's degrees: false drops it from the enumeration.

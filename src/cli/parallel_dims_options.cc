@@ -1,0 +1,68 @@
+#include "cli/parallel_dims_options.h"
+
+#include <algorithm>
+
+#include "cli/planner_options.h"
+#include "specs/spec_error.h"
+
+namespace fasop {
+namespace {
+
+bool beyond_one(const std::vector<int>& degrees) {
+  return std::any_of(degrees.begin(), degrees.end(), [](int d) { return d != 1; });
+}
+
+/// ep 1 and the powers of two dividing `experts`, up to 64 (an expert group beyond 8 nodes of 8
+/// pays all-to-alls across the network that no published recipe takes).
+std::vector<int> default_expert_degrees(int experts) {
+  std::vector<int> degrees = {1};
+  for (int ep = 2; ep <= std::min(experts, 64); ep *= 2)
+    if (experts % ep == 0) degrees.push_back(ep);
+  return degrees;
+}
+
+}  // namespace
+
+void ParallelDimsOptions::add_to(CLI::App& command) {
+  command.add_option("--cp", cp,
+                     "context-parallel degrees to try, e.g. 1,2,4 (analytic layer times; default 1)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  command.add_option("--ep", ep,
+                     "expert-parallel degrees to try for a model with experts, e.g. 1,8 (default: 1 and every power "
+                     "of two dividing its experts up to 64, where its layers are timed analytically)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+}
+
+void apply_parallel_dims(const ParallelDimsOptions& options, const PlannerOptions& planner, PlannerSetup& setup,
+                         const std::vector<int>& counts, bool shape_search) {
+  SearchSpaceOptions& space = setup.input.space;
+  const FixedDims& fixed = space.fixed;
+  if ((fixed.cp && !options.cp.empty()) || (fixed.ep && !options.ep.empty()))
+    throw SpecError("--fix cp=/ep= and --cp/--ep: give the degree once, in either");
+  std::vector<int> cp = !options.cp.empty() ? options.cp : fixed.cp ? std::vector<int>{fixed.cp} : std::vector<int>{1};
+  std::vector<int> ep = !options.ep.empty() ? options.ep : fixed.ep ? std::vector<int>{fixed.ep} : std::vector<int>{1};
+  const bool given = beyond_one(cp) || beyond_one(ep);
+  const bool analytic = setup.policy_name == "analytic" && setup.all_analytic(planner, counts);
+  if (given && shape_search)
+    throw SpecError("--cp/--ep: the shape search (--pareto, --use-subset) tries cp 1 and ep 1 only so far; drop them, "
+                    "or search one cluster shape (--cluster, --max-nodes with its counts)");
+  if (given && !analytic)
+    throw SpecError("--cp/--ep: context and expert parallelism need the analytic policy and layer times from the GPUs' "
+                    "data, but cluster '" + setup.cluster.name + "' has node types timed by a measured profile or "
+                    "without GPU data; pass --policy analytic --analytic-profiles, or use cp 1 and ep 1");
+  if (beyond_one(ep) && !setup.model.moe.enabled())
+    throw SpecError("--ep: model '" + setup.model.name + "' has no experts (no 'moe' block); use ep 1");
+  if (options.ep.empty() && !fixed.ep && setup.model.moe.enabled() && analytic && !shape_search)
+    ep = default_expert_degrees(setup.model.moe.experts);
+  std::sort(cp.begin(), cp.end());
+  cp.erase(std::unique(cp.begin(), cp.end()), cp.end());
+  std::sort(ep.begin(), ep.end());
+  ep.erase(std::unique(ep.begin(), ep.end()), ep.end());
+  space.cp = cp;
+  space.ep = ep;
+  setup.load_parallel_profiles(planner, counts);
+}
+
+}  // namespace fasop

@@ -1,0 +1,16 @@
+#pragma once
+// Why a search did not use a dimension it tried: context or expert parallelism beside the
+// fastest plan, as a user weighing them wants to see it.
+#include <string>
+#include <vector>
+
+#include "search/search.h"
+
+namespace fasop {
+
+/// For cp and ep, where the search tried degrees beyond 1 (`space`) and the first plan of
+/// `ranked` (the search's order) has 1: a line with the first plan that uses one, its step time
+/// and how much slower it is, or that no layout with it could run. Empty where nothing applies.
+std::string unused_dimension_notes(const std::vector<CandidateResult>& ranked, const SearchSpaceOptions& space);
+
+}  // namespace fasop
