@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Times searches as whole processes (best of N runs, default 5): FASOP's six searches, the
 # pareto search over FASOP's 0..8 A100 x 0..8 A10 inventory on 1 thread and on every core, and
-# LLaMA-2 70B on a 1,024-GPU cluster of four GPU types (with its peak memory).
+# LLaMA-2 70B on a 1,024-GPU cluster of four GPU types (with its peak memory), and mixtures of
+# experts (tp, pp, dp and ep) on 1,024 GPUs of two types.
 # FASOP itself takes 2.4 s to 62 s for the six and 577-630 s for the pareto search on a
 # 2-core machine.
 set -euo pipefail
@@ -46,3 +47,12 @@ printf "%-44s %10s %10s\n" "$big" "$candidates" "$ms"
 printf "%s: " "$big"
 bash scripts/peak-memory.sh build/fasop-cpp search --model $big --out-dir "$out" --quiet 2>&1 >/dev/null
 
+
+# Mixtures of experts on 1,024 GPUs of two types (clusters/dgx-h100-b200-1024gpu.yaml): tp, dp,
+# pp, ep (1 and the powers of two dividing the experts, up to 64), ZeRO 0-2, recomputation.
+for moe in qwen3-30b-a3b; do
+  spec="$moe --cluster dgx-h100-b200-1024gpu"
+  ms=$(best_ms --model $spec)
+  candidates=$(( $(wc -l < "$out/${moe}_heterogeneous.csv") - 1 ))
+  printf "%-44s %10s %10s\n" "$spec" "$candidates" "$ms"
+done
