@@ -11,6 +11,7 @@
 #include "profiles/moe_layer.h"
 #include "report/dimension_notes.h"
 #include "search/search_space.h"
+#include "specs/plan_file.h"
 #include "specs/spec_loader.h"
 #include "test_support.h"
 
@@ -289,4 +290,39 @@ TEST_CASE("a search says why it left context and expert parallelism out", "[cp][
   space.cp = {1};
   space.ep = {1};
   CHECK(unused_dimension_notes(ranked, space).empty());
+}
+
+TEST_CASE("which GPUs train in a precision, and a plan file keeps the one a search chose", "[precision]") {
+  auto gpu = [](const std::string& cluster) { return fasop::testing::PresetSpecs("llama3-8b", cluster).cluster.node_types[0].gpu_data; };
+  CHECK(!gpu("aws-v100").runs_precision("bf16"));  // V100: fp16 tensor cores only
+  CHECK(gpu("aws-v100").runs_precision("fp16"));
+  CHECK(!gpu("aws-a100-80g").runs_precision("fp8"));  // A100: no fp8
+  CHECK(gpu("aws-a100-80g").runs_precision("bf16"));
+  CHECK(gpu("dgx-h100").runs_precision("fp8"));
+  CHECK(!gpu("dgx-h100").runs_precision("mxfp8"));  // block scaling: Blackwell only
+  CHECK(gpu("dgx-b200").runs_precision("mxfp8"));
+
+  PlanFile plan;
+  plan.model = "qwen3-30b-a3b";
+  plan.cluster = "dgx-h100";
+  plan.policy = "analytic";
+  plan.nodes = {{"dgx-h100", 2}};
+  plan.global_batch = 512;
+  plan.key.mbs = 1, plan.key.tp = 1, plan.key.dp = 8, plan.key.pp = 1;
+  plan.key.cp = 2, plan.key.ep = 8, plan.key.precision = "fp8";
+  plan.node_order = {"dgx-h100", "dgx-h100"};
+  plan.partition = {50};
+  plan.estimate.iterations = 1;
+  const std::string text = plan_file_yaml(plan);
+  CHECK_THAT(text, Catch::Contains("cp: 2") && Catch::Contains("ep: 8") && Catch::Contains("precision: fp8"));
+  CHECK(text.find("etp:") == std::string::npos);  // 1: not written
+  const PlanFile back = parse_plan_file(text, "p.yaml");
+  CHECK(back.key.cp == 2);
+  CHECK(back.key.ep == 8);
+  CHECK(back.key.etp == 1);
+  CHECK(back.key.precision == "fp8");
+  std::string wrong = text;
+  wrong.replace(wrong.find("precision: fp8"), 14, "precision: fp4");
+  CHECK_THAT(spec_error([&] { parse_plan_file(wrong, "p.yaml"); }),
+             Catch::Contains("p.yaml") && Catch::Contains("precision") && Catch::Contains("unknown precision 'fp4'"));
 }

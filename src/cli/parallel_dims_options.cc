@@ -1,8 +1,10 @@
 #include "cli/parallel_dims_options.h"
 
 #include <algorithm>
+#include <iostream>
 
 #include "cli/planner_options.h"
+#include "specs/precision.h"
 #include "specs/spec_error.h"
 
 namespace fasop {
@@ -19,6 +21,55 @@ std::vector<int> default_expert_degrees(int experts) {
   for (int ep = 2; ep <= std::min(experts, 64); ep *= 2)
     if (experts % ep == 0) degrees.push_back(ep);
   return degrees;
+}
+
+/// Whether every GPU with nodes in `counts` trains in `dtype` (GpuSpec::runs_precision: V100 has
+/// no bf16, A100 no fp8, only Blackwell mxfp8); the first that does not in `lacking`.
+bool every_gpu_has(const PlannerSetup& setup, const std::vector<int>& counts, const std::string& dtype,
+                   std::string* lacking) {
+  for (size_t type = 0; type < counts.size(); ++type) {
+    if (counts[type] == 0) continue;
+    const NodeType& node = setup.cluster.node_types[type];
+    if (!node.gpu_data.runs_precision(dtype)) {
+      *lacking = node.gpu_data.name.empty() ? node.gpu : node.gpu_data.name;
+      return false;
+    }
+  }
+  return true;
+}
+
+/// The precisions of --precision NAME,... (the model's own as ""), those some GPU lacks left out
+/// with a line on stderr; the model's own alone without the option.
+std::vector<std::string> searched_precisions(const PlannerOptions& planner, const PlannerSetup& setup,
+                                             const std::vector<int>& counts, bool analytic, bool shape_search) {
+  const std::vector<std::string>& names = planner.fasop.precision_names;
+  if (names.empty()) return {""};
+  std::vector<std::string> precisions;
+  for (const std::string& name : names) {
+    std::string lacking;
+    if (!every_gpu_has(setup, counts, name, &lacking)) {
+      if (!planner.quiet)
+        std::cerr << "search: --precision " << name << ": left out: the " << lacking << " does not run it (its data "
+                  << "lists no dense " << peak_precision(name) << " peak" << (name == "mxfp8" ? " or MXFP8 efficiency" : "")
+                  << ")\n";
+      continue;
+    }
+    const std::string precision = name == setup.model.dtype ? "" : name;
+    if (std::find(precisions.begin(), precisions.end(), precision) == precisions.end()) precisions.push_back(precision);
+  }
+  if (precisions.empty())
+    throw SpecError("--precision: no precision given runs on every GPU of cluster '" + setup.cluster.name +
+                    "'; give one its GPUs list in peak_tflops");
+  const bool other = precisions.size() > 1 || !precisions[0].empty();
+  if (other && shape_search)
+    throw SpecError("--precision NAME: the shape search (--pareto, --use-subset) plans in the model's precision only so "
+                    "far; drop it, or give the model's dtype in its file");
+  if (other && !analytic)
+    throw SpecError("--precision NAME: other precisions need the analytic policy and layer times from the GPUs' data, "
+                    "but cluster '" + setup.cluster.name + "' has node types timed by a measured profile or without GPU "
+                    "data; pass --policy analytic --analytic-profiles");
+  std::sort(precisions.begin(), precisions.end());
+  return precisions;
 }
 
 }  // namespace
@@ -56,12 +107,14 @@ void apply_parallel_dims(const ParallelDimsOptions& options, const PlannerOption
     throw SpecError("--ep: model '" + setup.model.name + "' has no experts (no 'moe' block); use ep 1");
   if (options.ep.empty() && !fixed.ep && setup.model.moe.enabled() && analytic && !shape_search)
     ep = default_expert_degrees(setup.model.moe.experts);
+  std::vector<std::string> precisions = searched_precisions(planner, setup, counts, analytic, shape_search);
   std::sort(cp.begin(), cp.end());
   cp.erase(std::unique(cp.begin(), cp.end()), cp.end());
   std::sort(ep.begin(), ep.end());
   ep.erase(std::unique(ep.begin(), ep.end()), ep.end());
   space.cp = cp;
   space.ep = ep;
+  space.precisions = precisions;
   setup.load_parallel_profiles(planner, counts);
 }
 

@@ -258,7 +258,7 @@ void PlannerSetup::load_profiles(const PlannerOptions& options, const std::vecto
     layers.ep = key->ep;
     layers.etp = key->etp;
   }
-  const bool parallel_layers = layers.cp > 1 || layers.ep > 1 || layers.etp > 1;
+  const bool parallel_layers = layers.cp > 1 || layers.ep > 1 || layers.etp > 1 || (key && !key->precision.empty());
   DiskSource disk;
   SpecStore store(disk, embedded_presets());
   // Profiles of node types without nodes are never consulted, and need not exist.
@@ -277,9 +277,9 @@ void PlannerSetup::load_profiles(const PlannerOptions& options, const std::vecto
     const bool measured = !(options.analytic_profiles && node.has_gpu_spec()) &&
                           store.has_profile(model, node.gpu, options.profile_dir);
     if (measured && parallel_layers)
-      throw SpecError("--cp/--ep/--etp: the measured profile " + model.name + "_" + lower_case(node.gpu) +
-                      ".yaml times layers without context or expert parallelism; pass --analytic-profiles to time "
-                      "them from the GPU's data, or use cp, ep and etp 1");
+      throw SpecError("--cp/--ep/--etp/--precision: the measured profile " + model.name + "_" + lower_case(node.gpu) +
+                      ".yaml times layers in the model's precision without context or expert parallelism; pass "
+                      "--analytic-profiles to time them from the GPU's data, or use cp, ep and etp 1 and its precision");
     if (measured)
       profile_storage.push_back(store.load_profile(model, node.gpu, options.profile_dir));
     else
@@ -302,26 +302,33 @@ bool PlannerSetup::all_analytic(const PlannerOptions& options, const std::vector
 
 void PlannerSetup::load_parallel_profiles(const PlannerOptions& options, const std::vector<int>& counts) {
   input.parallel_profiles.clear();
+  input.precision_models.clear();
   parallel_profile_storage.clear();
-  for (int cp : input.space.cp)
-    for (int ep : input.space.ep) {
-      if (cp == 1 && ep == 1) continue;
-      PlanKey dims;
-      dims.cp = cp;
-      dims.ep = ep;
-      LayerOptions layers{Stack::kMegatron, false, options.tp_comm_overlap};
-      layers.cp = cp;
-      layers.ep = ep;
-      NodeTypeProfiles& profiles = input.parallel_profiles[{cp, ep, 1}];
-      profiles.assign(cluster.node_types.size(), nullptr);
-      for (size_t type = 0; type < cluster.node_types.size(); ++type) {
-        if (counts[type] == 0) continue;
-        const NodeType& node = cluster.node_types[type];
-        parallel_profile_storage.push_back(
-            analytic_profile(model, node, divisors(node.gpus_per_node), divisors(model.global_batch), layers));
-        profiles[type] = &parallel_profile_storage.back();
-      }
+  precision_model_storage.clear();
+  for (const std::string& precision : input.space.precisions) {
+    const ModelSpec* trained = &model;
+    if (!precision.empty()) {
+      precision_model_storage.push_back(model);
+      precision_model_storage.back().dtype = precision;
+      trained = input.precision_models[precision] = &precision_model_storage.back();
     }
+    for (int cp : input.space.cp)
+      for (int ep : input.space.ep) {
+        if (precision.empty() && cp == 1 && ep == 1) continue;
+        LayerOptions layers{Stack::kMegatron, false, options.tp_comm_overlap};
+        layers.cp = cp;
+        layers.ep = ep;
+        NodeTypeProfiles& profiles = input.parallel_profiles[{precision, cp, ep, 1}];
+        profiles.assign(cluster.node_types.size(), nullptr);
+        for (size_t type = 0; type < cluster.node_types.size(); ++type) {
+          if (counts[type] == 0) continue;
+          const NodeType& node = cluster.node_types[type];
+          parallel_profile_storage.push_back(
+              analytic_profile(*trained, node, divisors(node.gpus_per_node), divisors(trained->global_batch), layers));
+          profiles[type] = &parallel_profile_storage.back();
+        }
+      }
+  }
 }
 
 std::unique_ptr<PlannerSetup> PlannerSetup::load(const PlannerOptions& options) {

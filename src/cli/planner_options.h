@@ -52,6 +52,9 @@ struct PlannerSetup {
   std::string policy_name;   ///< fasop or analytic, as resolved from the options
   std::vector<ProfileSpec> profile_storage;
   std::deque<ProfileSpec> parallel_profile_storage;  ///< input.parallel_profiles' (stable addresses)
+  std::deque<ModelSpec> precision_model_storage;     ///< input.precision_models'
+  /// The precisions `--precision NAME,...` asks the search to try (empty: the model's own).
+  std::vector<std::string> search_precisions;
   std::unique_ptr<CostPolicy> policy;
   SearchInput input;
 
@@ -64,8 +67,9 @@ struct PlannerSetup {
   /// `key`, where given, sets the layers' context and expert parallelism (PlanKey::cp, ep, etp),
   /// which only analytic profiles time.
   void load_profiles(const PlannerOptions& options, const std::vector<int>& counts, const PlanKey* key = nullptr);
-  /// Loads input.parallel_profiles: for every cp and ep of the search space but (1, 1), an
-  /// analytic profile per node type whose count in `counts` is positive.
+  /// Loads input.parallel_profiles (and input.precision_models): for every precision, cp and ep
+  /// of the search space but the model's own at (1, 1), an analytic profile per node type whose
+  /// count in `counts` is positive.
   void load_parallel_profiles(const PlannerOptions& options, const std::vector<int>& counts);
   /// Whether every node type with nodes in `counts` is timed analytically (no measured profile,
   /// or --analytic-profiles), as context and expert parallelism need.

@@ -139,12 +139,16 @@ LoadedPlan load_plan(const std::string& path, const PlanOverrides& overrides) {
   options.overlap_param_gather = plan.overlap_param_gather;
   options.iterations = plan.estimate.iterations;
   options.quiet = true;
+  // A plan with context or expert parallelism or a precision of its own was timed from the GPUs'
+  // data: no measured profile has them.
+  options.analytic_profiles = plan.key.cp > 1 || plan.key.ep > 1 || plan.key.etp > 1 || !plan.key.precision.empty();
   try {
     loaded.setup = PlannerSetup::load_specs(options);
   } catch (const SpecError& e) {
     throw SpecError(path + ": the plan's specs do not load: " + e.what());
   }
   PlannerSetup& setup = *loaded.setup;
+  if (!plan.key.precision.empty()) setup.model.dtype = plan.key.precision;
   check_model_fits_plan(plan, setup.model);
   std::vector<int> counts = plan_node_counts(plan, setup.cluster);
   std::vector<int> order = node_order_indices(plan, setup.cluster, counts);

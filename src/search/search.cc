@@ -13,7 +13,7 @@ namespace fasop {
 CandidateResult evaluate_candidate(const SearchInput& input, const PlanKey& key,
                                    const std::vector<int>& partition, PartitionTiming timing,
                                    std::vector<int>* timed_as) {
-  PlanContext ctx = make_plan_context(*input.model, *input.cluster, input.profiles_for(key), *input.policy, key);
+  PlanContext ctx = make_plan_context(input.model_for(key), *input.cluster, input.profiles_for(key), *input.policy, key);
   CandidateResult result;
   result.plan.key = key;
   std::vector<int> timed;
@@ -27,7 +27,7 @@ CandidateResult evaluate_candidate(const SearchInput& input, const PlanKey& key,
                           fasop_greedy_partition(ctx, *input.policy, &timed) == partition;
     if (!fasop_reported) {
       timed.clear();
-      validate_partition(*input.model, key, partition);
+      validate_partition(input.model_for(key), key, partition);
     }
   }
   if (timed.empty()) timed = result.plan.partition;
@@ -38,7 +38,7 @@ CandidateResult evaluate_candidate(const SearchInput& input, const PlanKey& key,
 
 CandidateResult evaluate_fasop_partitions(const SearchInput& input, const PlanKey& key, double* coarse_floor_s) {
   return evaluate_fasop_partitions(
-      input, make_plan_context(*input.model, *input.cluster, input.profiles_for(key), *input.policy, key), coarse_floor_s);
+      input, make_plan_context(input.model_for(key), *input.cluster, input.profiles_for(key), *input.policy, key), coarse_floor_s);
 }
 
 CandidateResult evaluate_fasop_partitions(const SearchInput& input, const PlanContext& ctx, double* coarse_floor_s) {
@@ -66,7 +66,7 @@ CandidateResult evaluate_fasop_partitions(const SearchInput& input, const PlanCo
 }
 
 void try_floor_partition(const SearchInput& input, CandidateResult& result, double* floor_s) {
-  PlanContext ctx = make_plan_context(*input.model, *input.cluster, input.profiles_for(result.plan.key), *input.policy, result.plan.key);
+  PlanContext ctx = make_plan_context(input.model_for(result.plan.key), *input.cluster, input.profiles_for(result.plan.key), *input.policy, result.plan.key);
   FloorPartition floor = floor_partition(ctx, *input.policy);
   *floor_s = floor.floor_s;
   if (floor.partition == result.plan.partition || !fits_memory(ctx, floor.partition)) return;
@@ -78,7 +78,7 @@ void try_floor_partition(const SearchInput& input, CandidateResult& result, doub
 }
 
 CandidateResult evaluate_fitting_start(const SearchInput& input, const PlanKey& key, double* floor_s) {
-  PlanContext ctx = make_plan_context(*input.model, *input.cluster, input.profiles_for(key), *input.policy, key);
+  PlanContext ctx = make_plan_context(input.model_for(key), *input.cluster, input.profiles_for(key), *input.policy, key);
   FittingStart start = fitting_start_partition(ctx, *input.policy);
   *floor_s = start.floor_s;
   CandidateResult result;

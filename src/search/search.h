@@ -29,9 +29,12 @@ struct SearchInput {
   const ClusterSpec* cluster = nullptr;
   NodeTypeProfiles profiles;
   const CostPolicy* policy = nullptr;
-  /// Profiles timed with context or expert parallelism, per (cp, ep, etp) other than (1, 1, 1),
-  /// one per node type as `profiles`, which serves the layouts without them.
-  std::map<std::tuple<int, int, int>, NodeTypeProfiles> parallel_profiles;
+  /// Profiles timed in another precision or with context or expert parallelism, per
+  /// (precision, cp, ep, etp) other than ("", 1, 1, 1), one per node type as `profiles`, which
+  /// serves the layouts in the model's own precision without them.
+  std::map<std::tuple<std::string, int, int, int>, NodeTypeProfiles> parallel_profiles;
+  /// The model trained in another precision (PlanKey::precision), per precision.
+  std::map<std::string, const ModelSpec*> precision_models;
   SearchSpaceOptions space;
   double iterations = kFasopIterations;
   int threads = 0;  ///< 0: OpenMP's default
@@ -48,12 +51,18 @@ struct SearchInput {
   /// only what its table shows (evaluate_candidate with the plan's partition gives it back).
   size_t stage_detail_limit = std::numeric_limits<size_t>::max();
 
-  /// The profiles a layout's layers are timed with: parallel_profiles' for its cp, ep and etp,
-  /// else `profiles`.
+  /// The profiles a layout's layers are timed with: parallel_profiles' for its precision, cp,
+  /// ep and etp, else `profiles`.
   const NodeTypeProfiles& profiles_for(const PlanKey& key) const {
-    if (key.cp == 1 && key.ep == 1 && key.etp == 1) return profiles;
-    auto found = parallel_profiles.find({key.cp, key.ep, key.etp});
+    if (key.precision.empty() && key.cp == 1 && key.ep == 1 && key.etp == 1) return profiles;
+    auto found = parallel_profiles.find({key.precision, key.cp, key.ep, key.etp});
     return found == parallel_profiles.end() ? profiles : found->second;
+  }
+  /// The model a layout trains: precision_models' for its precision, else `model`.
+  const ModelSpec& model_for(const PlanKey& key) const {
+    if (key.precision.empty()) return *model;
+    auto found = precision_models.find(key.precision);
+    return found == precision_models.end() ? *model : *found->second;
   }
 };
 

@@ -246,9 +246,12 @@ std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSp
             key.ep = ep;
             key.uneven_dp = splits_batch_unevenly(gbs, key);
             if (key.uneven_dp && (cp > 1 || ep > 1)) continue;
-            variants(key, [&](const PlanKey& k) {
-              if (!keep || keep(k)) uniform.push_back(k);
-            });
+            for (const std::string& precision : options.precisions) {
+              key.precision = precision;
+              variants(key, [&](const PlanKey& k) {
+                if (!keep || keep(k)) uniform.push_back(k);
+              });
+            }
           }
         }
       }

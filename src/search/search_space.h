@@ -1,5 +1,6 @@
 #pragma once
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "specs/cluster_spec.h"
@@ -42,6 +43,8 @@ struct SearchSpaceOptions {
   /// Expert-parallel degrees (PlanKey::ep) of a model with experts: ep > 1 only where it divides
   /// the experts and a stage's tp x cp x dp GPUs.
   std::vector<int> ep = {1};
+  /// Training precisions (PlanKey::precision; "": the model's own dtype).
+  std::vector<std::string> precisions = {""};
   PlacementKind placements = PlacementKind::kCyclic;
   /// Also try a data-parallel degree per node type (Metis-style): with type-block placements,
   /// each type's GPUs form whole stages of tp x that type's dp.

@@ -155,3 +155,12 @@ const GpuSpec* shipped_gpu_spec(const std::string& gpu) {
 }
 
 }  // namespace fasop
+
+namespace fasop {
+
+bool GpuSpec::runs_precision(const std::string& dtype) const {
+  if (!peak_tflops.count(peak_precision(dtype))) return false;
+  return dtype != "mxfp8" || precisions.count("mxfp8") > 0;
+}
+
+}  // namespace fasop

@@ -92,6 +92,10 @@ struct GpuSpec {
   /// The efficiency of `precision`: its own entry, else fp16 for bf16 and bf16 for fp16, else
   /// the first listed. Throws SpecError when the GPU lists none.
   const PrecisionEfficiency& efficiency(const std::string& precision) const;
+  /// Whether the GPU trains in `dtype` (precision.h): its data lists a dense peak for the
+  /// precision its GEMMs run in (V100 none for bf16, A100 none for fp8), and for MXFP8 an
+  /// efficiency of its own (block-scaled tensor cores: Blackwell's).
+  bool runs_precision(const std::string& dtype) const;
 };
 
 /// Parses a GPU data file (configs/gpus/*.yaml); errors name the file and field.

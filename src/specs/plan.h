@@ -67,6 +67,9 @@ struct PlanKey {
   /// Expert tensor parallelism: each expert's MLP is split over etp GPUs (ep x etp divides the
   /// stage's tp x cp x dp GPUs).
   int etp = 1;
+  /// The training precision a search chose (a dtype of precision.h: bf16, fp8, ...); empty: the
+  /// model's own dtype.
+  std::string precision;
 
   RecomputeMode recompute_mode() const {
     return recompute ? RecomputeMode::kFull : selective_recompute ? RecomputeMode::kSelective : RecomputeMode::kNone;

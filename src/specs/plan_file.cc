@@ -5,6 +5,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "specs/precision.h"
 #include "specs/spec_loader.h"
 #include "specs/yaml_field.h"
 
@@ -76,6 +77,7 @@ std::string plan_file_yaml(const PlanFile& plan) {
   if (plan.key.cp > 1) out << "cp: " << plan.key.cp << "    # context parallelism: each sequence over cp GPUs\n";
   if (plan.key.ep > 1) out << "ep: " << plan.key.ep << "    # expert parallelism: the experts over ep GPUs\n";
   if (plan.key.etp > 1) out << "etp: " << plan.key.etp << "    # expert tensor parallelism\n";
+  if (!plan.key.precision.empty()) out << "precision: " << plan.key.precision << "    # the training precision the search chose\n";
   out << "zero_stage: " << plan.key.zero_stage << "\n"
       << "recompute: " << recompute_name(plan.key.recompute_mode()) << "\n";
   if (plan.key.sequence_parallel) out << "sequence_parallel: true\n";
@@ -111,7 +113,7 @@ PlanFile parse_plan_file(const std::string& yaml_text, const std::string& source
   Field root = load_root(yaml_text, source);
   PlanFile plan;
   plan.source = source;
-  root.only_keys({"version", "model", "cluster", "profile_dir", "policy", "overlap_dp_allreduce", "overlap_tp_comm", "cp", "ep", "etp",
+  root.only_keys({"version", "model", "cluster", "profile_dir", "policy", "overlap_dp_allreduce", "overlap_tp_comm", "cp", "ep", "etp", "precision",
                   "overlap_param_gather", "nodes", "global_batch", "micro_batch", "tp", "dp", "pp", "zero_stage",
                   "recompute", "sequence_parallel", "virtual_stages", "stage_dp", "stage_tp", "uneven_dp", "speed_split", "node_order", "partition", "stages",
                   "estimate"});
@@ -144,6 +146,11 @@ PlanFile parse_plan_file(const std::string& yaml_text, const std::string& source
   if (root.child("cp").present()) plan.key.cp = root.child("cp").positive_int(kMaxGlobalBatch);
   if (root.child("ep").present()) plan.key.ep = root.child("ep").positive_int(kMaxExperts);
   if (root.child("etp").present()) plan.key.etp = root.child("etp").positive_int(kMaxGpusPerNode);
+  if (root.child("precision").present()) {
+    plan.key.precision = root.child("precision").text();
+    if (!known_precision(plan.key.precision))
+      root.child("precision").fail("unknown precision '" + plan.key.precision + "'; use " + known_precisions_text());
+  }
   plan.key.zero_stage = root.child("zero_stage").as<int>("0, 1, 2 or 3");
   if (plan.key.zero_stage < 0 || plan.key.zero_stage > 3) root.child("zero_stage").fail("must be 0, 1, 2 or 3");
   std::optional<RecomputeMode> recompute = recompute_mode_named(root.child("recompute").text());
