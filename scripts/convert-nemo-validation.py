@@ -17,9 +17,13 @@ left out):
                     (gpus = tp x pp x cp x dp).
   nemo-moe          mixture-of-experts rows (models.csv has num_experts) of the models the case format
                     can state: Qwen3 30B-A3B and 235B-A22B (also 25.09's "(tokendrop)" rows) and GPT-OSS
-                    120B, every release; the plan states ep (and etp where not 1), the model a moe block.
-                    Left out: DeepSeek-V3 and Kimi-K2 (multi-head latent attention, not modelled yet),
-                    Nemotron 3 Nano (hybrid Mamba), models without an architecture in models.csv.
+                    120B, and DeepSeek-V3 and Kimi K2 (multi-head latent attention: the model an mla block
+                    besides), every release; the plan states ep (and etp where not 1), the model a moe block.
+                    Left out: DeepSeek-V3's "(w/ MTP)" rows (multi-token prediction layers, not priced),
+                    Nemotron 3 Nano (hybrid Mamba), models without an architecture in models.csv. No
+                    DeepSeek-V3 or Kimi K2 row converts today: their 61 layers divide into no pp x vp > 1,
+                    and Megatron-Bridge's recipes place them with uneven pipeline layouts (e.g.
+                    "Et*4|(t*4|)*14tmL") that the case format cannot state.
 Precision, in every set: fp8 / fp8-cs -> dtype fp8, fp8-mx / mxfp8 -> mxfp8, bf16 -> bf16; 25.09's
 unstated precision is read as FP8-CS (main, dtype fp8) and MXFP8 (paren, dtype mxfp8) with the
 evidence in each case's notes; nvfp4 rows are left out (no such dtype). Rows whose layers do not divide
@@ -248,10 +252,28 @@ def evidence_25_09(row, rows):
 
 # MoE models the case format cannot state yet: model name prefix -> reason.
 MOE_NOT_MODELLED = (
-    ("DeepSeekV3", "multi-head latent attention (MLA), not modelled yet"),
-    ("Kimi_K2", "multi-head latent attention (MLA), not modelled yet"),
+    ("DeepSeekV3 (w/ MTP)", "multi-token prediction (MTP) layers (the table's 'w/ MTP'), which the model does not price"),
     ("Nemotron_3", "hybrid Mamba-2 / attention / MoE layer pattern, not modelled"),
 )
+
+# MoE models with multi-head latent attention (the case's mla block): models.csv name -> name in notes.
+MLA_MODELS = {"DeepSeekV3": "DeepSeek-V3", "Kimi_K2": "Kimi K2"}
+
+
+def mla_model(model):
+    """'DeepSeekV3 (w/o MTP)' -> 'DeepSeekV3', 'Kimi_K2' -> 'Kimi_K2'; None for a model without latent attention."""
+    base = model.split(" (")[0]
+    return base if base in MLA_MODELS else None
+
+
+def mla_dims(arch):
+    """The MLA widths models.csv gives in its 'other' column, as the case's mla block names them."""
+    m = re.search(r"MLA: q_lora_rank (\d+), kv_lora_rank (\d+), qk_head_dim (\d+), qk_pos_emb_head_dim (\d+), "
+                  r"v_head_dim (\d+)", arch["other"])
+    if not m:
+        raise SystemExit(f"{arch['model']}: models.csv gives no MLA widths in 'other': {arch['other']!r}")
+    names = ("q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_rope_head_dim", "v_head_dim")
+    return dict(zip(names, (int(g) for g in m.groups())))
 
 # The Megatron-Bridge release that ran each NeMo container's perf recipes.
 RELEASE_TAG = {"25.09": "v0.1.0rc4", "25.11": "v0.2.0", "26.02": "v0.3.0", "26.02.01": "v0.3.1"}
@@ -343,6 +365,11 @@ def moe_recipe_config(row):
     gpu = row["system"].replace("DGX-", "")
     prec = {"bf16": "BF16", "fp8": "FP8_CS", "fp8-cs": "FP8_CS", "fp8-mx": "FP8_MX", "mxfp8": "FP8_MX"}.get(row["precision"])
     size = {Q30: "30B_A3B", Q235: "235B_A22B"}.get(base)
+    if mla_model(row["model"]):
+        if rel == "25.09" and mla_model(row["model"]) == "DeepSeekV3":
+            guess = "fp8_cs" if row["variant"] == "main" else "fp8_mx"
+            return f"scripts/performance/configs/deepseek/deepseek_v3_llm_pretrain.yaml, perf_matrix {gpu.lower()} {guess}"
+        return None  # the layouts of its later configs are not tabulated here (MOE_RECIPE_LAYOUTS)
     if rel == "25.09":
         guess = "fp8_cs" if row["variant"] == "main" else "fp8_mx"
         return (f"scripts/performance/configs/qwen3/qwen3_{size.lower()}_llm_pretrain.yaml, "
@@ -395,6 +422,13 @@ def moe_recipe_facts(row, plan):
     facts = []
     if tag is None:
         return facts
+    if mla_model(row["model"]):
+        return [f"Megatron-Bridge's {MLA_MODELS[mla_model(row['model'])]} perf configs (as at v0.3.0, "
+                "scripts/performance/configs/deepseek/deepseek_workload_base_configs.py for DeepSeek-V3) recompute "
+                "modules selectively (recompute_modules such as mla_up_proj, moe_act or mlp; not modelled: recompute "
+                "is left at none), use the flex token dispatcher with the HybridEP backend on some systems (the "
+                "alltoall dispatcher is assumed here), force balanced routing, and place the layers with an explicit "
+                "pipeline_model_parallel_layout (the case splits them evenly)."]
     config = moe_recipe_config(row)
     layout = MOE_RECIPE_LAYOUTS.get((rel, sysname, base))
     if layout:
@@ -463,7 +497,7 @@ def evidence_25_09_moe(row, rows):
     if not any(o["precision"] == want for o in same):
         text.append(f"25.11 has no {want.upper()} row of this layout.")
     sysname, matrix = row["system"], "Megatron-Bridge's perf matrix of Oct 2025 (v0.1.0rc4, " + \
-        moe_recipe_config(row).split(",")[0] + ")"
+        (moe_recipe_config(row) or "its perf configs").split(",")[0] + ")"
     if base == Q30 and sysname == "DGX-H100":
         text.append(f"{matrix} gives h100 mbs 2 to fp8_cs only (bf16: mbs 1), and the row has mbs 2.")
     elif base == Q30:
@@ -477,8 +511,35 @@ def evidence_25_09_moe(row, rows):
     return text
 
 
+def mla_model_note(row, arch):
+    """A multi-head-latent-attention MoE model (DeepSeek-V3, Kimi K2) as models.csv gives it."""
+    name, dims = MLA_MODELS[mla_model(row["model"])], mla_dims(arch)
+    text = (f"{name} ({arch['config_class']}): {arch['num_experts']} routed experts of FFN width "
+            f"{arch['moe_ffn_hidden']}, top-{arch['top_k']} routing, a shared expert of width "
+            f"{arch['shared_expert_ffn']}, the first {dense_layers(arch)} of {arch['layers']} layers dense (ffn_hidden "
+            f"{arch['ffn_hidden']}); SwiGLU, RMSNorm, untied output layer. Multi-head latent attention (models.csv): "
+            f"{arch['heads']} heads, queries through a {dims['q_lora_rank']}-wide latent, keys and values through a "
+            f"{dims['kv_lora_rank']}-wide one, query/key heads {dims['qk_head_dim']} + {dims['qk_rope_head_dim']} "
+            f"(rotary) wide, values {dims['v_head_dim']}: the mla block. Not modelled: YaRN's rotary scaling")
+    if mla_model(row["model"]) == "DeepSeekV3":
+        text += ", the group-limited routing (8 groups, top 4) and sigmoid scores (the routing is priced as balanced)."
+        if "w/o MTP" in row["model"]:
+            text += " The table says the run trained without multi-token prediction (MTP)."
+        else:
+            text += (" The table does not say whether the run trained the multi-token-prediction (MTP) module "
+                     "(Megatron-Bridge's DeepSeek-V3 recipe sets mtp_num_layers 1 and its perf layouts place an MTP "
+                     "layer beside the loss); if it did, the measured step also ran one more transformer layer and "
+                     "output head, which the case does not price.")
+    else:
+        text += ". The benchmark trained with the Muon optimizer (the table's note), whose orthogonalising "\
+                "iterations the case does not price (it prices Adam's element-wise step)."
+    return text
+
+
 def moe_model_note(row, arch):
     """The architecture as models.csv gives it and what the case cannot state."""
+    if mla_model(row["model"]):
+        return mla_model_note(row, arch)
     base = moe_base(row["model"])
     hidden, heads, kv = int(arch["hidden"]), int(arch["heads"]), int(arch["kv_heads"])
     hd = head_dim(arch)
@@ -645,8 +706,10 @@ def case_of(row, arch, set_name, rows):
             notes.append(("Extractor's notes: " + " ".join(e if e.endswith(".") else e + "." for e in extract))
                          .replace("\u00d7", "x"))
 
-    hd = head_dim(arch) if moe else None
+    mla = mla_dims(arch) if moe and mla_model(row["model"]) else None
+    hd = head_dim(arch) if moe and not mla else None  # MLA's heads are the mla block's widths
     head_dim_line = f"  head_dim: {hd}\n" if hd else ""
+    mla_block = "" if not mla else "  mla:\n" + "".join(f"    {k}: {v}\n" for k, v in mla.items())
     moe_block = "" if not moe else f"""  moe:
     experts: {arch['num_experts']}
     top_k: {arch['top_k']}
@@ -680,7 +743,7 @@ model:
   dtype: {dtype}
   attention: flash
   causal: true
-{moe_block}plan:
+{mla_block}{moe_block}plan:
   gpus: {gpus}
   tp: {tp}
   pp: {pp}
@@ -709,6 +772,9 @@ def check(row, arch, set_name):
     cp, vp = num(row["cp"], 1), num(row["vp"], 1)
     if gpus % (tp * pp * cp):
         return f"gpus {gpus} not divisible by tp x pp x cp"
+    if int(arch["layers"]) % (pp * vp) and mla_model(row["model"]):
+        return (f"layers {arch['layers']} not divisible by pp x vp = {pp * vp} (the recipe places them with an uneven "
+                f"pipeline_model_parallel_layout, the embedding and the loss in stages of their own layer counts)")
     if int(arch["layers"]) % (pp * vp):
         return (f"layers {arch['layers']} not divisible by pp x vp = {pp * vp} (the recipe counts the embedding and "
                 f"the loss as pipeline layers: account_for_embedding/loss_in_pipeline_split)")
@@ -739,7 +805,7 @@ def moe_left_out(model, arch):
     for prefix, why in MOE_NOT_MODELLED:
         if model.startswith(prefix):
             return why
-    if moe_base(model) not in (Q30, Q235, OSS):
+    if moe_base(model) not in (Q30, Q235, OSS) and mla_model(model) is None:
         return "MoE model the converter does not know"
     return None
 

@@ -178,9 +178,19 @@ double unit_params(const ModelSpec& m, const LayerUnit& unit, int tp) {
     case LayerRole::kPostProcess:
       return h * v / tp + norm;  // the head (a copy of the embedding when tied) and final norm
     case LayerRole::kTransformer: {
+      const bool gated = m.activation == Activation::kSwiglu;
+      if (m.mla.enabled()) {
+        // Multi-head latent attention: tp splits the up-projections and the output projection;
+        // every rank holds the down-projections and the latents' norms whole (mla_spec.h).
+        const double norm_per_width = m.norm == Norm::kLayerNorm ? 2 : 1;
+        const double latent = mla_down_params(m.mla, h) + mla_norm_params(m.mla, norm_per_width);
+        const double split = mla_split_params(m.mla, h, m.heads);
+        if (!unit.moe) return (split + mlp_matrices(gated) * h * f) / tp + latent + 2 * norm;
+        const double shared = mlp_matrices(gated) * h * m.moe.shared_expert_ffn_hidden;
+        return (split + shared) / tp + latent + 2 * norm + m.moe.experts * h;
+      }
       double attention = h * (m.query_width() + 2 * m.kv_width()) + m.query_width() * h;
       if (unit.cross_attention) attention += 2 * h * h + 2 * h * h * kv_share;
-      const bool gated = m.activation == Activation::kSwiglu;
       if (!unit.moe) return (attention + mlp_matrices(gated) * h * f) / tp + 2 * norm;
       // The router is replicated on every tp rank; the shared expert splits as a dense MLP.
       const double shared = mlp_matrices(gated) * h * m.moe.shared_expert_ffn_hidden;
@@ -218,6 +228,25 @@ double moe_activation_bytes(const ModelSpec& m, double tokens, double tp, int et
          (gated ? 6 : 4) * tokens * moe.shared_expert_ffn_hidden / tp;
 }
 
+/// Bytes an MLA layer's attention keeps for its backward pass, for `tokens` tokens of its
+/// tensor-parallel group, in place of Korthikanti's 8sbh/t of a dense layer's Q, K, V and
+/// attention output. Assumed from Megatron-Core's MLASelfAttention without recomputation
+/// (recompute_modules mla_up_proj would drop the up-projections' outputs): the input of each
+/// latent's norm and the norm's output, which the fused TELayerNormColumnParallelLinear keeps
+/// for its weight gradient (2 + 2 bytes x (q_lora_rank + kv_lora_rank), on the rank's own
+/// tokens with sequence parallelism); the rotary key before rotation (2 x qk_rope_head_dim, the
+/// same); the queries, keys and values that flash attention keeps (2 x the heads' (query width
+/// + key width + value width) / tp) and its output, the output projection's input (2 x heads x
+/// v_head_dim / tp). The layer's input, which the down-projections read, is Korthikanti's
+/// replicated part already; flash attention's softmax statistics (fp32, one per head and query)
+/// are left out, as for dense layers.
+double mla_activation_bytes(const ModelSpec& m, double tokens, double tp, double sp) {
+  const MlaSpec& mla = m.mla;
+  const double local_heads = m.heads / tp;
+  const double latents = (4.0 * (double(mla.q_lora_rank) + mla.kv_lora_rank) + 2.0 * mla.qk_rope_head_dim) * tokens / sp;
+  return latents + 2 * tokens * local_heads * (2 * mla.q_head_dim() + 2.0 * mla.v_head_dim);
+}
+
 }  // namespace
 
 double unit_activation_bytes(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs, const ActivationMode& mode) {
@@ -239,7 +268,7 @@ double unit_activation_bytes(const ModelSpec& m, const LayerUnit& unit, int tp, 
       // recomputation, and never stored by fused attention. Of the 24/t, the MLP's 16sbh/t
       // generalises to 4sbf/t (GELU) or 6sbf/t (SwiGLU's gate, up and product).
       const double replicated = 10 * s * b * h / sp;
-      const double attention = 8 * s * b * h / t;
+      const double attention = m.mla.enabled() ? mla_activation_bytes(m, s * b, t, sp) : 8 * s * b * h / t;
       const double scores = m.flash_attention || mode.selective ? 0 : 5 * a * s * s * b / t;
       const bool gated = m.activation == Activation::kSwiglu;
       const double mlp = unit.moe ? moe_activation_bytes(m, s * b, t, mode.etp) : (gated ? 6 : 4) * s * b * f / t;

@@ -365,6 +365,9 @@ std::vector<const LayerUnit*> distinct_layers(const ModelSpec& model) {
 
 int profile_layers(const LayerProfileOptions& options) {
   ModelSpec model = load_model(options.model);
+  if (model.mla.enabled())
+    throw SpecError("--model: model '" + model.name + "' has multi-head latent attention (an 'mla' block), which the "
+                    "LibTorch profiler does not build; time its layers from the GPU's data (--analytic-profiles)");
   for (int tp : options.tps)
     if (tp <= 0 || model.heads % tp != 0 || model.kv_heads % tp != 0 || model.ffn_hidden % tp != 0)
       throw SpecError("--tp " + std::to_string(tp) + ": must divide model '" + model.name + "''s " +

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "profiles/libtorch_layer.h"
+#include "profiles/mla_layer.h"
 #include "profiles/moe_layer.h"
 #include "specs/precision.h"
 #include "specs/spec_error.h"
@@ -194,25 +195,48 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
   // Causal self-attention computes half the score matrix (T5's and BERT's encoders all of it).
   const bool causal = m.causal && unit.segment != "encoder";
   int attention_kernels = 0;
+  // Multi-head latent attention: queries and keys q_head_dim() wide per head, values v_head_dim.
+  const MlaSpec& mla = m.mla;
+  const bool latent = mla.enabled();
   // With context parallelism a GPU's s / cp queries meet all s keys; a causal mask balanced
   // over the ring (Megatron-LM's zigzag split) leaves every GPU half of that, as without cp.
   auto attention = [&](bool is_causal) {
     if (m.flash_attention) {
-      fw.attention_flops += 4 * b * s_local * s * hq / t * (is_causal ? 0.5 : 1);
+      // Q K^T and scores x V: 2 FLOPs a multiply-add over the query/key width and the value width.
+      fw.attention_flops += latent ? 2 * b * s_local * s * local_heads * (mla.q_head_dim() + mla.v_head_dim) *
+                                         (is_causal ? 0.5 : 1)
+                                   : 4 * b * s_local * s * hq / t * (is_causal ? 0.5 : 1);
       attention_kernels += 1;
     } else {
-      fw.gemms.push_back({s_local, s, head_dim, b * local_heads});  // Q K^T
-      fw.gemms.push_back({s_local, head_dim, s, b * local_heads});  // scores x V
+      const double qk_width = latent ? mla.q_head_dim() : head_dim, v_width = latent ? mla.v_head_dim : head_dim;
+      fw.gemms.push_back({s_local, s, qk_width, b * local_heads});  // Q K^T
+      fw.gemms.push_back({s_local, v_width, s, b * local_heads});   // scores x V
       fw.memory_bytes += st.score_passes * b * local_heads * s_local * s * bytes;
       attention_kernels += st.unfused_attention_kernels;
     }
   };
-  fw.gemms.push_back({tokens, (hq + 2 * hkv) / t, h});  // Q, K, V
-  attention(causal);
-  fw.gemms.push_back({tokens, h, hq / t});              // output projection
-  double weights_per_gpu = (h * (hq + 2 * hkv) + hq * h) / t;
+  double weights_per_gpu = 0;
   double elements = st.replicated_elements * tokens * h / sp + st.head_copy_elements * tokens * h / t;
   int layer_kernels = st.layer_kernels;  // beside the attention's
+  MlaWork mla_work;
+  if (latent) {
+    // The projections (mla_layer.cc), then the attention. The tensor-parallel regions stay a
+    // dense layer's two: with sequence parallelism MLA gathers the latents and the rotary key
+    // (q_lora_rank + kv_lora_rank + qk_rope_head_dim wide) where a dense layer gathers its
+    // input (hidden wide), counted as the dense layer's gather; the down-projections' weight
+    // gradients, reduced over tp once a step, are not counted.
+    mla_work = mla_attention_work(m, tokens, tp, options);
+    fw.gemms.insert(fw.gemms.end(), mla_work.gemms.begin(), mla_work.gemms.end());
+    attention(causal);
+    weights_per_gpu = mla_work.weights_per_gpu;
+    elements += mla_work.elements;
+    layer_kernels += mla_work.kernels;
+  } else {
+    fw.gemms.push_back({tokens, (hq + 2 * hkv) / t, h});  // Q, K, V
+    attention(causal);
+    fw.gemms.push_back({tokens, h, hq / t});              // output projection
+    weights_per_gpu = (h * (hq + 2 * hkv) + hq * h) / t;
+  }
   int tp_regions = 2;                    // attention and MLP: an all-reduce (or gather and scatter) each
   if (unit.moe) {
     MoeWork moe = moe_mlp_work(m, tokens, tp, options);
@@ -234,9 +258,10 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
     // Ring attention (Megatron-Core through Transformer Engine): cp - 1 steps, each passing a
     // chunk's keys and values (s / cp tokens of both) on to the next GPU of the ring.
     fw.cp_ring_steps = options.cp - 1;
-    fw.cp_ring_step_bytes = 2 * b * s_local * hkv / t * bytes;
+    fw.cp_ring_step_bytes = latent ? tokens * mla_work.kv_bytes_per_token : 2 * b * s_local * hkv / t * bytes;
   }
-  if (m.family == ModelFamily::kLlama) elements += 2 * tokens * (hq + hkv) / t;  // rotary on Q and K
+  // Rotary on Q and K (MLA: mla_attention_work counted its own).
+  if (m.family == ModelFamily::kLlama && !latent) elements += 2 * tokens * (hq + hkv) / t;
   if (unit.cross_attention) {
     fw.gemms.push_back({tokens, h / t, h});           // queries
     fw.gemms.push_back({tokens, 2 * hkv / t, h});  // keys and values of the encoder's output
@@ -249,7 +274,8 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
   if (is_fp8(m.dtype)) {
     // Each GEMM input is cast to fp8 (read 2 bytes, write 1: 1.5 elements) before it runs.
     // MXFP8's block scales cost its GEMMs, not this traffic: the GPU data's mxfp8 efficiency.
-    elements += 1.5 * tokens * (2 * h + hq / t + (unit.moe ? 0 : f / t));  // MoE: moe_mlp_work casts its own
+    if (latent) elements += mla_work.fp8_cast_elements + 1.5 * tokens * (h + (unit.moe ? 0 : f / t));  // and the MLP's
+    else elements += 1.5 * tokens * (2 * h + hq / t + (unit.moe ? 0 : f / t));  // MoE: moe_mlp_work casts its own
     layer_kernels += 4;
   }
   fw.weight_bytes = weights_per_gpu * gemm_bytes;

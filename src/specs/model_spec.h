@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "specs/mla_spec.h"
 #include "specs/moe_spec.h"
 
 namespace fasop {
@@ -60,6 +61,9 @@ struct ModelSpec {
   /// / heads is 64, so that its attention is wider than its hidden size).
   int head_dim = 0;
   MoeSpec moe;                 ///< the mixture of experts of its `moe` units (none: a dense model)
+  /// Multi-head latent attention in every transformer layer (field `mla`; none: multi-head or
+  /// grouped-query attention of head_dim-wide heads).
+  MlaSpec mla;
   Activation activation = Activation::kGelu;
   Norm norm = Norm::kLayerNorm;
   bool tied_embeddings = true;  ///< the output head shares the input embedding's weights

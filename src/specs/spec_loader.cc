@@ -78,7 +78,7 @@ void resolve_gpu_data(const Field& entry, NodeType& type) {
 const std::vector<std::string>& model_dim_fields() {
   static const std::vector<std::string> fields = {"hidden", "heads", "sequence", "vocab", "precision_bits", "dtype",
                                                   "ffn_hidden", "kv_heads", "activation", "norm", "tied_embeddings",
-                                                  "attention", "family", "causal", "head_dim", "moe"};
+                                                  "attention", "family", "causal", "head_dim", "moe", "mla"};
   return fields;
 }
 
@@ -136,6 +136,28 @@ void parse_model_dims(const Field& root, ModelSpec& model) {
   if (root.child("causal").present()) model.causal = root.child("causal").as<bool>("true or false");
   if (root.child("head_dim").present()) model.head_dim = root.child("head_dim").positive_int(kMaxHidden);
   if (Field moe = root.child("moe"); moe.present()) model.moe = parse_moe(moe);
+  if (Field mla = root.child("mla"); mla.present()) {
+    model.mla = parse_mla(mla);
+    // MLA's heads are widths of their own, each with its own key and value.
+    if (root.child("head_dim").present())
+      root.child("head_dim").fail("goes with multi-head or grouped-query attention; an 'mla' block gives the heads' "
+                                  "widths (qk_head_dim, qk_rope_head_dim, v_head_dim): remove head_dim");
+    if (model.kv_heads != model.heads)
+      root.child("kv_heads").fail("must equal heads (" + std::to_string(model.heads) +
+                                  ") with an 'mla' block: latent attention gives every head its own key and value");
+  }
+}
+
+MlaSpec parse_mla(const Field& field) {
+  field.keys("a mapping {q_lora_rank, kv_lora_rank, qk_head_dim, qk_rope_head_dim, v_head_dim}");
+  field.only_keys({"q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_rope_head_dim", "v_head_dim"});
+  MlaSpec mla;
+  mla.q_lora_rank = field.child("q_lora_rank").positive_int(kMaxHidden);
+  mla.kv_lora_rank = field.child("kv_lora_rank").positive_int(kMaxHidden);
+  mla.qk_head_dim = field.child("qk_head_dim").positive_int(kMaxHidden);
+  mla.qk_rope_head_dim = field.child("qk_rope_head_dim").positive_int(kMaxHidden);
+  mla.v_head_dim = field.child("v_head_dim").positive_int(kMaxHidden);
+  return mla;
 }
 
 MoeSpec parse_moe(const Field& field) {
@@ -205,6 +227,11 @@ ModelSpec parse_model(const std::string& yaml_text, const std::string& source) {
   if (model.num_transformer_layers() == 0)
     layers.fail("has no unit with role transformer; add at least one");
   check_moe_units(layers, model);
+  if (model.mla.enabled())
+    for (const LayerUnit& unit : model.units)
+      if (unit.cross_attention)
+        layers.fail("has a cross-attention unit ('" + unit.type + "') but the model's 'mla' block prices self-attention "
+                    "only; drop one of them");
 
   Field clusters = root.child("default_clusters");
   if (clusters.present()) {

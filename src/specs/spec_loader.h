@@ -30,14 +30,17 @@ ProfileSpec parse_profile(const std::string& yaml_text, const std::string& sourc
 /// memory, links, price, the GPU's specs, slurm).
 NodeType parse_node_type(const Field& entry);
 /// A model's dimensions and precision (hidden, heads, sequence, vocab, precision_bits, dtype,
-/// ffn_hidden, kv_heads, activation, norm, tied_embeddings, family): everything but its name,
-/// units, batch and clusters.
+/// ffn_hidden, kv_heads, activation, norm, tied_embeddings, family, head_dim, moe, mla):
+/// everything but its name, units, batch and clusters.
 void parse_model_dims(const Field& root, ModelSpec& model);
 /// The fields parse_model_dims reads, for a loader's list of known fields.
 const std::vector<std::string>& model_dim_fields();
 /// A model's `moe` block: {experts, top_k, expert_ffn_hidden, shared_expert_ffn_hidden?,
 /// dense_layers?, token_drop?}.
 MoeSpec parse_moe(const Field& field);
+/// A model's `mla` block (multi-head latent attention): {q_lora_rank, kv_lora_rank, qk_head_dim,
+/// qk_rope_head_dim, v_head_dim}, each a positive width.
+MlaSpec parse_mla(const Field& field);
 /// Refuses `model`'s units (from `layers`) where they disagree with its moe block: MoE units
 /// without one, a block without MoE units, dense layers other than moe.dense_layers.
 void check_moe_units(const Field& layers, const ModelSpec& model);

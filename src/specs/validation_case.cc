@@ -225,6 +225,9 @@ LayerTimeCase parse_layer_time_case(const std::string& yaml_text, const std::str
   const std::string stack = root.child("stack").text();
   if (!stack_named(stack, &c.stack))
     root.child("stack").fail("unknown stack '" + stack + "'; use megatron, eager or libtorch");
+  if (c.model.mla.enabled() && c.stack != Stack::kMegatron)
+    root.child("stack").fail("is " + stack + ", whose layers are counted op by op as dense attention; a model with an "
+                             "'mla' block is priced on the megatron stack only");
   c.tp_comm_included = optional_bool(root.child("tp_comm_included"), true);
   Field points = root.child("points");
   for (const Field& p : points.items("list of {unit, tp, mbs, forward_s, backward_s?} (or forward_backward_s)", true)) {
