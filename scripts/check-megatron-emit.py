@@ -9,11 +9,15 @@ Usage (with Debian's /usr/bin/python3 and its torch; CPU only):
     --work DIR      where plans and emitted arguments are kept (default: a temporary directory)
 At least one tree is needed; a flavour without its tree is reported as skipped.
 
-For every plan below the script runs `fasop-cpp search ... --save-plan`, then `fasop-cpp
-schedule --format megatron [--megatron-flavor fasop]`, and hands the emitted arguments to that
+For every plan below the script runs `fasop-cpp search ... --save-plan`, edits the saved plan
+where the entry says so (search does not choose context or expert parallelism: cp, ep and etp
+are written into the plan file as a user would, cp dividing dp), then `fasop-cpp schedule
+--format megatron [--megatron-flavor fasop]`, and hands the emitted arguments to that
 Megatron's own parse_args and validate_args (sys.argv as a launch would give it, WORLD_SIZE =
-tp x pp x dp, RANK 0). Then, for every pipeline rank, it asks that Megatron which layers the
-rank builds, with the rank's parallel state set as initialize_model_parallel would set it:
+tp x cp x dp x pp, RANK 0). Model files the entries name with '@' (mixtures of experts, fp8
+and mxfp8 copies of the presets) are written into the work directory's models/ first. Then,
+for every pipeline rank, it asks that Megatron which layers the rank builds, with the rank's
+parallel state set as initialize_model_parallel would set it:
   upstream  core_transformer_config_from_args (which parses --pipeline-model-parallel-layout),
             get_num_layers_to_build and get_transformer_layer_offset (what GPTModel's and
             BertModel's TransformerBlock call), is_pipeline_first/last_stage and the layout's own
@@ -25,13 +29,24 @@ rank builds, with the rank's parallel state set as initialize_model_parallel wou
             a chunk), then GPTModel/BertModel/T5Model and ParallelTransformer as built, whose
             _get_num_layers and offsets read --balance, the split rank and
             --num-layers-per-virtual-pipeline-stage.
+Upstream, the parsed TransformerConfig must hold the plan's cp, ep, etp (its default, tp, for a
+dense model), the model's experts, top-k, expert and shared-expert widths, capacity factor
+(token dropping), head width (kv_channels), fp8 format and recipe, and bf16; the layer specs
+get_gpt_decoder_layer_specs builds must put MoELayer exactly on the model's MoE layers; the
+rank groups of RankGenerator, built as initialize_model_parallel builds them (order
+tp-cp-ep-dp-pp, and the expert grid of etp x ep x expert-dp x pp), must be fasop-cpp's launch
+layout (a stage's tp x cp x dp ranks contiguous, tp fastest, then cp, then dp); and with tp > 1
+and experts, MoELayer.forward's own training-time check (which refuses tensor parallelism
+without sequence parallelism) is run on a bare MoELayer holding the config.
 Each rank's layers (Megatron's 1-based layer numbers), embedding (pre_process) and loss
 (post_process of the last rank; T5: also the encoder's final norm at the split) must be the
 plan's partition. With v virtual stages the plan's stage r is rank r's share in v equal chunks
 (the cost model times v equal chunks a rank), chunk c holding model chunk c x pp + r: the
 layers numbered chunk by chunk, the embedding in rank 0's first chunk, the loss in the last
-rank's last. A plan a flavour cannot run must be refused by fasop-cpp with the reason.
-One line per plan and flavour; exit status 1 on any mismatch, 2 on bad usage.
+rank's last. A plan a flavour cannot run must be refused by fasop-cpp with the reason; the
+refusals of REFUSALS (plans made invalid by an edit) must be refused too, and where Megatron's
+own code can say so on a CPU, the base plan's arguments edited alike must fail there for the
+same reason. One line per plan and flavour; exit status 1 on any mismatch, 2 on bad usage.
 
 What is not Megatron's own code here, and why (CPU, Debian's torch 1.13 on Python 3.11):
   - GPU-only modules (apex, amp_C, transformer_engine, triton, flash_attn, the fused-kernel
@@ -43,6 +58,9 @@ What is not Megatron's own code here, and why (CPU, Debian's torch 1.13 on Pytho
     PYTORCH_JIT=0 so torch.jit.script leaves functions as they are; numpy.float is float;
   - without a GPU, torch.cuda.get_device_capability and get_device_properties answer as an H100
     (compute capability 9.0): upstream's validate_args asks the architecture when tp > 1;
+  - MoELayer.forward's tensor-parallel check runs on an instance made without its __init__
+    (which would build the experts and their process groups), holding the parsed config and
+    a stand-in tensor-parallel group of tp ranks, in training mode;
   - the fork's ParallelTransformerLayer is replaced by a recorder of the layer number and
     type it is built with: a real layer is tens of millions of weights with fused CUDA
     kernels, and the count and numbering come from ParallelTransformer, which runs unchanged;
@@ -96,6 +114,93 @@ PLANS = [
      {"upstream": "check", "fasop": ("refused", "--swiglu")}),
     # BERT-Large on FASOP's BERT cluster: upstream's examples/bert/pretrain_bert.py, the fork's pretrain_bert.py.
     ("bert-uneven-pp4", ["--model", "bert", "--fix", "pp=4"], {"upstream": "check", "fasop": "check"}),
+    # Context parallelism: the llama plan at tp 2, pp 4 with cp 2 (dp 16 -> 8). The fork has none.
+    ("llama2-7b-cp2", ["--model", "llama2-7b", "--cluster", "aws-h100", "--fix", "tp=2,pp=4,zero=1"],
+     {"upstream": "check", "fasop": ("refused", "--context-parallel-size")}, {"cp": 2}),
+    # A Mixtral-like mixture of experts (8 experts, top-2, one dense layer first, dropless) at ep 8.
+    ("moe-ep8", ["--model", "@moe-mixtral.yaml", "--cluster", "aws-h100", "--fix", "tp=2,pp=4,sp=on,zero=1"],
+     {"upstream": "check", "fasop": ("refused", "--moe-router-topk")}, {"ep": 8}),
+    # A DeepSeek-like one (64 experts of 1408, top-6, a shared expert, token dropping, heads of 128
+    # beside a hidden of 2048 / 32 heads) with cp 2, ep 4 and etp 2: 8 of a stage's 2 x 2 x 8 GPUs.
+    ("moe-shared-cp2-ep4-etp2", ["--model", "@moe-deepseek.yaml", "--cluster", "aws-h100", "--fix",
+                                 "tp=2,pp=4,sp=on,zero=1"],
+     {"upstream": "check", "fasop": ("refused", "--moe-router-topk")}, {"cp": 2, "ep": 4, "etp": 2}),
+    # fp8 (Transformer Engine's per-tensor current scaling) on H100s, and MXFP8 on B200s.
+    ("llama2-7b-fp8", ["--model", "@llama2-7b-fp8.yaml", "--cluster", "aws-h100", "--fix", "tp=2,pp=4,zero=1"],
+     {"upstream": "check", "fasop": ("refused", "--swiglu")}),
+    ("gpt2xl-fp8", ["--model", "@gpt2xl-fp8.yaml", "--cluster", "aws-h100", "--fix", "tp=2,pp=4"],
+     {"upstream": "check", "fasop": ("refused", "--fp8-format")}),
+    ("llama2-7b-mxfp8", ["--model", "@llama2-7b-mxfp8.yaml", "--cluster", "dgx-b200", "--fix", "tp=2,pp=4,zero=1"],
+     {"upstream": "check", "fasop": ("refused", "--swiglu")}),
+]
+
+# Model files the plans name with '@': written into the work directory. name -> (preset to copy
+# with its dtype replaced, dtype) or the file's text.
+MODELS = {
+    "llama2-7b-fp8.yaml": ("llama2-7b", "fp8"),
+    "llama2-7b-mxfp8.yaml": ("llama2-7b", "mxfp8"),
+    "gpt2xl-fp8.yaml": ("gpt2xl", "fp8"),
+    "moe-mixtral.yaml": """name: moe-mixtral
+family: llama
+hidden: 4096
+heads: 32
+kv_heads: 8
+ffn_hidden: 14336
+sequence: 4096
+vocab: 32000
+global_batch: 256
+dtype: bf16
+activation: swiglu
+norm: rmsnorm
+tied_embeddings: false
+moe: {experts: 8, top_k: 2, expert_ffn_hidden: 14336, dense_layers: 1}
+layers:
+  - {type: embedding, role: embedding}
+  - {type: transformer, role: transformer, repeat: 1}
+  - {type: moe_layer, role: transformer, moe: true, repeat: 15}
+  - {type: post_process, role: post_process}
+""",
+    "moe-deepseek.yaml": """name: moe-deepseek
+family: llama
+hidden: 2048
+heads: 32
+kv_heads: 8
+head_dim: 128
+ffn_hidden: 10944
+sequence: 4096
+vocab: 102400
+global_batch: 512
+dtype: bf16
+activation: swiglu
+norm: rmsnorm
+tied_embeddings: false
+moe: {experts: 64, top_k: 6, expert_ffn_hidden: 1408, shared_expert_ffn_hidden: 2816, dense_layers: 1, token_drop: true}
+layers:
+  - {type: embedding, role: embedding}
+  - {type: transformer, role: transformer, repeat: 1}
+  - {type: moe_layer, role: transformer, moe: true, repeat: 27}
+  - {type: post_process, role: post_process}
+""",
+}
+
+# Plans made invalid by an edit of a plan above (its search result): fasop-cpp must refuse them
+# naming `reason`. Where Megatron's own code refuses such arguments on a CPU, `megatron` gives the
+# edit of the base plan's emitted (upstream) arguments ({flag: value}, None drops the flag), the
+# world size, and what Megatron must say; else a string: why Megatron's refusal is not run here.
+REFUSALS = [
+    # 4,096 tokens do not split into 2 x 3 chunks; Megatron: tp 2 x pp 4 x cp 3 = 24 GPUs.
+    ("llama2-7b-cp3", "llama2-7b-cp2", {"cp": 3}, "2 x cp",
+     ({"--context-parallel-size": "3"}, 24, "seq-length should be a multiple of 2 * context-parallel-size")),
+    # 3 does not divide 8 experts.
+    ("moe-ep3", "moe-ep8", {"ep": 3}, "does not divide",
+     ({"--expert-model-parallel-size": "3"}, 128, "Number of experts should be a multiple of expert model parallel_size")),
+    # tp 2 with experts and no sequence parallelism: validate_args only warns; MoELayer.forward
+    # raises in training.
+    ("moe-ep8-no-sp", "moe-ep8", {"ep": 8, "sequence_parallel": False}, "sequence parallelism",
+     ({"--sequence-parallel": None}, 128, "without also enabling sequence parallelism")),
+    # MXFP8 on H100s: the GPU data has no mxfp8 entry (Blackwell only).
+    ("llama2-7b-mxfp8-on-h100", "llama2-7b-fp8", {"model": "@llama2-7b-mxfp8.yaml"}, "Blackwell",
+     "Transformer Engine refuses MXFP8 below compute capability 10.0 when it builds the recipe on a GPU"),
 ]
 
 # The entry points whose model_provider and args_defaults each family runs with.
@@ -230,9 +335,84 @@ def upstream_worker(tree, world, tokens, family):
     validate_args(args, {"tokenizer_type": "GPT2BPETokenizer" if family == "gpt" else "BertWordPieceLowerCase"})
     report = {"tp": args.tensor_model_parallel_size, "pp": args.pipeline_model_parallel_size,
               "dp": args.data_parallel_size, "vp": args.virtual_pipeline_model_parallel_size,
-              "stand_ins": stood_in}
-    report.update(_upstream_t5_refusal(tree, args) if t5 else {"ranks": _upstream_gpt_ranks(args)})
+              "cp": args.context_parallel_size, "ep": args.expert_model_parallel_size,
+              "etp": args.expert_tensor_parallel_size, "stand_ins": stood_in}
+    if t5:
+        report.update(_upstream_t5_refusal(tree, args))
+        return report
+    report["ranks"] = _upstream_gpt_ranks(args)
+    from megatron.training.arguments import core_transformer_config_from_args
+    config = core_transformer_config_from_args(args)
+    report["features"] = _upstream_features(args, config)
+    report["groups"] = _upstream_rank_groups(args, world)
+    report["moe_forward_refusal"] = _upstream_moe_forward_refusal(config)
     return report
+
+
+def _upstream_features(args, config):
+    """What the parsed TransformerConfig holds of the parallel degrees, the experts, the
+    attention head and the precision, and which layers get_gpt_decoder_layer_specs makes MoE
+    layers (1) or dense (0)."""
+    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_decoder_layer_specs
+
+    def mlp_class(spec):
+        # A ModuleSpec, a class, or a functools.partial of a class (MoELayer) or of a bound
+        # classmethod (MLP.as_mlp_submodule).
+        mlp = spec.submodules.mlp
+        target = getattr(mlp, "module", None) or getattr(mlp, "func", mlp)
+        return getattr(getattr(target, "__self__", target), "__name__", repr(target))
+
+    specs = get_gpt_decoder_layer_specs(config, use_transformer_engine=False, normalization=args.normalization)
+    return {"cp": config.context_parallel_size, "ep": config.expert_model_parallel_size,
+            "etp": config.expert_tensor_parallel_size, "sequence_parallel": bool(config.sequence_parallel),
+            "experts": config.num_moe_experts, "top_k": config.moe_router_topk if config.num_moe_experts else None,
+            "expert_ffn_hidden": config.moe_ffn_hidden_size if config.num_moe_experts else None,
+            "shared_expert_ffn_hidden": config.moe_shared_expert_intermediate_size or 0,
+            "capacity_factor": config.moe_expert_capacity_factor, "kv_channels": config.kv_channels,
+            "fp8": config.fp8, "fp8_recipe": config.fp8_recipe if config.fp8 else None, "bf16": bool(config.bf16),
+            "moe_layers": [int(mlp_class(spec) == "MoELayer") for spec in specs]}
+
+
+def _upstream_rank_groups(args, world):
+    """The rank groups initialize_model_parallel makes (its RankGenerators, order tp-cp-ep-dp-pp
+    as initialize.py passes it), without creating process groups: tp, cp, dp, pp of the dense
+    grid and ep, expert-tp, expert-dp of the expert grid; and Megatron's own refusal of an
+    expert grid that does not divide the world (RuntimeError), if any."""
+    from megatron.core.parallel_state import RankGenerator
+    tp, cp, pp = args.tensor_model_parallel_size, args.context_parallel_size, args.pipeline_model_parallel_size
+    etp, ep = args.expert_tensor_parallel_size, args.expert_model_parallel_size
+    dense = RankGenerator(tp=tp, ep=1, dp=args.data_parallel_size, pp=pp, cp=cp, order="tp-cp-ep-dp-pp")
+    groups = {name: dense.get_ranks(name) for name in ("tp", "cp", "dp", "pp")}
+    if world % (etp * ep * pp) != 0:
+        return {"refused": f"world_size ({world}) is not divisible by expert_tensor_model_pipeline_parallel size "
+                           f"({etp * ep * pp})", **groups}
+    expert = RankGenerator(tp=etp, ep=ep, dp=world // (etp * ep * pp), pp=pp, cp=1, order="tp-cp-ep-dp-pp")
+    groups.update({"ep": expert.get_ranks("ep"), "etp": expert.get_ranks("tp"), "edp": expert.get_ranks("dp"),
+                   "expert_pp_same": expert.get_ranks("pp") == groups["pp"]})
+    return groups
+
+
+def _upstream_moe_forward_refusal(config):
+    """What MoELayer.forward raises in training before it routes a token (its tensor-parallel
+    check), on a bare MoELayer holding `config` and a group of tp ranks; None when it passes the
+    check (or the model has no experts)."""
+    if not config.num_moe_experts:
+        return None
+    import torch
+    from megatron.core.transformer.moe.moe_layer import MoELayer
+    layer = MoELayer.__new__(MoELayer)
+    torch.nn.Module.__init__(layer)
+    layer.config = config
+    layer.attn_tp_group = types.SimpleNamespace(size=lambda: config.tensor_model_parallel_size)
+    layer.train()
+    try:
+        layer.forward(torch.zeros(1, 1, config.hidden_size))
+    except ValueError as error:
+        if "sequence parallelism" in str(error):
+            return str(error)
+    except Exception:  # past the check: the bare layer has no router or experts
+        pass
+    return None
 
 
 def _upstream_gpt_ranks(args):
@@ -384,8 +564,8 @@ def load_yaml(path):
 
 
 def model_units(model, plan_dir):
-    """The model's units in order as (role, segment), and which Megatron model builds it ("gpt",
-    "bert" or "t5"), from its YAML (a preset or a file)."""
+    """The model's units in order as (role, segment), which Megatron model builds it ("gpt",
+    "bert" or "t5"), and its YAML as read (a preset or a file)."""
     candidates = [model, os.path.join(plan_dir, model), os.path.join(ROOT, "configs", "models", model + ".yaml")]
     path = next((p for p in candidates if os.path.isfile(p)), None)
     if path is None:
@@ -394,7 +574,97 @@ def model_units(model, plan_dir):
     for layer in spec["layers"]:
         units += [(layer.get("role", "transformer"), layer.get("segment", ""))] * int(layer.get("repeat", 1))
     family = "t5" if any(segment for _, segment in units) else "bert" if spec.get("family") == "bert" else "gpt"
-    return units, family
+    return units, family, spec
+
+
+def world_of(plan):
+    """The GPUs a plan runs on, as its launch gives WORLD_SIZE: tp x cp x dp x pp."""
+    return plan["tp"] * plan.get("cp", 1) * plan["dp"] * plan["pp"]
+
+
+def expected_features(plan, spec):
+    """What upstream's TransformerConfig must hold for the plan and its model (_upstream_features):
+    a dense model's etp is Megatron's default, tp; fp8 is bf16 with Transformer Engine's recipe."""
+    moe = spec.get("moe") or {}
+    experts = moe.get("experts")
+    dtype = spec.get("dtype")
+    moe_layers = []
+    for layer in spec["layers"]:
+        if layer.get("role", "transformer") == "transformer":
+            moe_layers += [int(bool(layer.get("moe", False)))] * int(layer.get("repeat", 1))
+    return {"cp": plan.get("cp", 1), "ep": plan.get("ep", 1), "etp": plan.get("etp", 1) if experts else plan["tp"],
+            "sequence_parallel": bool(plan.get("sequence_parallel", False)) and plan["tp"] > 1,
+            "experts": experts, "top_k": moe.get("top_k"), "expert_ffn_hidden": moe.get("expert_ffn_hidden"),
+            "shared_expert_ffn_hidden": moe.get("shared_expert_ffn_hidden", 0),
+            "capacity_factor": 1.0 if moe.get("token_drop") else None,
+            "kv_channels": spec.get("head_dim") or spec["hidden"] // spec["heads"],
+            "fp8": {"fp8": "hybrid", "mxfp8": "e4m3"}.get(dtype),
+            "fp8_recipe": {"fp8": "tensorwise", "mxfp8": "mxfp8"}.get(dtype),
+            "bf16": dtype in ("bf16", "fp8", "mxfp8"), "moe_layers": moe_layers}
+
+
+def expected_groups(plan):
+    """The rank groups of fasop-cpp's launch layout (launch_layout.cc's coordinates_of_rank):
+    stages of tp x cp x dp contiguous ranks, tp fastest, then cp, then dp; the experts of a
+    stage folded over the same ranks, etp fastest, then ep, then expert-dp."""
+    tp, cp, dp, pp = plan["tp"], plan.get("cp", 1), plan["dp"], plan["pp"]
+    ep, etp = plan.get("ep", 1), plan.get("etp", 1)
+    stage = tp * cp * dp
+
+    def groups(sizes, axis):
+        """Ranks of a mixed-radix grid (sizes fastest first) grouped along `axis`."""
+        import itertools
+        strides = [1]
+        for size in sizes[:-1]:
+            strides.append(strides[-1] * size)
+        others = [range(n) for i, n in enumerate(sizes) if i != axis]
+        out = []
+        for rest in itertools.product(*others):
+            coords = list(rest)
+            coords.insert(axis, 0)
+            base = sum(c * st for c, st in zip(coords, strides))
+            out.append([base + k * strides[axis] for k in range(sizes[axis])])
+        return sorted(out)
+
+    want = {name: groups([tp, cp, dp, pp], axis) for axis, name in enumerate(("tp", "cp", "dp", "pp"))}
+    if plan.get("ep", 1) > 1 or plan.get("etp", 1) > 1:
+        expert = [etp, ep, stage // (ep * etp), pp]
+        want.update({name: groups(expert, axis) for axis, name in ((0, "etp"), (1, "ep"), (2, "edp"))})
+    return want
+
+
+def compare_upstream(plan, spec, got):
+    """The first difference between what upstream's config and rank groups hold and the plan, or None."""
+    want = expected_features(plan, spec)
+    for key, value in want.items():
+        if got["features"].get(key) != value:
+            return f"Megatron's config has {key} {got['features'].get(key)!r}, the plan and model say {value!r}"
+    groups = got["groups"]
+    if "refused" in groups:
+        return groups["refused"]
+    for name, ranks in expected_groups(plan).items():
+        if sorted(sorted(g) for g in groups[name]) != ranks:
+            return f"Megatron's {name} groups {groups[name][:3]}... differ from the launch layout's {ranks[:3]}..."
+    if "expert_pp_same" in groups and not groups["expert_pp_same"]:
+        return "Megatron's expert grid has other pipeline groups than its dense grid"
+    if got.get("moe_forward_refusal"):
+        return f"MoELayer.forward refuses: {got['moe_forward_refusal']}"
+    return None
+
+
+def features_text(plan, spec):
+    """' cp 2 ep 8 etp 2, 8 experts top-2 on 15 of 16 layers, fp8 tensorwise': what the line checked."""
+    f = expected_features(plan, spec)
+    text = "".join(f" {k} {plan[k]}" for k in ("cp", "ep", "etp") if plan.get(k, 1) > 1)
+    if f["experts"]:
+        text += (f", {f['experts']} experts top-{f['top_k']} on {sum(f['moe_layers'])} of {len(f['moe_layers'])} "
+                 f"layers" + (", shared expert" if f["shared_expert_ffn_hidden"] else "") +
+                 (", capacity 1.0" if f["capacity_factor"] else ", dropless"))
+    if spec.get("head_dim"):
+        text += f", kv_channels {f['kv_channels']}"
+    if f["fp8"]:
+        text += f", fp8 {f['fp8']}/{f['fp8_recipe']}"
+    return text
 
 
 def expected_ranks(plan, units):
@@ -470,6 +740,7 @@ def summary(want):
 # Driver.
 
 STOOD_IN = {}  # flavour -> the modules its workers imported as stand-ins
+PARSED_UPSTREAM = []  # the plans whose emitted arguments upstream's parse_args and validate_args took
 
 
 def megatron_builds(flavour, tree, world, family, tokens, log):
@@ -542,13 +813,108 @@ def check_refusal(name, flavour, reason, emitted, plan_path, plan, units, family
     # its switch of the async all-reduce (upstream dropped the option).
     tokens = drop_flags(tokens, ["--balance", "--pipeline-model-parallel-split-rank"])
     tokens = [t for t in tokens if t != "--no-async-tensor-model-parallel-allreduce"]
-    world = plan["tp"] * plan["pp"] * plan["dp"]
+    world = world_of(plan)
     got, error = megatron_builds(flavour, tree, world, family, tokens, os.path.join(work, f"{name}.{flavour}.refused.log"))
     said = error if got is None else got.get("raised")
     if not said or reason not in said:
         print(f"FAIL  {label}: fasop-cpp refuses naming {reason!r}, but Megatron says {said!r}")
         return False
     print(f"ok    {label}: refused by fasop-cpp; Megatron's own code agrees: {said[:110]}")
+    return True
+
+
+def in_work(arg, work):
+    """A search argument, with '@name' the model file of that name in the work directory's models/."""
+    return os.path.join(work, "models", arg[1:]) if arg.startswith("@") else arg
+
+
+def write_models(work):
+    """The MODELS files, in the work directory's models/: copies of presets with another dtype, or text."""
+    os.makedirs(os.path.join(work, "models"), exist_ok=True)
+    for name, model in MODELS.items():
+        if isinstance(model, tuple):
+            preset, dtype = model
+            with open(os.path.join(ROOT, "configs", "models", preset + ".yaml")) as f:
+                text = f.read()
+            text = re.sub(r"^name: .*$", "name: " + name[:-len(".yaml")], text, count=1, flags=re.M)
+            if re.search(r"^dtype: ", text, re.M):
+                text = re.sub(r"^dtype: .*$", "dtype: " + dtype, text, count=1, flags=re.M)
+            else:
+                text += f"dtype: {dtype}\n"
+        else:
+            text = model
+        with open(os.path.join(work, "models", name), "w") as f:
+            f.write(text)
+
+
+def edit_plan(source, target, edit, work):
+    """`source`'s plan file written to `target` with `edit`'s fields: cp, ep, etp (cp divides the
+    plan's dp: the same GPUs), sequence_parallel False (the line dropped), model ('@name' a file
+    of the work directory), as a user would edit it."""
+    with open(source) as f:
+        text = f.read()
+
+    def set_key(text, key, value):
+        line = f"{key}: {value}"
+        if re.search(rf"^{key}: .*$", text, re.M):
+            return re.sub(rf"^{key}: .*$", lambda _: line, text, count=1, flags=re.M)
+        return re.sub(r"^(pp: .*)$", lambda m: m[1] + "\n" + line, text, count=1, flags=re.M)
+
+    if "cp" in edit:
+        dp = int(re.search(r"^dp: (\d+)$", text, re.M)[1])
+        text = set_key(text, "dp", dp // edit["cp"])
+    for key in ("cp", "ep", "etp"):
+        if key in edit:
+            text = set_key(text, key, edit[key])
+    if edit.get("sequence_parallel") is False:
+        text = re.sub(r"^sequence_parallel: true\n", "", text, flags=re.M)
+    if "model" in edit:
+        text = set_key(text, "model", json.dumps(in_work(edit["model"], work)))
+    with open(target, "w") as f:
+        f.write(text)
+
+
+def check_edited_refusal(refusal, searched, tree, fasop_cpp, work):
+    """One line: the edited plan must be refused by fasop-cpp naming the reason, and where
+    Megatron's code can say so here, the base plan's arguments edited alike must fail in
+    upstream Megatron-LM for the same reason (its validate_args, or MoELayer.forward's check)."""
+    name, base, edit, reason, megatron = refusal
+    label = f"{name} [upstream, refused]"
+    if base not in searched or not os.path.isfile(searched[base]):
+        print(f"FAIL  {label}: its base plan {base} was not made")
+        return False
+    plan_path = os.path.join(work, name + ".yaml")
+    edit_plan(searched[base], plan_path, edit, work)
+    emitted = run([fasop_cpp, "schedule", "--plan", plan_path, "--format", "megatron"])
+    said = (emitted.stderr or emitted.stdout).strip()
+    if emitted.returncode == 0 or reason not in emitted.stderr or len(said.splitlines()) != 1:
+        print(f"FAIL  {label}: expected a one-line refusal naming {reason!r}, got exit {emitted.returncode}: {said[:300]}")
+        return False
+    if isinstance(megatron, str):
+        print(f"ok    {label}: refused by fasop-cpp naming {reason!r}; not confirmed by Megatron here: {megatron}")
+        return True
+    if tree is None:
+        print(f"ok    {label}: refused by fasop-cpp naming {reason!r} (no upstream tree to confirm it)")
+        return True
+    flags, world, megatron_reason = megatron
+    base_args = os.path.join(work, f"{base}.upstream.sh")
+    if not os.path.isfile(base_args):
+        print(f"FAIL  {label}: the base plan's arguments ({base_args}) were not written")
+        return False
+    with open(base_args) as f:
+        tokens = shell_words(f.read())
+    for flag, value in flags.items():
+        if value is None:
+            tokens = [t for t in tokens if t != flag]
+        else:
+            tokens[tokens.index(flag) + 1] = value
+    _, family, _ = model_units(load_yaml(plan_path)["model"], work)
+    got, error = megatron_builds("upstream", tree, world, family, tokens, os.path.join(work, f"{name}.refused.log"))
+    megatron_said = error if got is None else got.get("moe_forward_refusal")
+    if not megatron_said or megatron_reason not in megatron_said:
+        print(f"FAIL  {label}: fasop-cpp refuses naming {reason!r}, but Megatron says {megatron_said!r}")
+        return False
+    print(f"ok    {label}: refused by fasop-cpp naming {reason!r}; Megatron's own code agrees: {megatron_said[:100]}")
     return True
 
 
@@ -565,9 +931,10 @@ def drop_flags(tokens, flags):
     return out
 
 
-def check_flavour(name, flavour, expect, plan_path, plan, units, family, tree, fasop_cpp, work):
+def check_flavour(name, flavour, expect, plan_path, plan, model, tree, fasop_cpp, work):
     """One line for one plan in one flavour; False on a mismatch."""
     label = f"{name} [{flavour}]"
+    units, family, _ = model
     cmd = [fasop_cpp, "schedule", "--plan", plan_path, "--format", "megatron"]
     if flavour == "fasop":
         cmd += ["--megatron-flavor", "fasop"]
@@ -582,13 +949,15 @@ def check_flavour(name, flavour, expect, plan_path, plan, units, family, tree, f
     if tree is None:
         print(f"skip  {label}: no {flavour} tree given")
         return True
-    return check_built(label, shell_words(emitted.stdout), plan, units, family, flavour, tree, work + "/" + name)
+    return check_built(label, shell_words(emitted.stdout), plan, model, flavour, tree, work + "/" + name)
 
 
-def check_built(label, tokens, plan, units, family, flavour, tree, log_stem):
-    """What that Megatron builds per rank from `tokens` must be the plan's partition, and the
-    same arguments with a layer moved must not pass."""
-    world = plan["tp"] * plan["pp"] * plan["dp"]
+def check_built(label, tokens, plan, model, flavour, tree, log_stem):
+    """What that Megatron builds per rank from `tokens` must be the plan's partition (and
+    upstream's config and rank groups the plan's degrees, experts and precision), and the same
+    arguments with a layer moved must not pass."""
+    units, family, spec = model
+    world = world_of(plan)
     want = expected_ranks(plan, units)
     got, problem = megatron_builds(flavour, tree, world, family, tokens, f"{log_stem}.{flavour}.log")
     if got is None:
@@ -596,8 +965,14 @@ def check_built(label, tokens, plan, units, family, flavour, tree, log_stem):
         return False
     if (got["tp"], got["pp"], got["dp"]) != (plan["tp"], plan["pp"], plan["dp"]):
         problem = f"Megatron runs tp {got['tp']} pp {got['pp']} dp {got['dp']}"
+    if flavour == "upstream":
+        PARSED_UPSTREAM.append(label)  # upstream's parse_args and validate_args took the arguments
     problem = problem or compare(want, got["ranks"])
+    if flavour == "upstream" and family != "t5":
+        problem = problem or compare_upstream(plan, spec, got)
     line = f"tp {got['tp']} pp {got['pp']} dp {got['dp']}"
+    if flavour == "upstream" and family != "t5":
+        line += features_text(plan, spec)
     if got.get("split_rank") is not None:
         line += f", split rank {got['split_rank']}"
     if problem:
@@ -649,21 +1024,29 @@ def main():
     work = opts.work or tempfile.mkdtemp(prefix="megatron-emit-")
     os.makedirs(work, exist_ok=True)
     all_ok = True
-    for name, search, expect in PLANS:
+    write_models(work)
+    searched = {}  # plan name -> its search result, before any edit
+    for name, search, expect, *edit in PLANS:
         plan_path = os.path.join(work, name + ".yaml")
-        found = run([opts.fasop_cpp, "search", *search, "--save-plan", plan_path, "--out-dir",
-                     os.path.join(work, "logs"), "--quiet"])
+        searched[name] = os.path.join(work, name + ".searched.yaml")
+        found = run([opts.fasop_cpp, "search", *[in_work(a, work) for a in search], "--save-plan", searched[name],
+                     "--out-dir", os.path.join(work, "logs"), "--quiet"])
         if found.returncode != 0:
             print(f"FAIL  {name}: fasop-cpp search failed: {found.stderr.strip()}")
             all_ok = False
             continue
+        edit_plan(searched[name], plan_path, edit[0] if edit else {}, work)
         plan = load_yaml(plan_path)
-        units, family = model_units(plan["model"], work)
+        model = model_units(plan["model"], work)
         for flavour in ("upstream", "fasop"):
-            all_ok &= check_flavour(name, flavour, expect[flavour], plan_path, plan, units, family, trees[flavour],
+            all_ok &= check_flavour(name, flavour, expect[flavour], plan_path, plan, model, trees[flavour],
                                     opts.fasop_cpp, work)
+    for refusal in REFUSALS:
+        all_ok &= check_edited_refusal(refusal, searched, trees["upstream"], opts.fasop_cpp, work)
     for flavour, names in sorted(STOOD_IN.items()):
         print(f"stand-ins ({flavour}, not installed here or GPU-only): {', '.join(sorted(names))}")
+    if trees["upstream"]:
+        print(f"upstream's parse_args and validate_args took the arguments of {len(PARSED_UPSTREAM)} plan(s)")
     print(f"plans, emitted arguments and logs in {work}")
     return 0 if all_ok else 1
 

@@ -6,6 +6,8 @@
 
 #include "emit/megatron_args.h"
 #include "launch/launch_environment.h"
+#include "launch/launch_layout.h"
+#include "launch/node_script.h"
 #include "launch/slurm_options.h"
 #include "launch/slurm_script.h"
 #include "launch/trainer_args.h"
@@ -163,4 +165,45 @@ TEST_CASE("partition options map node types anew, sbatch arguments go to every c
   CHECK_THAT(script, Contains("srun --het-group=0,1 --ntasks-per-node=1 --container-image='nvcr.io#nvidia/pytorch:25.01-py3' "
                               "--container-mounts=/work/runs:/work/runs,/work:/work,/work/plans:/work/plans,"
                               "/data:/data:ro --container-workdir=/work bash"));
+}
+
+TEST_CASE("context parallelism in a launch: ranks, environment and the degrees a config cannot set", "[launch][cp]") {
+  // tp 2, cp 2, dp 2, pp 2: 8 ranks a stage, tp fastest, then cp, then dp (Megatron-LM's
+  // tp-cp-ep-dp-pp order); WORLD_SIZE is the nodes' GPUs, tp x cp x dp x pp = 16.
+  PlanFile plan = layout_plan(1, 2, 2, 2, 64, {25, 25}, 0, false);
+  plan.source = "plan.yaml";
+  plan.key.cp = 2;
+  struct Want {
+    int rank, stage, dp, cp, tp;
+  };
+  for (Want w : {Want{0, 0, 0, 0, 0}, Want{1, 0, 0, 0, 1}, Want{2, 0, 0, 1, 0}, Want{5, 0, 1, 0, 1}, Want{6, 0, 1, 1, 0},
+                 Want{7, 0, 1, 1, 1}, Want{8, 1, 0, 0, 0}, Want{11, 1, 0, 1, 1}, Want{15, 1, 1, 1, 1}}) {
+    RankCoordinates r = coordinates_of_rank(plan, w.rank);
+    INFO("rank " << w.rank);
+    CHECK(r.stage == w.stage);
+    CHECK(r.dp_index == w.dp);
+    CHECK(r.cp_index == w.cp);
+    CHECK(r.tp_index == w.tp);
+  }
+  ClusterSpec cluster = parse_cluster(kTwoTypes, "two.yaml");
+  plan.node_order = {"a", "a"};
+  LaunchLayout layout = make_launch_layout(plan, cluster);
+  CHECK(layout.world_size == 16);
+  LaunchSettings settings;
+  settings.plan_path = "plan.yaml";
+  std::vector<std::pair<std::string, std::string>> env = node_environment(plan, layout, layout.nodes[1], settings);
+  std::vector<std::string> names;
+  for (const auto& [name, value] : env) names.push_back(name + "=" + value);
+  CHECK(std::vector<std::string>(names.begin() + 7, names.begin() + 12) ==
+        std::vector<std::string>{"FASOP_TP=2", "FASOP_DP=2", "FASOP_PP=2", "FASOP_CP=2", "FASOP_MBS=1"});
+  // Megatron-LM wants CUDA_DEVICE_MAX_CONNECTIONS=1 with context parallelism too.
+  plan.key.tp = 1;
+  CHECK(launch_environment(plan, cluster, TrainerConfig{}).notes ==
+        std::vector<std::string>{"environment: CUDA_DEVICE_MAX_CONNECTIONS=1 (cp 2: Megatron-LM requires it)"});
+  // A trainer config cannot change cp; the refusal names the plan's degrees with it.
+  ModelSpec model = preset_model("gpt2xl");
+  std::vector<std::string> planned = megatron_args(plan, model, MegatronFlavor::kUpstream);
+  CHECK_THROWS_WITH(merge_trainer_args(planned, parse_trainer_config("args: {context-parallel-size: 1}\n", "t.yaml"),
+                                       plan, model),
+                    Contains("'args.context-parallel-size'") && Contains("tp 1, pp 2, dp 2, cp 2, micro-batch 1"));
 }

@@ -4,14 +4,18 @@
 
 #include <catch2/catch.hpp>
 
+#include "emit/deepspeed_config.h"
 #include "emit/megatron_args.h"
+#include "emit/slapo_schedule.h"
 #include "specs/spec_error.h"
+#include "specs/spec_loader.h"
 #include "emit_fixtures.h"
 #include "test_support.h"
 
 using namespace fasop;
 using fasop::testing::layout_plan;
 using fasop::testing::preset_model;
+using fasop::testing::spec_error;
 using fasop::testing::t5_uneven_plan;
 using Catch::Matchers::Contains;
 
@@ -245,4 +249,223 @@ TEST_CASE("megatron: interleaved gpt2xl, upstream's v and the fork's layers a ch
                     Contains("pp 2") && Contains("greater than 2 with interleaved schedule"));
   std::vector<std::string> up2 = megatron_args(pp2, model, MegatronFlavor::kUpstream);
   CHECK(up2.back() == "2");
+}
+
+// Context and expert parallelism, mixtures of experts, fp8 on the GPUs a plan names.
+namespace {
+
+// A small DeepSeek-style mixture of experts: 16 layers, the first 3 dense (ffn 4096), 13 MoE
+// layers of 16 experts of width 1408, top-2, a shared expert of 2816, token dropping; 16 heads
+// of 128 (not hidden / heads = 64: --kv-channels), 4 key/value heads. 18 units: embedding +
+// 16 layers + post_process.
+ModelSpec moe_model(bool token_drop = true, int shared = 2816) {
+  return parse_model("name: moe-test\nfamily: llama\nhidden: 1024\nheads: 16\nkv_heads: 4\nhead_dim: 128\n"
+                     "ffn_hidden: 4096\nsequence: 2048\nvocab: 32000\nglobal_batch: 256\ndtype: bf16\n"
+                     "activation: swiglu\nnorm: rmsnorm\ntied_embeddings: false\n"
+                     "moe: {experts: 16, top_k: 2, expert_ffn_hidden: 1408, shared_expert_ffn_hidden: " +
+                         std::to_string(shared) + ", dense_layers: 3, token_drop: " + (token_drop ? "true" : "false") +
+                         "}\n"
+                         "layers:\n"
+                         "  - {type: embedding, role: embedding}\n"
+                         "  - {type: transformer, role: transformer, repeat: 3}\n"
+                         "  - {type: moe_layer, role: transformer, moe: true, repeat: 13}\n"
+                         "  - {type: post_process, role: post_process}\n",
+                     "moe-test.yaml");
+}
+
+// tp 2, dp 8, pp 2 (32 GPUs, 16 a stage), ep 8 with sequence parallelism; {9, 9}: embedding +
+// layers 0-7 | layers 8-15 + post_process -> "Et*8|t*8L".
+PlanFile moe_plan() {
+  PlanFile plan = layout_plan(1, 2, 8, 2, 256, {9, 9}, 0, false);
+  plan.key.ep = 8;
+  plan.key.sequence_parallel = true;
+  return plan;
+}
+
+std::vector<std::string> without(std::vector<std::string> args, const std::vector<std::string>& flags) {
+  for (const std::string& flag : flags) {
+    auto at = std::find(args.begin(), args.end(), flag);
+    if (at == args.end()) continue;
+    auto end = at + 1;
+    if (end != args.end() && end->rfind("--", 0) != 0) ++end;
+    args.erase(at, end);
+  }
+  return args;
+}
+
+bool has(const std::vector<std::string>& args, const std::string& flag) {
+  return std::find(args.begin(), args.end(), flag) != args.end();
+}
+
+}  // namespace
+
+TEST_CASE("megatron upstream: cp 2 is --context-parallel-size; Megatron's dp is world / (tp x cp x pp)",
+          "[emit][megatron][cp]") {
+  ModelSpec model = preset_model("llama2-7b");  // sequence 4096: 2 x cp = 4 chunks of 1024
+  PlanFile plan = llama_plan();                 // mbs 2, tp 4, dp 1, pp 2: 16 GPUs with cp 2
+  plan.key.cp = 2;
+  const std::vector<std::string> want = {
+      "--tensor-model-parallel-size", "4", "--pipeline-model-parallel-size", "2", "--context-parallel-size", "2",
+      "--micro-batch-size", "2", "--global-batch-size", "1024",
+      "--num-layers", "32", "--hidden-size", "4096", "--num-attention-heads", "32",
+      "--ffn-hidden-size", "11008", "--seq-length", "4096", "--max-position-embeddings", "4096",
+      "--swiglu", "--normalization", "RMSNorm", "--position-embedding-type", "rope",
+      "--untie-embeddings-and-output-weights", "--bf16",
+      "--pipeline-model-parallel-layout", "Et*16|t*16L"};
+  CHECK(megatron_args(plan, model, MegatronFlavor::kUpstream) == want);
+  // The batch splits over dp, not cp: 1024 / (2 x 1) micro-batches.
+  plan.key.dp = 3;
+  CHECK_THROWS_WITH(megatron_args(plan, model, MegatronFlavor::kUpstream), Contains("micro_batch x dp (6)"));
+  plan.key.dp = 1;
+
+  // 4096 tokens do not split into 2 x 3 chunks.
+  plan.key.cp = 3;
+  CHECK(spec_error([&] { megatron_args(plan, model, MegatronFlavor::kUpstream); }) ==
+        "plan: cp 3 does not split model 'llama2-7b''s sequence of 4096 tokens into 2 x cp chunks (Megatron-LM "
+        "asserts \"seq-length should be a multiple of 2 * context-parallel-size\"); set cp so that 2 x cp divides 4096");
+  plan.key.cp = 0;
+  CHECK_THROWS_WITH(megatron_args(plan, model, MegatronFlavor::kUpstream), Contains("cp is 0"));
+
+  // FASOP's fork has no context parallelism (a GPT-2 plan, which the fork otherwise runs).
+  ModelSpec gpt = preset_model("gpt2xl");
+  PlanFile gpt_cp = layout_plan(2, 2, 1, 3, 64, {18, 15, 17}, 1, true);
+  gpt_cp.key.cp = 2;
+  CHECK(megatron_args(gpt_cp, gpt, MegatronFlavor::kUpstream)[5] == "2");
+  CHECK_THROWS_WITH(megatron_args(gpt_cp, gpt, MegatronFlavor::kFasop),
+                    Contains("has no context parallelism (--context-parallel-size)") && Contains("kUpstream"));
+}
+
+TEST_CASE("megatron upstream: a mixture of experts at ep 8, its flags and the dense layers first",
+          "[emit][megatron][moe]") {
+  ModelSpec model = moe_model();
+  const std::vector<std::string> want = {
+      "--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "2",
+      // etp 1: written, as Megatron-LM's default is tp (2).
+      "--expert-model-parallel-size", "8", "--expert-tensor-parallel-size", "1",
+      "--micro-batch-size", "1", "--global-batch-size", "256",
+      "--num-layers", "16", "--hidden-size", "1024", "--num-attention-heads", "16", "--kv-channels", "128",
+      "--ffn-hidden-size", "4096", "--seq-length", "2048", "--max-position-embeddings", "2048",
+      "--group-query-attention", "--num-query-groups", "4",
+      "--swiglu", "--normalization", "RMSNorm", "--position-embedding-type", "rope",
+      "--untie-embeddings-and-output-weights", "--disable-bias-linear",
+      "--num-experts", "16", "--moe-router-topk", "2", "--moe-ffn-hidden-size", "1408",
+      "--moe-shared-expert-intermediate-size", "2816", "--moe-layer-freq", "([0]*3+[1]*13)",
+      "--moe-router-load-balancing-type", "aux_loss", "--moe-aux-loss-coeff", "1e-2", "--moe-grouped-gemm",
+      "--moe-token-dispatcher-type", "alltoall", "--moe-expert-capacity-factor", "1.0",
+      "--bf16", "--sequence-parallel",
+      "--pipeline-model-parallel-layout", "Et*8|t*8L"};
+  CHECK(megatron_args(moe_plan(), model, MegatronFlavor::kUpstream) == want);
+  // The pattern is shell-quoted: '(', '[' and '*' are the shell's.
+  CHECK_THAT(megatron_args_text(moe_plan(), model, MegatronFlavor::kUpstream),
+             Contains("\n--moe-layer-freq '([0]*3+[1]*13)' \\\n"));
+
+  // Dropless and without a shared expert: neither flag. etp 2: written as it is.
+  ModelSpec dropless = moe_model(false, 0);
+  PlanFile etp2 = moe_plan();
+  etp2.key.etp = 2;
+  std::vector<std::string> args = megatron_args(etp2, dropless, MegatronFlavor::kUpstream);
+  CHECK(!has(args, "--moe-expert-capacity-factor"));
+  CHECK(!has(args, "--moe-shared-expert-intermediate-size"));
+  CHECK(std::vector<std::string>(args.begin() + 4, args.begin() + 8) ==
+        std::vector<std::string>{"--expert-model-parallel-size", "8", "--expert-tensor-parallel-size", "2"});
+  // tp 1, ep 1, etp 1: Megatron's defaults; no parallel flag but tp's and pp's.
+  PlanFile tp1 = layout_plan(1, 1, 16, 2, 256, {9, 9}, 0, false);
+  args = megatron_args(tp1, model, MegatronFlavor::kUpstream);
+  CHECK(!has(args, "--expert-model-parallel-size"));
+  CHECK(!has(args, "--expert-tensor-parallel-size"));
+  CHECK(has(args, "--num-experts"));
+  // A DeepSeek-V3-like pattern: 3 dense layers, then 58 MoE layers.
+  ModelSpec deep = model;
+  deep.units.clear();
+  deep.units.push_back({"embedding", LayerRole::kEmbedding});
+  for (int i = 0; i < 61; ++i) {
+    deep.units.push_back({i < 3 ? "transformer" : "moe_layer", LayerRole::kTransformer});
+    deep.units.back().moe = i >= 3;
+  }
+  deep.units.push_back({"post_process", LayerRole::kPostProcess});
+  PlanFile deep_plan = layout_plan(1, 1, 16, 1, 256, {63}, 0, false);
+  args = megatron_args(deep_plan, deep, MegatronFlavor::kUpstream);
+  auto freq = std::find(args.begin(), args.end(), "--moe-layer-freq");
+  REQUIRE(freq + 1 < args.end());
+  CHECK(freq[1] == "([0]*3+[1]*58)");
+}
+
+TEST_CASE("megatron: what Megatron-LM refuses of cp, ep, etp and experts names the field and the fix",
+          "[emit][megatron][moe]") {
+  ModelSpec model = moe_model();
+  auto refusal = [&](const PlanFile& plan) { return spec_error([&] { megatron_args(plan, model, MegatronFlavor::kUpstream); }); };
+  PlanFile ep3 = moe_plan();
+  ep3.key.ep = 3;
+  CHECK(refusal(ep3) == "plan: ep 3 does not divide model 'moe-test''s 16 experts (Megatron-LM asserts \"Number of "
+                        "experts should be a multiple of expert model parallel_size\"); set ep to a divisor of 16");
+  PlanFile etp4 = moe_plan();  // ep 8 x etp 4 = 32 GPUs of a stage's 16
+  etp4.key.etp = 4;
+  CHECK(refusal(etp4) == "plan: ep x etp = 32 does not divide a stage's tp x cp x dp = 16 GPUs, over which "
+                         "Megatron-LM lays out its expert groups; set ep and etp so that ep x etp divides 16");
+  PlanFile etp3 = layout_plan(1, 2, 24, 2, 240, {9, 9}, 0, false);  // 48 GPUs a stage, 1408 % 3 = 1
+  etp3.key.ep = 8;
+  etp3.key.etp = 3;
+  etp3.key.sequence_parallel = true;
+  CHECK(refusal(etp3) == "plan: etp 3 does not divide model 'moe-test''s expert width 1408 (moe.expert_ffn_hidden); "
+                         "set etp to a divisor of it");
+  PlanFile no_sp = moe_plan();
+  no_sp.key.sequence_parallel = false;
+  CHECK(refusal(no_sp) == "plan: tp 2 with model 'moe-test''s experts needs sequence_parallel (Megatron-LM's "
+                          "MoELayer raises in training when tensor parallelism runs without it); re-plan with --fix "
+                          "sp=on, or tp 1");
+  // A family with linear biases (GPT-2's) cannot split its experts: Megatron-Core asserts it.
+  ModelSpec biased = model;
+  biased.family = ModelFamily::kGpt2;
+  PlanFile etp2 = moe_plan();
+  etp2.key.etp = 2;
+  CHECK(spec_error([&] { megatron_args(etp2, biased, MegatronFlavor::kUpstream); }) ==
+        "plan: etp 2 with model 'moe-test''s gpt2 layers, which have biases: Megatron-Core asserts \"Bias in Moe is only "
+        "supported when ETP==1\"; set etp to 1");
+  etp2.key.etp = 1;
+  CHECK(!has(megatron_args(etp2, biased, MegatronFlavor::kUpstream), "--disable-bias-linear"));
+  // ep and etp on a dense model.
+  ModelSpec dense = preset_model("llama2-7b");
+  PlanFile dense_ep = llama_plan();
+  dense_ep.key.ep = 2;
+  CHECK(spec_error([&] { megatron_args(dense_ep, dense, MegatronFlavor::kUpstream); }) ==
+        "plan: ep 2 on model 'llama2-7b', which has no experts (no 'moe' block); set ep and etp to 1");
+  // FASOP's fork has no top-k experts (its --num-experts is a Switch MLP in every layer).
+  CHECK_THROWS_WITH(megatron_args(moe_plan(), model, MegatronFlavor::kFasop),
+                    Contains("has no mixture-of-experts layers as model 'moe-test' has them (--moe-router-topk"));
+  // Nor do the other emitters run experts or cp: they would build a dense model on tp x dp x pp GPUs.
+  PlanFile dense_tp1 = layout_plan(1, 1, 16, 2, 256, {9, 9}, 0, false);
+  CHECK(spec_error([&] { deepspeed_config_json(dense_tp1, model); }) ==
+        "plan: the plan uses model 'moe-test''s mixture of experts, which DeepSpeed does not run as the plan was "
+        "priced; emit it for Megatron-LM (--format megatron), or re-plan without it");
+  PlanFile cp2 = layout_plan(1, 1, 2, 2, 64, {25, 25}, 0, false);
+  cp2.key.cp = 2;
+  ModelSpec gpt = preset_model("gpt2xl");
+  CHECK_THROWS_WITH(deepspeed_config_json(cp2, gpt), Contains("context parallelism (cp 2), which DeepSpeed"));
+  CHECK_THROWS_WITH(slapo_schedule_py(cp2, gpt), Contains("context parallelism (cp 2), which this Slapo schedule"));
+}
+
+TEST_CASE("megatron: fp8 needs fp8 in the data of the GPUs the plan names, mxfp8 Blackwell", "[emit][megatron]") {
+  ModelSpec model = preset_model("llama2-7b");
+  auto on = [&](const std::string& dtype, const std::string& gpu) {
+    model.dtype = dtype;
+    PlanFile plan = llama_plan();
+    for (int s = 0; s < 2; ++s) plan.stages.push_back({s * 17, 17, "node", gpu, 1, 0, 0});
+    return spec_error([&] { megatron_args(plan, model, MegatronFlavor::kUpstream); });
+  };
+  CHECK(on("fp8", "H100") == "no error");
+  CHECK(on("fp8", "L4") == "no error");
+  CHECK(on("mxfp8", "B200") == "no error");
+  CHECK(on("bf16", "V100") == "no error");
+  CHECK(on("fp8", "my-own-gpu") == "no error");  // no shipped data: not checked
+  const std::string v100 = on("fp8", "V100");
+  CHECK_THAT(v100, Contains("plan: dtype fp8 of model 'llama2-7b' on stage 0's GPU 'V100', whose data (") &&
+                       Contains("v100.yaml) has no fp8 peak") && Contains("set the model's dtype to bf16"));
+  CHECK_THAT(on("mxfp8", "H100"), Contains("dtype mxfp8 of model 'llama2-7b' on stage 0's GPU 'H100'") &&
+                                      Contains("has no mxfp8 entry: MXFP8 block scaling runs on Blackwell GPUs only"));
+  // FASOP's fork: its fp8 (--fp8-hybrid) is not the recipe priced.
+  ModelSpec gpt = preset_model("gpt2xl");
+  gpt.dtype = "fp8";
+  CHECK_THROWS_WITH(megatron_args(gpt2xl_plan(), gpt, MegatronFlavor::kFasop), Contains("has no --fp8-format/--fp8-recipe"));
+  CHECK(without(megatron_args(gpt2xl_plan(), gpt, MegatronFlavor::kUpstream), {"--fp8-format", "--fp8-recipe", "--bf16"}) ==
+        without(megatron_args(gpt2xl_plan(), preset_model("gpt2xl"), MegatronFlavor::kUpstream), {"--fp16"}));
 }

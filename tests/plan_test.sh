@@ -97,6 +97,60 @@ grep -qxF -- "--recompute-granularity selective \\" megatron2.sh && grep -qxF --
 expect_error "DeepSpeed cannot run SP" "sequence parallelism" schedule --plan plans/megatron.yaml --format deepspeed
 expect_error "vpp with an odd pipeline" "vpp" search --model llama2-7b --cluster aws-h100 --fix tp=2,pp=3,vpp=2 --out-dir logs
 
+# Context and expert parallelism: search does not choose them, so the plans are the llama plan
+# above and a MoE model's, edited as a user would (cp 2 halves dp; ep 8). Every layout printed
+# shows them; a plan without them prints as before (no "cp" in its JSON).
+sed 's/^dp: 16$/dp: 8\ncp: 2/' plans/llama.yaml > plans/llama-cp2.yaml
+"$bin" plan show plans/llama-cp2.yaml > cp-show.out || fail "plan show of a cp plan: $(cat cp-show.out)"
+grep -q "^layout: tp 2, dp 8, pp 4, cp 2, micro-batch 2 (64 micro-batches" cp-show.out &&
+  grep -qE "^ +0 0-8 +H100 +32 " cp-show.out && ok || fail "plan show of cp 2: $(head -6 cp-show.out)"
+"$bin" estimate --plan plans/llama-cp2.yaml --json | grep -q '"tp": 2, "dp": 8, "pp": 4, "cp": 2,' && ok ||
+  fail "estimate --json lacks cp"
+"$bin" estimate --plan plans/llama-cp2.yaml | grep -q "^model llama2-7b on cluster .*: mbs 2, tp 2, dp 8, pp 4, cp 2$" && ok ||
+  fail "estimate text lacks cp"
+"$bin" estimate --plan plans/llama.yaml --json | grep -q '"cp"' && fail "a dense plan's JSON names cp" || ok
+"$bin" schedule --plan plans/llama-cp2.yaml --format megatron | grep -qxF -- "--context-parallel-size 2 \\" && ok ||
+  fail "megatron arguments lack --context-parallel-size"
+expect_error "DeepSpeed cannot run cp" "context parallelism (cp 2)" schedule --plan plans/llama-cp2.yaml --format deepspeed
+expect_error "the fork has no cp" "--context-parallel-size" schedule --plan plans/llama-cp2.yaml --format megatron --megatron-flavor fasop
+sed 's/^dp: 16$/dp: 5\ncp: 3/' plans/llama.yaml > plans/llama-cp3.yaml
+expect_error "cp 3 does not split 4096 tokens" "2 x cp" schedule --plan plans/llama-cp3.yaml --format megatron
+cat > moe.yaml <<'MOE'
+name: moe-test
+family: llama
+hidden: 2048
+heads: 16
+kv_heads: 4
+ffn_hidden: 8192
+sequence: 4096
+vocab: 32000
+global_batch: 512
+dtype: bf16
+activation: swiglu
+norm: rmsnorm
+tied_embeddings: false
+moe: {experts: 16, top_k: 2, expert_ffn_hidden: 1408, shared_expert_ffn_hidden: 2816, dense_layers: 2, token_drop: false}
+layers:
+  - {type: embedding, role: embedding}
+  - {type: transformer, role: transformer, repeat: 2}
+  - {type: moe_layer, role: transformer, moe: true, repeat: 14}
+  - {type: post_process, role: post_process}
+MOE
+"$bin" search --model moe.yaml --cluster aws-h100 --fix tp=2,pp=4,sp=on,zero=1 --out-dir logs --save-plan plans/moe.yaml \
+  --quiet > /dev/null || fail "search a MoE model"
+sed 's/^pp: 4$/pp: 4\nep: 8/' plans/moe.yaml > plans/moe-ep8.yaml
+"$bin" plan show plans/moe-ep8.yaml | grep -q "^layout: tp 2, dp 16, pp 4, ep 8, micro-batch" && ok || fail "plan show lacks ep"
+"$bin" schedule --plan plans/moe-ep8.yaml --format megatron > moe.sh || fail "schedule a MoE plan"
+grep -qxF -- "--expert-model-parallel-size 8 \\" moe.sh && grep -qxF -- "--num-experts 16 \\" moe.sh &&
+  grep -qxF -- "--moe-layer-freq '([0]*2+[1]*14)' \\" moe.sh && grep -qxF -- "--moe-shared-expert-intermediate-size 2816 \\" moe.sh &&
+  ! grep -q -- "--moe-expert-capacity-factor" moe.sh && ok || fail "megatron MoE flags: $(cat moe.sh)"
+"$bin" launch --plan plans/moe-ep8.yaml --backend local --dry-run | grep -q "export FASOP_PP=4; export FASOP_EP=8;" && ok ||
+  fail "the launch does not export FASOP_EP"
+expect_error "the fork has no top-k experts" "--moe-router-topk" schedule --plan plans/moe-ep8.yaml --format megatron --megatron-flavor fasop
+expect_error "DeepSpeed cannot run experts" "mixture of experts" schedule --plan plans/moe.yaml --format deepspeed
+sed 's/^pp: 4$/pp: 4\nep: 3/' plans/moe.yaml > plans/moe-ep3.yaml
+expect_error "ep 3 of 16 experts" "does not divide" schedule --plan plans/moe-ep3.yaml --format megatron
+
 # Plans their specs cannot hold any more.
 cp "$root/configs/models/gpt2xl.yaml" gpt2xl-copy.yaml
 "$bin" search --model gpt2xl-copy.yaml --heterogeneous --out-dir logs --save-plan plans/copy.yaml --quiet > /dev/null ||

@@ -29,7 +29,8 @@ void show(const PlanShowOptions& options) {
     std::vector<PipelineEvent> events = pipeline_events(ctx, *setup.policy, loaded.result.plan.partition);
     std::string title = setup.model.name + " on " + setup.cluster.name + ": tp " +
                         std::to_string(loaded.result.plan.key.tp) + ", dp " + std::to_string(loaded.result.plan.key.dp) +
-                        ", pp " + std::to_string(loaded.result.plan.key.pp) + ", micro-batch " +
+                        ", pp " + std::to_string(loaded.result.plan.key.pp) +
+                        context_expert_text(loaded.result.plan.key, ", ") + ", micro-batch " +
                         std::to_string(loaded.result.plan.key.mbs);
     write_file_atomically(options.timeline,
                           pipeline_timeline_svg(events, stage_labels(setup.model, setup.cluster, loaded.result), title));

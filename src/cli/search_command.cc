@@ -127,7 +127,7 @@ void require_a_fitting_plan(const PlannerSetup& setup, const std::vector<Candida
           << "' (" << setup.cluster.source << "): of " << results.size()
           << " layouts, the least demanding needs " << least->estimate.memory.oom_gpumem_gib
           << " GiB on a GPU (tp " << least->plan.key.tp << ", dp " << least->plan.key.dp << ", pp "
-          << least->plan.key.pp << ", ZeRO-" << least->plan.key.zero_stage
+          << least->plan.key.pp << context_expert_text(least->plan.key, ", ") << ", ZeRO-" << least->plan.key.zero_stage
           << (least->plan.key.recompute ? ", recomputation" : "") << "); add nodes or GPUs with more memory";
   throw SpecError(message.str());
 }

@@ -54,6 +54,7 @@ void require_shardable_layers(const PlanFile& plan, const ModelSpec& model) {
 
 void require_atorch_runnable(const PlanFile& plan, const ModelSpec& model) {
   stage_boundaries(plan, model);  // the partition covers the model in pp stages
+  require_no_context_or_experts(plan, model, kFramework);
   require_no_megatron_features(plan, kFramework);
   require_uniform_tp(plan, kFramework);
   require_uniform_dp(plan, kFramework);

@@ -19,6 +19,7 @@ std::vector<int> deepspeed_stage_boundaries(const PlanFile& plan, const ModelSpe
   require_uniform_tp(plan, "DeepSpeed");
   require_even_batch(plan, "DeepSpeed");
   require_no_speed_split(plan, "DeepSpeed");
+  require_no_context_or_experts(plan, model, "DeepSpeed");
   require_no_megatron_features(plan, "DeepSpeed");
   deepspeed_accumulation_steps(plan);
   if (key.zero_stage < 0 || key.zero_stage > 3)

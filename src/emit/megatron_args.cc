@@ -46,8 +46,9 @@ class ArgWriter {
 };
 
 /// What neither Megatron runs: per-stage degrees, uneven batches and a batch that does not
-/// split into micro-batches over dp. A partition that misses the model is an error even with
-/// one stage, where nothing of it is written.
+/// split into micro-batches over dp; context- and expert-parallel degrees Megatron-LM refuses;
+/// fp8 on GPUs without it. A partition that misses the model is an error even with one stage,
+/// where nothing of it is written.
 void require_megatron_plan(const PlanFile& plan, const ModelSpec& model) {
   stage_boundaries(plan, model);
   require_uniform_dp(plan, "Megatron-LM");
@@ -55,14 +56,35 @@ void require_megatron_plan(const PlanFile& plan, const ModelSpec& model) {
   require_even_batch(plan, "Megatron-LM");
   require_no_speed_split(plan, "Megatron-LM");
   micro_batches_per_step(plan, "Megatron-LM requires");
+  require_megatron_parallel_dims(plan, model);
+  require_precision_on_gpus(plan, model);
 }
 
 /// Layout and batch. The data-parallel degree is no flag: Megatron derives it as world size /
-/// (tp x pp), so the launcher's GPU count sets it.
-void layout_flags(ArgWriter& w, const PlanFile& plan) {
-  w.flag("--tensor-model-parallel-size", num(plan.key.tp));
-  w.flag("--pipeline-model-parallel-size", num(plan.key.pp));
-  w.flag("--micro-batch-size", num(plan.key.mbs));
+/// (tp x cp x pp), so the launcher's GPU count (tp x cp x dp x pp) sets it. The expert groups
+/// fold over the same GPUs (ep x etp of each stage's tp x cp x dp).
+void layout_flags(ArgWriter& w, const PlanFile& plan, const ModelSpec& model) {
+  const PlanKey& key = plan.key;
+  if (model.moe.enabled())
+    w.require_upstream("mixture-of-experts layers as model '" + model.name + "' has them (--moe-router-topk, "
+                       "--expert-model-parallel-size; its --num-experts is a top-1 Switch MLP in every layer)");
+  w.flag("--tensor-model-parallel-size", num(key.tp));
+  w.flag("--pipeline-model-parallel-size", num(key.pp));
+  if (key.cp > 1) {
+    w.require_upstream("context parallelism (--context-parallel-size)");
+    w.flag("--context-parallel-size", num(key.cp));
+  }
+  if (key.ep > 1) {
+    w.require_upstream("expert parallelism (--expert-model-parallel-size)");
+    w.flag("--expert-model-parallel-size", num(key.ep));
+  }
+  // Megatron-LM's expert tensor parallelism defaults to tp (validate_args), the plan's is its
+  // own degree: written where it is above 1 or differs from tp.
+  if (model.moe.enabled() && (key.etp > 1 || key.etp != key.tp)) {
+    w.require_upstream("expert tensor parallelism (--expert-tensor-parallel-size)");
+    w.flag("--expert-tensor-parallel-size", num(key.etp));
+  }
+  w.flag("--micro-batch-size", num(key.mbs));
   w.flag("--global-batch-size", num(plan.global_batch));
 }
 
@@ -77,6 +99,9 @@ void dimension_flags(ArgWriter& w, const ModelSpec& model) {
   }
   w.flag("--hidden-size", num(model.hidden));
   w.flag("--num-attention-heads", num(model.heads));
+  // The attention head's width, where it is not hidden / heads (Megatron's default).
+  if (model.head_dim > 0 && (model.hidden % model.heads != 0 || model.head_dim != model.hidden / model.heads))
+    w.flag("--kv-channels", num(model.head_dim));
   w.flag("--ffn-hidden-size", num(model.ffn_hidden > 0 ? model.ffn_hidden : 4 * model.hidden));
   if (t5) {
     w.flag("--encoder-seq-length", num(model.sequence));
@@ -117,11 +142,60 @@ void architecture_flags(ArgWriter& w, const ModelSpec& model) {
 /// GEMMs). fp8 training is bf16 with Transformer Engine's fp8 GEMMs: per-tensor current
 /// scaling (tensorwise, NeMo's FP8-CS) with e4m3 forward and e5m2 gradients, or MXFP8 blocks.
 void precision_flags(ArgWriter& w, const ModelSpec& model) {
+  // The fork's Transformer Engine fp8 (--fp8-hybrid) predates the recipes the model prices.
+  if (is_fp8(model.dtype)) w.require_upstream("--fp8-format/--fp8-recipe (dtype " + model.dtype + ")");
   const std::string non_gemm = non_gemm_precision(model.dtype);
   if (non_gemm == "fp16") w.flag("--fp16");
   if (non_gemm == "bf16") w.flag("--bf16");
   if (model.dtype == "fp8") w.flag("--fp8-format", "hybrid"), w.flag("--fp8-recipe", "tensorwise");
   if (model.dtype == "mxfp8") w.flag("--fp8-format", "e4m3"), w.flag("--fp8-recipe", "mxfp8");
+}
+
+/// Megatron-LM's --moe-layer-freq pattern of the model's transformer layers, 1 for a MoE layer
+/// and 0 for a dense one, as runs: "([0]*3+[1]*58)" (arguments.py's moe_freq_type evaluates
+/// such a list expression; its length must be --num-layers).
+std::string moe_layer_pattern(const ModelSpec& model) {
+  std::vector<bool> moe;
+  for (const LayerUnit& u : model.units)
+    if (u.role == LayerRole::kTransformer) moe.push_back(u.moe);
+  std::string pattern;
+  for (size_t i = 0; i < moe.size();) {
+    size_t j = i;
+    while (j < moe.size() && moe[j] == moe[i]) ++j;
+    pattern += std::string(pattern.empty() ? "" : "+") + (moe[i] ? "[1]*" : "[0]*") + num(static_cast<int>(j - i));
+    i = j;
+  }
+  return "(" + pattern + ")";
+}
+
+/// The mixture of experts (Megatron-Core's MoELayer), as the cost model prices it: top_k of
+/// `experts` MLPs a token, grouped GEMMs, all-to-all token dispatch over ep, the auxiliary
+/// load-balancing loss that keeps dropless routing near even (coefficient 1e-2, as Megatron-LM's
+/// MoE README starts it), and for token dropping capacity factor 1.
+void moe_flags(ArgWriter& w, const PlanFile& plan, const ModelSpec& model) {
+  const MoeSpec& moe = model.moe;
+  if (!moe.enabled()) return;
+  if (is_encoder_decoder(model))
+    throw SpecError(plan_where(plan) + "model '" + model.name + "' is an encoder-decoder with experts; Megatron-LM's "
+                    "--moe-layer-freq describes one decoder stack: plan a decoder-only MoE model");
+  // LLaMA-family MoE models (Mixtral, DeepSeek, Qwen) have no linear biases, as Megatron-LM's
+  // MoE examples run them; Megatron-Core asserts "Bias in Moe is only supported when ETP==1".
+  const bool biases = model.family != ModelFamily::kLlama;
+  if (biases && plan.key.etp > 1)
+    throw SpecError(plan_where(plan) + "etp " + num(plan.key.etp) + " with model '" + model.name + "''s " +
+                    family_name(model.family) + " layers, which have biases: Megatron-Core asserts \"Bias in Moe is "
+                    "only supported when ETP==1\"; set etp to 1");
+  if (!biases) w.flag("--disable-bias-linear");
+  w.flag("--num-experts", num(moe.experts));
+  w.flag("--moe-router-topk", num(moe.top_k));
+  w.flag("--moe-ffn-hidden-size", num(moe.expert_ffn_hidden));
+  if (moe.shared_expert_ffn_hidden > 0) w.flag("--moe-shared-expert-intermediate-size", num(moe.shared_expert_ffn_hidden));
+  w.flag("--moe-layer-freq", moe_layer_pattern(model));
+  w.flag("--moe-router-load-balancing-type", "aux_loss");
+  w.flag("--moe-aux-loss-coeff", "1e-2");
+  w.flag("--moe-grouped-gemm");
+  w.flag("--moe-token-dispatcher-type", "alltoall");
+  if (moe.token_drop) w.flag("--moe-expert-capacity-factor", "1.0");
 }
 
 /// Recomputation and sequence parallelism, as the cost model prices them.
@@ -185,9 +259,10 @@ void zero_flags(ArgWriter& w, const PlanFile& plan) {
 std::vector<std::string> megatron_args(const PlanFile& plan, const ModelSpec& model, MegatronFlavor flavor) {
   require_megatron_plan(plan, model);
   ArgWriter w(plan, flavor);
-  layout_flags(w, plan);
+  layout_flags(w, plan, model);
   dimension_flags(w, model);
   architecture_flags(w, model);
+  moe_flags(w, plan, model);
   precision_flags(w, model);
   activation_flags(w, plan.key);
   overlap_flags(w, plan);

@@ -1,6 +1,7 @@
 #pragma once
-// Megatron-LM command-line arguments for a saved plan: the parallel layout, the batch, the model's
-// dimensions and the plan's uneven pipeline partition, for upstream Megatron-LM or FASOP's fork.
+// Megatron-LM command-line arguments for a saved plan: the parallel layout (tp, pp, and context
+// and expert parallelism), the batch, the model's dimensions, its mixture of experts, its
+// precision and the plan's uneven pipeline partition, for upstream Megatron-LM or FASOP's fork.
 // Pure functions of the plan and the model: no files are read or written.
 #include <string>
 #include <vector>

@@ -10,7 +10,8 @@ enum class MegatronFlavor {
   kUpstream,
   /// FASOP's fork (AvatarHwang/FASOP, Megatron-LM-2/): the partition as --balance "17-15-16",
   /// transformer layers per stage, T5's with --pipeline-model-parallel-split-rank. The fork
-  /// predates --swiglu, RMSNorm, GQA and untied heads.
+  /// predates --swiglu, RMSNorm, GQA, untied heads, context and expert parallelism, top-k
+  /// mixtures of experts and the fp8 recipes (--fp8-format/--fp8-recipe).
   kFasop,
 };
 

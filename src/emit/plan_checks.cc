@@ -1,5 +1,7 @@
 #include "emit/plan_checks.h"
 
+#include "specs/gpu_spec.h"
+#include "specs/precision.h"
 #include "specs/spec_error.h"
 
 namespace fasop {
@@ -72,6 +74,72 @@ void require_no_megatron_features(const PlanFile& plan, const std::string& frame
     throw SpecError(plan_where(plan) + "the plan uses " + feature + ", which " + framework +
                     " does not run as the plan was priced; emit it for Megatron-LM (--format megatron), or "
                     "re-plan without it");
+}
+
+void require_no_context_or_experts(const PlanFile& plan, const ModelSpec& model, const std::string& framework) {
+  const PlanKey& key = plan.key;
+  const std::string feature = key.cp > 1    ? "context parallelism (cp " + std::to_string(key.cp) + ")"
+                              : key.ep > 1  ? "expert parallelism (ep " + std::to_string(key.ep) + ")"
+                              : key.etp > 1 ? "expert tensor parallelism (etp " + std::to_string(key.etp) + ")"
+                              : model.moe.enabled() ? "model '" + model.name + "''s mixture of experts"
+                                                    : "";
+  if (!feature.empty())
+    throw SpecError(plan_where(plan) + "the plan uses " + feature + ", which " + framework +
+                    " does not run as the plan was priced; emit it for Megatron-LM (--format megatron), or "
+                    "re-plan without it");
+}
+
+void require_megatron_parallel_dims(const PlanFile& plan, const ModelSpec& model) {
+  const PlanKey& key = plan.key;
+  const std::string where = plan_where(plan);
+  auto str = [](long long v) { return std::to_string(v); };
+  for (auto [name, value] : {std::pair<const char*, int>{"cp", key.cp}, {"ep", key.ep}, {"etp", key.etp}})
+    if (value < 1) throw SpecError(where + name + " is " + str(value) + "; a parallel degree is 1 or more");
+  if (key.cp > 1 && model.sequence % (2 * key.cp) != 0)
+    throw SpecError(where + "cp " + str(key.cp) + " does not split model '" + model.name + "''s sequence of " +
+                    str(model.sequence) + " tokens into 2 x cp chunks (Megatron-LM asserts \"seq-length should be a "
+                    "multiple of 2 * context-parallel-size\"); set cp so that 2 x cp divides " + str(model.sequence));
+  const MoeSpec& moe = model.moe;
+  if (!moe.enabled()) {
+    if (key.ep > 1 || key.etp > 1)
+      throw SpecError(where + (key.ep > 1 ? "ep " + str(key.ep) : "etp " + str(key.etp)) + " on model '" + model.name +
+                      "', which has no experts (no 'moe' block); set ep and etp to 1");
+    return;
+  }
+  if (moe.experts % key.ep != 0)
+    throw SpecError(where + "ep " + str(key.ep) + " does not divide model '" + model.name + "''s " + str(moe.experts) +
+                    " experts (Megatron-LM asserts \"Number of experts should be a multiple of expert model "
+                    "parallel_size\"); set ep to a divisor of " + str(moe.experts));
+  const long long stage = 1LL * key.tp * key.cp * key.dp;
+  if (stage % (1LL * key.ep * key.etp) != 0)
+    throw SpecError(where + "ep x etp = " + str(1LL * key.ep * key.etp) + " does not divide a stage's tp x cp x dp = " +
+                    str(stage) + " GPUs, over which Megatron-LM lays out its expert groups; set ep and etp so that "
+                    "ep x etp divides " + str(stage));
+  if (moe.expert_ffn_hidden % key.etp != 0)
+    throw SpecError(where + "etp " + str(key.etp) + " does not divide model '" + model.name + "''s expert width " +
+                    str(moe.expert_ffn_hidden) + " (moe.expert_ffn_hidden); set etp to a divisor of it");
+  if (key.tp > 1 && !key.sequence_parallel)
+    throw SpecError(where + "tp " + str(key.tp) + " with model '" + model.name + "''s experts needs sequence_parallel "
+                    "(Megatron-LM's MoELayer raises in training when tensor parallelism runs without it); re-plan "
+                    "with --fix sp=on, or tp 1");
+}
+
+void require_precision_on_gpus(const PlanFile& plan, const ModelSpec& model) {
+  if (!is_fp8(model.dtype)) return;
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const GpuSpec* gpu = shipped_gpu_spec(plan.stages[s].gpu);
+    if (!gpu) continue;  // data the plan does not say: not checked here
+    const std::string stage = "stage " + std::to_string(s) + "'s GPU '" + plan.stages[s].gpu + "'";
+    if (!gpu->peak_tflops.count("fp8"))
+      throw SpecError(plan_where(plan) + "dtype " + model.dtype + " of model '" + model.name + "' on " + stage +
+                      ", whose data (" + gpu->source + ") has no fp8 peak: Transformer Engine's fp8 GEMMs need fp8 "
+                      "tensor cores (Ada, Hopper, Blackwell); set the model's dtype to bf16, or plan on GPUs with fp8");
+    if (model.dtype == "mxfp8" && !gpu->precisions.count("mxfp8"))
+      throw SpecError(plan_where(plan) + "dtype mxfp8 of model '" + model.name + "' on " + stage + ", whose data (" +
+                      gpu->source + ") has no mxfp8 entry: MXFP8 block scaling runs on Blackwell GPUs only "
+                      "(Transformer Engine needs compute capability 10.0); set the model's dtype to fp8, or plan on "
+                      "Blackwell GPUs");
+  }
 }
 
 }  // namespace fasop

@@ -43,4 +43,24 @@ int micro_batches_per_step(const PlanFile& plan, const std::string& needed_by);
 /// run another plan than the one priced.
 void require_no_megatron_features(const PlanFile& plan, const std::string& framework);
 
+/// Throws SpecError when the plan uses context or expert parallelism (cp, ep, etp above 1) or
+/// its model has experts, naming which: `framework` would run a dense model on tp x dp x pp GPUs,
+/// not the plan priced. Megatron-LM runs them (--format megatron).
+void require_no_context_or_experts(const PlanFile& plan, const ModelSpec& model, const std::string& framework);
+
+/// Throws SpecError for the context- and expert-parallel degrees Megatron-LM refuses or cannot
+/// run as priced, naming the plan field and the fix: a degree below 1; cp whose 2 x cp chunks do
+/// not split the sequence (validate_args asserts it); ep or etp on a model without experts; ep
+/// not dividing the experts (validate_args asserts it); ep x etp not dividing a stage's
+/// tp x cp x dp GPUs (initialize_model_parallel's expert groups); etp not dividing the expert's
+/// width; tp > 1 with experts but without sequence parallelism (MoELayer raises in training).
+void require_megatron_parallel_dims(const PlanFile& plan, const ModelSpec& model);
+
+/// Throws SpecError when the model's dtype needs what a stage's GPU lacks, where the plan names a
+/// GPU with shipped data (configs/gpus/; a GPU without it is not checked): fp8 and mxfp8 an fp8
+/// peak (Transformer Engine's fp8 GEMMs run on fp8 tensor cores: Ada, Hopper, Blackwell),
+/// mxfp8 its own entry among the GPU's precisions (MXFP8 block scaling runs on Blackwell only;
+/// the shipped data gives one exactly for the Blackwell GPUs).
+void require_precision_on_gpus(const PlanFile& plan, const ModelSpec& model);
+
 }  // namespace fasop

@@ -234,6 +234,7 @@ std::string slapo_schedule_py(const PlanFile& plan, const ModelSpec& model) {
   const PlanKey& key = plan.key;
   const SlapoFamily names = family_of(model.family);
   stage_boundaries(plan, model);  // throws unless the partition covers the model in pp stages
+  require_no_context_or_experts(plan, model, "this Slapo schedule");
   require_no_megatron_features(plan, "this Slapo schedule");
   require_uniform_tp(plan, "this Slapo schedule");
   require_even_batch(plan, "this Slapo schedule");

@@ -33,7 +33,8 @@ void refuse_launch_variables(const EnvironmentVariables& variables, const std::s
 
 EnvironmentVariables plan_environment(const PlanFile& plan) {
   EnvironmentVariables variables;
-  if (plan.key.tp > 1) variables.emplace_back("CUDA_DEVICE_MAX_CONNECTIONS", "1");
+  // Megatron-LM's validate_args asserts it below Blackwell with tensor or context parallelism.
+  if (plan.key.tp > 1 || plan.key.cp > 1) variables.emplace_back("CUDA_DEVICE_MAX_CONNECTIONS", "1");
   return variables;
 }
 
@@ -54,7 +55,10 @@ LaunchEnvironment launch_environment(const PlanFile& plan, const ClusterSpec& cl
     environment.by_node_type[type_name] = variables;
   }
   for (const auto& [name, value] : plan_environment(plan))
-    environment.notes.push_back("environment: " + name + "=" + value + " (tp " + std::to_string(plan.key.tp) +
+    environment.notes.push_back("environment: " + name + "=" + value + " (" +
+                                (plan.key.tp > 1 ? "tp " + std::to_string(plan.key.tp) : "") +
+                                (plan.key.tp > 1 && plan.key.cp > 1 ? ", " : "") +
+                                (plan.key.cp > 1 ? "cp " + std::to_string(plan.key.cp) : "") +
                                 ": Megatron-LM requires it)");
   for (const std::string& before : overridden) environment.notes.push_back("environment: the plan's value set over " + before);
   return environment;

@@ -35,10 +35,12 @@ RankCoordinates coordinates_of_rank(const PlanFile& plan, int rank) {
   int stage_first = 0;
   for (int stage = 0; stage < plan.key.pp; ++stage) {
     const int tp = plan.key.stage_tp.empty() ? plan.key.tp : plan.key.stage_tp[stage];
-    const int ranks = tp * (plan.key.stage_dp.empty() ? plan.key.dp : plan.key.stage_dp[stage]);
+    const int cp = plan.key.cp;
+    const int ranks = tp * cp * (plan.key.stage_dp.empty() ? plan.key.dp : plan.key.stage_dp[stage]);
     if (rank < stage_first + ranks || stage + 1 == plan.key.pp) {
       r.stage = stage;
-      r.dp_index = (rank - stage_first) / tp;
+      r.dp_index = (rank - stage_first) / (tp * cp);
+      r.cp_index = (rank - stage_first) / tp % cp;
       r.tp_index = (rank - stage_first) % tp;
       break;
     }

@@ -1,7 +1,7 @@
 #pragma once
 // Which node runs what when a plan is launched: the nodes in the plan's rank order, their
 // GPUs and first ranks, the Slurm heterogeneous-job component of each (one per node type), and
-// every rank's coordinates (stage, data-parallel replica, tensor-parallel lane).
+// every rank's coordinates (stage, data-parallel replica, context- and tensor-parallel lanes).
 #include <string>
 #include <vector>
 
@@ -43,11 +43,13 @@ struct RankCoordinates {
   int rank = 0;
   int stage = 0;
   int dp_index = 0;
+  int cp_index = 0;  ///< its context-parallel lane: which chunks of each sequence (0 without cp)
   int tp_index = 0;
 };
 
-/// The stage, replica and lane of global rank `rank`: stages take contiguous ranks, tp x the
-/// stage's dp each, the tensor-parallel lane fastest (Megatron-LM's and DeepSpeed's order).
+/// The stage, replica and lanes of global rank `rank`: stages take contiguous ranks, tp x cp x
+/// the stage's dp each, the tensor-parallel lane fastest, then the context-parallel one
+/// (Megatron-LM's tp-cp-ep-dp-pp order; DeepSpeed's, without cp).
 RankCoordinates coordinates_of_rank(const PlanFile& plan, int rank);
 
 }  // namespace fasop

@@ -19,10 +19,13 @@ std::vector<std::pair<std::string, std::string>> node_environment(const PlanFile
                                    {"FASOP_FIRST_RANK", text(node.first_rank)},
                                    {"FASOP_TP", text(plan.key.tp)},
                                    {"FASOP_DP", text(plan.key.dp)},
-                                   {"FASOP_PP", text(plan.key.pp)},
-                                   {"FASOP_MBS", text(plan.key.mbs)},
-                                   {"FASOP_GLOBAL_BATCH", text(plan.global_batch)},
-                                   {"FASOP_PLAN", settings.plan_path}};
+                                   {"FASOP_PP", text(plan.key.pp)}};
+  // FASOP_CP, FASOP_EP and FASOP_ETP where the plan has them (above 1).
+  for (const auto& [name, value] : context_expert_degrees(plan.key))
+    variables.emplace_back(name == "cp" ? "FASOP_CP" : name == "ep" ? "FASOP_EP" : "FASOP_ETP", text(value));
+  variables.insert(variables.end(), {{"FASOP_MBS", text(plan.key.mbs)},
+                                     {"FASOP_GLOBAL_BATCH", text(plan.global_batch)},
+                                     {"FASOP_PLAN", settings.plan_path}});
   if (auto it = settings.env_by_node_type.find(node.node_type); it != settings.env_by_node_type.end())
     variables.insert(variables.end(), it->second.begin(), it->second.end());
   return variables;

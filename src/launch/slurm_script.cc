@@ -56,7 +56,8 @@ std::string slurm_batch_script(const PlanFile& plan, const ClusterSpec& cluster,
   std::ostringstream out;
   out << "#!/bin/bash\n"
       << "# fasop-cpp launch of " << settings.plan_path << ": " << layout.nodes.size() << " nodes, "
-      << layout.world_size << " GPUs, tp " << plan.key.tp << " dp " << plan.key.dp << " pp " << plan.key.pp << ".\n"
+      << layout.world_size << " GPUs, tp " << plan.key.tp << " dp " << plan.key.dp << " pp " << plan.key.pp
+      << context_expert_text(plan.key, " ") << ".\n"
       << "# " << (het ? "One heterogeneous-job component per node type, co-scheduled; n" : "N")
       << "ode ranks follow the plan's node order.\n"
       << "#SBATCH --job-name=" << job_name << "\n"

@@ -44,7 +44,7 @@ std::string joined(const std::vector<std::string>& values) {
 /// What the plan's degrees say, for the refusal's message.
 std::string plan_degrees(const PlanFile& plan) {
   return "tp " + std::to_string(plan.key.tp) + ", pp " + std::to_string(plan.key.pp) + ", dp " +
-         std::to_string(plan.key.dp) + ", micro-batch " + std::to_string(plan.key.mbs) + ", global batch " +
+         std::to_string(plan.key.dp) + context_expert_text(plan.key, ", ") + ", micro-batch " + std::to_string(plan.key.mbs) + ", global batch " +
          std::to_string(plan.global_batch);
 }
 

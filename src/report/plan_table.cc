@@ -30,6 +30,12 @@ std::string sailor_layout_text(const PlanKey& k) {
 
 }  // namespace
 
+std::string context_expert_json(const PlanKey& key) {
+  std::string text;
+  for (const auto& [name, value] : context_expert_degrees(key)) text += ", \"" + name + "\": " + std::to_string(value);
+  return text;
+}
+
 std::string best_plans_table(const ClusterSpec& cluster, const std::vector<CandidateResult>& results,
                              size_t count) {
   std::ostringstream out;
@@ -48,7 +54,7 @@ std::string best_plans_table(const ClusterSpec& cluster, const std::vector<Candi
                   placement_runs(cluster, r.plan.key.node_order).c_str(),
                   (partition_text(r.plan.partition) +
                    (r.plan.key.stage_dp.empty() ? "" : " stage dp " + partition_text(r.plan.key.stage_dp)) +
-                   sailor_layout_text(r.plan.key))
+                   sailor_layout_text(r.plan.key) + context_expert_text(r.plan.key, " "))
                       .c_str());
     out << line;
   }
@@ -63,7 +69,8 @@ std::string plan_summary(const ClusterSpec& inventory, const CandidateResult& r)
   return fixed(e.step_time_s, 6) + " s/step, $" + fixed(e.train_cost_usd, 0) + " for the run" +
          (e.memory.is_oom ? " (out of memory)" : "") + ": " +
          shape_label(inventory, counts_of(inventory, k.node_order)) + ", tp " + std::to_string(k.tp) + " dp " +
-         std::to_string(k.dp) + " pp " + std::to_string(k.pp) + " mbs " + std::to_string(k.mbs) +
+         std::to_string(k.dp) + " pp " + std::to_string(k.pp) + context_expert_text(k, " ") + " mbs " +
+         std::to_string(k.mbs) +
          (k.zero_stage ? " ZeRO-" + std::to_string(k.zero_stage) : "") + (k.recompute ? " recompute" : "") +
          (k.selective_recompute && !k.recompute ? " selective recompute" : "") + (k.sequence_parallel ? " SP" : "") +
          (k.virtual_stages > 1 ? " v" + std::to_string(k.virtual_stages) : "") +
@@ -83,7 +90,7 @@ std::string estimate_text(const ModelSpec& model, const ClusterSpec& cluster, co
   const PlanKey& k = r.plan.key;
   std::ostringstream out;
   out << "model " << model.name << " on cluster " << cluster.name << ": mbs " << k.mbs << ", tp " << k.tp
-      << ", dp " << k.dp << ", pp " << k.pp << sailor_layout_text(k) << "\n"
+      << ", dp " << k.dp << ", pp " << k.pp << context_expert_text(k, ", ") << sailor_layout_text(k) << "\n"
       << "placement            " << placement_text(cluster, k.node_order) << "\n"
       << "partition            " << partition_text(r.plan.partition) << "\n"
       << "step time            " << fixed(e.step_time_s, 6) << " s\n"
@@ -129,7 +136,7 @@ std::string estimate_json(const ModelSpec& model, const ClusterSpec& cluster, co
   placement += "]";
   out << "{\"model\": " << json_string(model.name) << ", \"cluster\": " << json_string(cluster.name)
       << ", \"mbs\": " << k.mbs << ", \"tp\": " << k.tp << ", \"dp\": " << k.dp << ", \"pp\": " << k.pp
-      << (k.stage_tp.empty() ? "" : ", \"stage_tp\": " + partition_text(k.stage_tp))
+      << context_expert_json(k) << (k.stage_tp.empty() ? "" : ", \"stage_tp\": " + partition_text(k.stage_tp))
       << (k.uneven_dp ? ", \"uneven_dp\": true" : "")
       << (k.speed_split ? ", \"speed_split\": true" : "")
       << ", \"placement\": " << placement << ", \"partition\": " << partition_text(r.plan.partition)

@@ -8,6 +8,10 @@
 
 namespace fasop {
 
+/// The JSON members of the degrees beyond tp, dp and pp that are above 1, each after ", ":
+/// `, "cp": 2, "ep": 8, "etp": 2`; "" for a plan without them (its JSON reads as before).
+std::string context_expert_json(const PlanKey& key);
+
 /// The best `count` plans as an aligned text table, for people.
 std::string best_plans_table(const ClusterSpec& cluster, const std::vector<CandidateResult>& results,
                              size_t count);

@@ -46,7 +46,7 @@ std::vector<std::string> stage_labels(const ModelSpec& model, const ClusterSpec&
     const StageReport& r = result.estimate.stages[s];
     int dp = key.stage_dp.empty() ? key.dp : key.stage_dp[s], tp = key.stage_tp.empty() ? key.tp : key.stage_tp[s];
     labels.push_back("stage " + std::to_string(s) + ": " + cluster.node_types[r.node_type].gpu + " x" +
-                     std::to_string(dp * tp) + ", " + stage_layers_text(model, r.first_unit, r.num_units));
+                     std::to_string(dp * tp * key.cp) + ", " + stage_layers_text(model, r.first_unit, r.num_units));
   }
   return labels;
 }
@@ -58,7 +58,8 @@ std::string plan_view_text(const PlanFile& plan, const ModelSpec& model, const C
   std::ostringstream out;
   out << "plan " << plan.source << ": model " << model.name << " on " << cluster.name << " (" << plan.policy
       << " policy)\n"
-      << "layout: tp " << key.tp << ", dp " << key.dp << ", pp " << key.pp << ", micro-batch " << key.mbs << " ("
+      << "layout: tp " << key.tp << ", dp " << key.dp << ", pp " << key.pp << context_expert_text(key, ", ")
+      << ", micro-batch " << key.mbs << " ("
       << slowest_replica_microbatches(model.global_batch, key) << " micro-batches of the global batch "
       << model.global_batch << (key.uneven_dp ? " on the replica with the most, dp uneven" : "") << "), ZeRO " << key.zero_stage << ", recomputation " << recompute_name(key.recompute_mode())
       << (key.sequence_parallel ? ", sequence parallelism" : "")
@@ -75,7 +76,7 @@ std::string plan_view_text(const PlanFile& plan, const ModelSpec& model, const C
     int dp = key.stage_dp.empty() ? key.dp : key.stage_dp[s], tp = key.stage_tp.empty() ? key.tp : key.stage_tp[s];
     std::string units = std::to_string(r.first_unit) + "-" + std::to_string(r.first_unit + r.num_units - 1);
     std::snprintf(line, sizeof line, "%5zu %-8s %-5s %4d %12.6f %12.6f %10.3f %9.2f  %s\n", s, units.c_str(),
-                  cluster.node_types[r.node_type].gpu.c_str(), dp * tp, r.compute_s, r.end_s, r.memory.gib,
+                  cluster.node_types[r.node_type].gpu.c_str(), dp * tp * key.cp, r.compute_s, r.end_s, r.memory.gib,
                   r.memory.limit_gib, stage_layers_text(model, r.first_unit, r.num_units).c_str());
     out << line;
   }

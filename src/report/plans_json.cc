@@ -37,7 +37,8 @@ std::string plan_json(const ClusterSpec& cluster, const CandidateResult& r, size
       << ", \"price_per_step_usd\": " << format_double(e.price_per_step_usd)
       << ", \"train_cost_usd\": " << format_double(e.train_cost_usd) << ", \"oom\": \"" << oom_verdict(e.memory)
       << "\", \"peak_memory_gib\": " << format_double(e.memory.oom_gpumem_gib) << ", \"mbs\": " << k.mbs
-      << ", \"tp\": " << k.tp << ", \"dp\": " << k.dp << ", \"pp\": " << k.pp << ", \"zero_stage\": " << k.zero_stage
+      << ", \"tp\": " << k.tp << ", \"dp\": " << k.dp << ", \"pp\": " << k.pp << context_expert_json(k)
+      << ", \"zero_stage\": " << k.zero_stage
       << ", \"recompute\": \"" << (k.recompute ? "full" : k.selective_recompute ? "selective" : "none") << "\"";
   if (k.virtual_stages > 1) out << ", \"virtual_stages\": " << k.virtual_stages;
   if (k.sequence_parallel) out << ", \"sequence_parallel\": true";
