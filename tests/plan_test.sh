@@ -136,7 +136,7 @@ layers:
   - {type: moe_layer, role: transformer, moe: true, repeat: 14}
   - {type: post_process, role: post_process}
 MOE
-"$bin" search --model moe.yaml --cluster aws-h100 --fix tp=2,pp=4,sp=on,zero=1 --out-dir logs --save-plan plans/moe.yaml \
+"$bin" search --model moe.yaml --cluster aws-h100 --fix tp=2,pp=4,sp=on,zero=1,ep=1 --out-dir logs --save-plan plans/moe.yaml \
   --quiet > /dev/null || fail "search a MoE model"
 sed 's/^pp: 4$/pp: 4\nep: 8/' plans/moe.yaml > plans/moe-ep8.yaml
 "$bin" plan show plans/moe-ep8.yaml | grep -q "^layout: tp 2, dp 16, pp 4, ep 8, micro-batch" && ok || fail "plan show lacks ep"
@@ -144,8 +144,9 @@ sed 's/^pp: 4$/pp: 4\nep: 8/' plans/moe.yaml > plans/moe-ep8.yaml
 grep -qxF -- "--expert-model-parallel-size 8 \\" moe.sh && grep -qxF -- "--num-experts 16 \\" moe.sh &&
   grep -qxF -- "--moe-layer-freq '([0]*2+[1]*14)' \\" moe.sh && grep -qxF -- "--moe-shared-expert-intermediate-size 2816 \\" moe.sh &&
   ! grep -q -- "--moe-expert-capacity-factor" moe.sh && ok || fail "megatron MoE flags: $(cat moe.sh)"
-"$bin" launch --plan plans/moe-ep8.yaml --backend local --dry-run | grep -q "export FASOP_PP=4; export FASOP_EP=8;" && ok ||
-  fail "the launch does not export FASOP_EP"
+# Captured first: grep -q closing the pipe early would fail the launch under pipefail.
+"$bin" launch --plan plans/moe-ep8.yaml --backend local --dry-run > launch-moe.txt
+grep -q "export FASOP_PP=4; export FASOP_EP=8;" launch-moe.txt && ok || fail "the launch does not export FASOP_EP"
 expect_error "the fork has no top-k experts" "--moe-router-topk" schedule --plan plans/moe-ep8.yaml --format megatron --megatron-flavor fasop
 expect_error "DeepSpeed cannot run experts" "mixture of experts" schedule --plan plans/moe.yaml --format deepspeed
 sed 's/^pp: 4$/pp: 4\nep: 3/' plans/moe.yaml > plans/moe-ep3.yaml

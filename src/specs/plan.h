@@ -90,10 +90,12 @@ inline std::vector<std::pair<std::string, int>> context_expert_degrees(const Pla
   return degrees;
 }
 
-/// Those degrees as text, each after `separator`: with ", ", ", cp 2, ep 8, etp 2"; "" for none.
+/// Those degrees as text, each after `separator`, and the precision a search chose (PlanKey::
+/// precision): with ", ", ", cp 2, ep 8, etp 2, fp8"; "" for none.
 inline std::string context_expert_text(const PlanKey& key, const std::string& separator) {
   std::string text;
   for (const auto& [name, value] : context_expert_degrees(key)) text += separator + name + " " + std::to_string(value);
+  if (!key.precision.empty()) text += separator + key.precision;
   return text;
 }
 
