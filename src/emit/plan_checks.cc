@@ -130,6 +130,7 @@ void require_precision_on_gpus(const PlanFile& plan, const ModelSpec& model) {
     const GpuSpec* gpu = shipped_gpu_spec(plan.stages[s].gpu);
     if (!gpu) continue;  // data the plan does not say: not checked here
     const std::string stage = "stage " + std::to_string(s) + "'s GPU '" + plan.stages[s].gpu + "'";
+    if (gpu->runs_precision(model.dtype)) continue;  // the one rule of which GPUs run which precision
     if (!gpu->peak_tflops.count("fp8"))
       throw SpecError(plan_where(plan) + "dtype " + model.dtype + " of model '" + model.name + "' on " + stage +
                       ", whose data (" + gpu->source + ") has no fp8 peak: Transformer Engine's fp8 GEMMs need fp8 "
