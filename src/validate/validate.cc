@@ -263,8 +263,9 @@ std::vector<ValidationSummary> summarize(const std::vector<ValidationResult>& re
 
 std::string validation_text(const std::vector<ValidationResult>& results, bool quiet) {
   std::string out;
-  bool memory = false, chosen = false, oom = false;
+  bool memory = false, chosen = false, oom = false, beyond = false;
   for (const ValidationResult& r : results) {
+    beyond = beyond || r.c.plan.cp > 1 || r.c.plan.ep > 1;  // then cp and ep get columns
     memory = memory || r.c.measurement.memory_gib_per_gpu > 0;
     chosen = chosen || r.mbs_chosen;
     oom = oom || !r.fits;
@@ -276,7 +277,8 @@ std::string validation_text(const std::vector<ValidationResult>& results, bool q
       case_w = std::max(case_w, r.c.name.size());
     }
     out += pad("set", set_w, false) + "  " + pad("case", case_w, false) + "  " + pad("gpus", 5, true) +
-           pad("tp", 4, true) + pad("pp", 4, true) + pad("dp", 4, true) + pad("mbs", 5, true) + "  " +
+           pad("tp", 4, true) + pad("pp", 4, true) + (beyond ? pad("cp", 4, true) + pad("ep", 4, true) : "") +
+           pad("dp", 4, true) + pad("mbs", 5, true) + "  " +
            pad("measured s/step", 15, true) + pad("predicted s/step", 18, true) + pad("error %", 9, true) +
            pad("pred. GiB/GPU", 15, true);
     if (memory) out += pad("meas. GiB/GPU", 15, true);
@@ -286,7 +288,9 @@ std::string validation_text(const std::vector<ValidationResult>& results, bool q
       std::string gib = fixed(r.predicted_memory_gib, 1) + (r.fits ? "" : "!");
       out += pad(r.c.set, set_w, false) + "  " + pad(r.c.name, case_w, false) + "  " +
              pad(std::to_string(r.c.plan.gpus), 5, true) + pad(std::to_string(r.c.plan.tp), 4, true) +
-             pad(std::to_string(r.c.plan.pp), 4, true) + pad(std::to_string(r.c.plan.dp), 4, true) + pad(mbs, 5, true) +
+             pad(std::to_string(r.c.plan.pp), 4, true) +
+             (beyond ? pad(std::to_string(r.c.plan.cp), 4, true) + pad(std::to_string(r.c.plan.ep), 4, true) : "") +
+             pad(std::to_string(r.c.plan.dp), 4, true) + pad(mbs, 5, true) +
              "  " + pad(fixed(r.measured_step_s, 3), 15, true) + pad(fixed(r.predicted_step_s, 3), 18, true) +
              pad(signed_fixed(r.error_pct, 1), 9, true) + pad(gib, 15, true);
       if (memory)
