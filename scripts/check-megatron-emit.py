@@ -118,13 +118,17 @@ PLANS = [
     ("llama2-7b-cp2", ["--model", "llama2-7b", "--cluster", "aws-h100", "--fix", "tp=2,pp=4,zero=1"],
      {"upstream": "check", "fasop": ("refused", "--context-parallel-size")}, {"cp": 2}),
     # A Mixtral-like mixture of experts (8 experts, top-2, one dense layer first, dropless) at ep 8.
-    ("moe-ep8", ["--model", "@moe-mixtral.yaml", "--cluster", "aws-h100", "--fix", "tp=2,pp=4,sp=on,zero=1"],
+    ("moe-ep8", ["--model", "@moe-mixtral.yaml", "--cluster", "aws-h100", "--fix", "tp=2,pp=4,sp=on,zero=1,ep=1"],
      {"upstream": "check", "fasop": ("refused", "--moe-router-topk")}, {"ep": 8}),
     # A DeepSeek-like one (64 experts of 1408, top-6, a shared expert, token dropping, heads of 128
     # beside a hidden of 2048 / 32 heads) with cp 2, ep 4 and etp 2: 8 of a stage's 2 x 2 x 8 GPUs.
     ("moe-shared-cp2-ep4-etp2", ["--model", "@moe-deepseek.yaml", "--cluster", "aws-h100", "--fix",
-                                 "tp=2,pp=4,sp=on,zero=1"],
+                                 "tp=2,pp=4,sp=on,zero=1,ep=1"],
      {"upstream": "check", "fasop": ("refused", "--moe-router-topk")}, {"cp": 2, "ep": 4, "etp": 2}),
+    # DeepSeek-V3 (multi-head latent attention, 256 experts, 3 dense layers first) as the search
+    # plans it on DGX H100s at pp 16 (uneven: 61 layers) and ep 8.
+    ("deepseek-v3-mla-ep8", ["--model", "deepseek-v3", "--cluster", "dgx-h100", "--fix", "tp=1,pp=16,zero=1,ep=8"],
+     {"upstream": "check", "fasop": ("refused", "--multi-latent-attention")}),
     # fp8 (Transformer Engine's per-tensor current scaling) on H100s, and MXFP8 on B200s.
     ("llama2-7b-fp8", ["--model", "@llama2-7b-fp8.yaml", "--cluster", "aws-h100", "--fix", "tp=2,pp=4,zero=1"],
      {"upstream": "check", "fasop": ("refused", "--swiglu")}),

@@ -469,3 +469,24 @@ TEST_CASE("megatron: fp8 needs fp8 in the data of the GPUs the plan names, mxfp8
   CHECK(without(megatron_args(gpt2xl_plan(), gpt, MegatronFlavor::kUpstream), {"--fp8-format", "--fp8-recipe", "--bf16"}) ==
         without(megatron_args(gpt2xl_plan(), preset_model("gpt2xl"), MegatronFlavor::kUpstream), {"--fp16"}));
 }
+
+TEST_CASE("megatron upstream: multi-head latent attention writes its widths", "[emit][megatron][mla]") {
+  ModelSpec model = moe_model();
+  model.kv_heads = model.heads;  // MLA has no key/value head groups
+  model.head_dim = 0;
+  model.mla.q_lora_rank = 1536;
+  model.mla.kv_lora_rank = 512;
+  model.mla.qk_head_dim = 128;
+  model.mla.qk_rope_head_dim = 64;
+  model.mla.v_head_dim = 128;
+  const std::vector<std::string> args = megatron_args(moe_plan(), model, MegatronFlavor::kUpstream);
+  auto mla = std::find(args.begin(), args.end(), "--multi-latent-attention");
+  REQUIRE(mla + 10 < args.end());
+  CHECK(std::vector<std::string>(mla, mla + 11) ==
+        std::vector<std::string>{"--multi-latent-attention", "--q-lora-rank", "1536", "--kv-lora-rank", "512",
+                                 "--qk-head-dim", "128", "--qk-pos-emb-head-dim", "64", "--v-head-dim", "128"});
+  CHECK(!has(args, "--group-query-attention"));
+  // Without a query latent (q_lora_rank 0) the queries are projected directly: no --q-lora-rank.
+  model.mla.q_lora_rank = 0;
+  CHECK(!has(megatron_args(moe_plan(), model, MegatronFlavor::kUpstream), "--q-lora-rank"));
+}

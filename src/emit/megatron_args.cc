@@ -114,6 +114,18 @@ void dimension_flags(ArgWriter& w, const ModelSpec& model) {
 
 /// The architecture beyond GPT-2's: GQA, SwiGLU, RMSNorm, rotary positions, an untied head.
 void architecture_flags(ArgWriter& w, const ModelSpec& model) {
+  if (model.mla.enabled()) {
+    // Multi-head latent attention (Megatron-Core's MLASelfAttention), with the widths the model
+    // prices; q_lora_rank 0 projects the queries without a latent.
+    const MlaSpec& mla = model.mla;
+    w.require_upstream("multi-head latent attention (--multi-latent-attention)");
+    w.flag("--multi-latent-attention");
+    if (mla.q_lora_rank > 0) w.flag("--q-lora-rank", num(mla.q_lora_rank));
+    w.flag("--kv-lora-rank", num(mla.kv_lora_rank));
+    w.flag("--qk-head-dim", num(mla.qk_head_dim));
+    w.flag("--qk-pos-emb-head-dim", num(mla.qk_rope_head_dim));
+    w.flag("--v-head-dim", num(mla.v_head_dim));
+  }
   if (model.kv_heads > 0 && model.kv_heads < model.heads) {
     w.require_upstream("grouped-query attention (--num-query-groups)");
     w.flag("--group-query-attention");
