@@ -98,7 +98,7 @@ void apply_parallel_dims(const ParallelDimsOptions& options, const PlannerOption
   const bool analytic = setup.policy_name == "analytic" && setup.all_analytic(planner, counts);
   if (given && shape_search)
     throw SpecError("--cp/--ep: the shape search (--pareto, --use-subset) tries cp 1 and ep 1 only so far; drop them, "
-                    "or search one cluster shape (--cluster, --max-nodes with its counts)");
+                    "or search one cluster (--cluster, without --pareto or --use-subset)");
   if (given && !analytic)
     throw SpecError("--cp/--ep: context and expert parallelism need the analytic policy and layer times from the GPUs' "
                     "data, but cluster '" + setup.cluster.name + "' has node types timed by a measured profile or "
