@@ -128,7 +128,7 @@ PLANS = [
     # DeepSeek-V3 (multi-head latent attention, 256 experts, 3 dense layers first) as the search
     # plans it on DGX H100s at pp 16 (uneven: 61 layers) and ep 8.
     ("deepseek-v3-mla-ep8", ["--model", "deepseek-v3", "--cluster", "dgx-h100", "--fix", "tp=1,pp=16,zero=1,ep=8"],
-     {"upstream": "check", "fasop": ("refused", "--multi-latent-attention")}),
+     {"upstream": "check", "fasop": ("refused", "--moe-router-topk")}),
     # fp8 (Transformer Engine's per-tensor current scaling) on H100s, and MXFP8 on B200s.
     ("llama2-7b-fp8", ["--model", "@llama2-7b-fp8.yaml", "--cluster", "aws-h100", "--fix", "tp=2,pp=4,zero=1"],
      {"upstream": "check", "fasop": ("refused", "--swiglu")}),
