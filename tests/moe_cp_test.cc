@@ -283,13 +283,19 @@ TEST_CASE("a search says why it left context and expert parallelism out", "[cp][
   space.cp = {1, 2};
   space.ep = {1, 4};
   const std::vector<CandidateResult> ranked = {result(1, 1, 10, false), result(2, 1, 11, true)};
-  CHECK(unused_dimension_notes(ranked, space) ==
+  CHECK(unused_dimension_notes(ranked, space, "bf16") ==
         "cp: not used: the best plan with cp > 1 (cp 2, ep 1, tp 1, dp 4, pp 1, mbs 1) takes 11 s a step, +10.0% against "
         "10 s, and does not fit in memory\n"
         "ep: not used: no layout with ep > 1 could run (ep must divide the experts and a stage's tp x cp x dp GPUs)\n");
   space.cp = {1};
   space.ep = {1};
-  CHECK(unused_dimension_notes(ranked, space).empty());
+  CHECK(unused_dimension_notes(ranked, space, "bf16").empty());
+  // Precisions: the best trains in fp8; the model's own (bf16) plan is 25% slower.
+  std::vector<CandidateResult> by_precision = {result(1, 1, 8, false), result(1, 1, 10, false)};
+  by_precision[0].plan.key.precision = "fp8";
+  space.precisions = {"", "fp8"};
+  CHECK(unused_dimension_notes(by_precision, space, "bf16") ==
+        "bf16 (the model's): not used: its best plan takes 10 s a step, +25.0% against 8 s\n");
 }
 
 TEST_CASE("which GPUs train in a precision, and a plan file keeps the one a search chose", "[precision]") {

@@ -26,7 +26,8 @@ std::string note(const char* name, const std::vector<CandidateResult>& ranked, i
 
 }  // namespace
 
-std::string unused_dimension_notes(const std::vector<CandidateResult>& ranked, const SearchSpaceOptions& space) {
+std::string unused_dimension_notes(const std::vector<CandidateResult>& ranked, const SearchSpaceOptions& space,
+                                   const std::string& model_dtype) {
   if (ranked.empty()) return "";
   auto tried = [](const std::vector<int>& degrees) {
     return std::any_of(degrees.begin(), degrees.end(), [](int d) { return d > 1; });
@@ -39,6 +40,19 @@ std::string unused_dimension_notes(const std::vector<CandidateResult>& ranked, c
   if (tried(space.ep) && best.ep == 1)
     notes += note("ep", ranked, [](const PlanKey& k) { return k.ep; },
                   "ep must divide the experts and a stage's tp x cp x dp GPUs");
+  // Each precision tried that the best plan does not train in ("": the model's own).
+  for (const std::string& precision : space.precisions) {
+    if (space.precisions.size() < 2 || precision == best.precision) continue;
+    auto with = std::find_if(ranked.begin(), ranked.end(),
+                             [&](const CandidateResult& r) { return r.plan.key.precision == precision; });
+    if (with == ranked.end()) continue;
+    const double best_s = ranked.front().estimate.step_time_s, with_s = with->estimate.step_time_s;
+    char line[256];
+    std::snprintf(line, sizeof line, "%s: not used: its best plan takes %.4g s a step, %+.1f%% against %.4g s\n",
+                  (precision.empty() ? model_dtype + " (the model's)" : precision).c_str(), with_s, (with_s / best_s - 1) * 100,
+                  best_s);
+    notes += line;
+  }
   return notes;
 }
 

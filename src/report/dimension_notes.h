@@ -10,7 +10,11 @@ namespace fasop {
 
 /// For cp and ep, where the search tried degrees beyond 1 (`space`) and the first plan of
 /// `ranked` (the search's order) has 1: a line with the first plan that uses one, its step time
-/// and how much slower it is, or that no layout with it could run. Empty where nothing applies.
-std::string unused_dimension_notes(const std::vector<CandidateResult>& ranked, const SearchSpaceOptions& space);
+/// and how much slower it is, or that no layout with it could run; and for each precision tried
+/// (SearchSpaceOptions::precisions) that the first plan does not train in, its best plan's step
+/// time. Empty where nothing applies.
+/// `model_dtype` names the model's own precision in the text.
+std::string unused_dimension_notes(const std::vector<CandidateResult>& ranked, const SearchSpaceOptions& space,
+                                   const std::string& model_dtype);
 
 }  // namespace fasop
