@@ -127,22 +127,22 @@ double total(const std::vector<double>& values) {
 double fill_memory_prefixes(const ModelSpec& m, const PlanKey& k, int tp, std::vector<double>& params,
                             std::vector<double>& activations);
 
-/// Parameters of stage `stage` of `partition` on one GPU: the memory model's prefix sums.
-}  // namespace
-
-double stage_expert_params(const PlanContext& ctx, const std::vector<int>& partition, int stage) {
-  const std::vector<double>& prefix = ctx.partition_memory->expert_params_prefix;
-  if (prefix.empty()) return 0;
+/// Stage `stage`'s span of a per-unit prefix sum (`prefix[u]`: units [0, u)) under `partition`.
+double stage_span(const std::vector<double>& prefix, const std::vector<int>& partition, int stage) {
   int first = 0;
   for (int s = 0; s < stage; ++s) first += partition[s];
   return prefix[first + partition[stage]] - prefix[first];
 }
 
+}  // namespace
+
+double stage_expert_params(const PlanContext& ctx, const std::vector<int>& partition, int stage) {
+  const std::vector<double>& prefix = ctx.partition_memory->expert_params_prefix;
+  return prefix.empty() ? 0 : stage_span(prefix, partition, stage);
+}
+
 double stage_params(const PlanContext& ctx, const std::vector<int>& partition, int stage) {
-  int first = 0;
-  for (int s = 0; s < stage; ++s) first += partition[s];
-  const std::vector<double>& prefix = ctx.partition_memory->stage_params_prefix(stage);
-  return prefix[first + partition[stage]] - prefix[first];
+  return stage_span(ctx.partition_memory->stage_params_prefix(stage), partition, stage);
 }
 
 double boundary_send_bytes(const PlanContext& ctx, int from, int to) {
