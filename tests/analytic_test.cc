@@ -16,6 +16,7 @@
 
 using namespace fasop;
 using fasop::testing::compositions;
+using fasop::testing::made_up_node;
 using fasop::testing::SyntheticPipeline;
 
 using fasop::testing::PresetSpecs;
@@ -295,41 +296,6 @@ TEST_CASE("a GPT model's FLOPs a step are Megatron-LM's closed form", "[analytic
 }
 
 namespace {
-
-/// A made-up GPU on a made-up node: 100 TFLOP/s fp16 at half of it for GEMMs, 1e12 B/s memory at
-/// half of it, attention at 40% (forward) and 25% (backward) of the peak, 1 us between kernels
-/// and 2 us to launch one; 8 GPUs on a 1e12 bit/s link with 1 us latency, 8e11 bit/s and 10 us
-/// between nodes; collectives at the whole bandwidth; overlapping costs the GEMMs 10%.
-NodeType made_up_node() {
-  NodeType node;
-  node.name = "x";
-  node.gpu = "X";
-  node.gpus_per_node = 8;
-  node.gpu_memory_gib = 80;
-  node.intra_node_bandwidth_bits_per_s = 1e12;
-  node.intra_node_latency_s = 1e-6;
-  node.inter_node_bandwidth_bits_per_s = 8e11;
-  node.inter_node_latency_s = 1e-5;
-  node.price_usd_per_hour = 10;
-  GpuSpec& g = node.gpu_data;
-  g.name = "X";
-  g.memory_gib = 80;
-  g.peak_tflops = {{"fp16", 100}};
-  g.memory_bandwidth_bytes_per_s = 1e12;
-  PrecisionEfficiency e;
-  e.gemm_peak_share = 0.5;
-  e.gemm_half_dim = 0;
-  e.attention_peak_share = 0.4;
-  e.attention_backward_peak_share = 0.25;
-  e.memory_share = 0.5;
-  g.precisions = {{"fp16", e}};
-  g.nvlink = {1.0, 0};
-  g.network = {1.0, 0};
-  g.launch.kernel_gap_s = 1e-6;
-  g.launch.dispatch_s = {{"megatron", 2e-6}};
-  g.overlap_slowdown = 0.1;
-  return node;
-}
 
 /// A cluster of `nodes` nodes of type `node`.
 ClusterSpec made_up_cluster(const NodeType& node, int nodes) {

@@ -16,6 +16,7 @@
 #include "test_support.h"
 
 using namespace fasop;
+using fasop::testing::made_up_node;
 using fasop::testing::spec_error;
 
 namespace {
@@ -44,23 +45,6 @@ layers:
 )";
 
 ModelSpec small_moe() { return parse_model(kSmallMoe, "small-moe.yaml"); }
-
-/// 8 GPUs on a 1e12 bit/s NVLink (1 us), nodes joined by 8e11 bit/s (10 us); collectives at
-/// the full bandwidth.
-NodeType plain_node() {
-  NodeType node;
-  node.name = "x";
-  node.gpu = "X";
-  node.gpus_per_node = 8;
-  node.gpu_memory_gib = 80;
-  node.intra_node_bandwidth_bits_per_s = 1e12;
-  node.intra_node_latency_s = 1e-6;
-  node.inter_node_bandwidth_bits_per_s = 8e11;
-  node.inter_node_latency_s = 1e-5;
-  node.gpu_data.nvlink = {1.0, 0};
-  node.gpu_data.network = {1.0, 0};
-  return node;
-}
 
 double gemm_flops(const std::vector<Gemm>& gemms) {
   double sum = 0;
@@ -126,7 +110,7 @@ TEST_CASE("the experts' all-to-alls move every routed token's activation, there 
 
   // On one node (ep 4 <= 8 GPUs), each all-to-all sends 3 peers a quarter of 16 MiB on NVLink:
   // 1 us + 3 x 4 MiB x 8 / 1e12 bit/s.
-  const NodeType node = plain_node();
+  const NodeType node = made_up_node();
   const double on_node = 1e-6 + 3 * 4194304.0 * 8 / 1e12;
   CHECK(ep_comm_s(work.forward, 4, 1, node) == Approx(2 * on_node).epsilon(1e-12));
   // ep 16 spans two nodes: 7 peers on NVLink, 8 across the network at 8e11 / 8 bit/s a GPU,
@@ -152,7 +136,7 @@ TEST_CASE("ring attention passes each chunk's keys and values around the cp GPUs
   CHECK(ring.forward.attention_flops == Approx(dense.forward.attention_flops / 2).epsilon(1e-12));
   CHECK(ring.forward.gemm_flops() == Approx(dense.forward.gemm_flops() / 2).epsilon(1e-12));
   // On one node (tp x cp = 2 <= 8): 1 us + 2 MiB x 8 / 1e12 bit/s a step.
-  CHECK(cp_ring_s(ring.forward, 1, 2, plain_node()) == Approx(1e-6 + 2097152.0 * 8 / 1e12).epsilon(1e-12));
+  CHECK(cp_ring_s(ring.forward, 1, 2, made_up_node()) == Approx(1e-6 + 2097152.0 * 8 / 1e12).epsilon(1e-12));
   // Activations: a GPU keeps 1/cp of the sequence's.
   ActivationMode mode, halved;
   halved.cp = 2;
