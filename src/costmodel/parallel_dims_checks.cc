@@ -7,23 +7,20 @@ namespace {
 
 std::string str(long long v) { return std::to_string(v); }
 
-void validate_context_parallel(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key) {
-  if (key.cp == 1) return;
-  // Megatron-LM splits each sequence into 2 x cp chunks, rank r taking chunks r and 2cp-1-r,
-  // so that causal attention's work is even over the ring.
-  if (model.sequence % (2 * key.cp) != 0)
-    throw SpecError("--cp: " + str(key.cp) + " does not split model '" + model.name + "''s sequence of " +
-                    str(model.sequence) + " tokens into 2 x cp equal chunks (Megatron-LM's load-balanced split); "
-                    "choose a cp with 2 x cp dividing the sequence");
-  if (!model.flash_attention)
-    throw SpecError("--cp: context parallelism runs ring attention in fused (flash) kernels; model '" + model.name +
-                    "' has unfused attention: use cp 1 or attention: flash");
+/// Why a layout with `flag`'s dimension (`subject`, `plural` for "are") cannot be priced: per-stage
+/// degrees, uneven or speed-split batches, or a cluster of several zones; `fix` ends the
+/// layouts' message and `zone_fix` the zones'. Empty where it can.
+std::string uniform_single_zone_fault(const ClusterSpec& cluster, const PlanKey& key, const std::string& flag,
+                                      const std::string& subject, bool plural, const std::string& fix,
+                                      const std::string& zone_fix) {
+  const std::string is = plural ? " are" : " is";
   if (!key.stage_dp.empty() || !key.stage_tp.empty() || key.uneven_dp || key.speed_split)
-    throw SpecError("--cp: context parallelism is priced on uniform layouts only (one tp and dp on every stage, "
-                    "even batches); drop --stage-dp, --stage-tp, --uneven-dp and --speed-split or use cp 1");
+    return flag + ": " + subject + is + " priced on uniform layouts only (one tp and dp on every stage, even batches); "
+           "drop --stage-dp, --stage-tp, --uneven-dp and --speed-split" + fix;
   if (cluster.multi_zone())
-    throw SpecError("--cp: context parallelism across zones is not priced; cluster '" + cluster.name +
-                    "' has several zones: use cp 1");
+    return flag + ": " + subject + " across zones" + is + " not priced; cluster '" + cluster.name +
+           "' has several zones" + zone_fix;
+  return "";
 }
 
 void validate_expert_parallel(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key) {
@@ -33,13 +30,7 @@ void validate_expert_parallel(const ModelSpec& model, const ClusterSpec& cluster
       throw SpecError("--ep/--etp: model '" + model.name + "' has no experts (no 'moe' block); use ep 1 and etp 1");
     return;
   }
-  if (moe.experts % key.ep != 0)
-    throw SpecError("--ep: " + str(key.ep) + " does not divide model '" + model.name + "''s " + str(moe.experts) +
-                    " experts; choose an ep that divides them");
-  const long long stage_gpus = 1LL * key.tp * key.cp * key.dp;
-  if (stage_gpus % (1LL * key.ep * key.etp) != 0)
-    throw SpecError("--ep/--etp: ep x etp = " + str(1LL * key.ep * key.etp) + " does not divide a stage's tp x cp x dp = " +
-                    str(stage_gpus) + " GPUs (Megatron-Core's MoE parallel folding); choose degrees that divide it");
+  if (std::string fault = expert_layout_fault(model, cluster, key); !fault.empty()) throw SpecError(fault);
   if (moe.expert_ffn_hidden % key.etp != 0 || (moe.shared_expert_ffn_hidden % key.tp) != 0)
     throw SpecError("--etp: " + str(key.etp) + " does not divide model '" + model.name + "''s expert width " +
                     str(moe.expert_ffn_hidden) + " (or tp its shared expert's " + str(moe.shared_expert_ffn_hidden) +
@@ -49,20 +40,41 @@ void validate_expert_parallel(const ModelSpec& model, const ClusterSpec& cluster
                     "(Megatron-LM asserts it for MoE with tp > 1); pass --sequence-parallel or use tp 1");
   if (key.zero_stage == 3)
     throw SpecError("--zero: ZeRO-3 / FSDP of model '" + model.name + "''s experts is not priced yet; use ZeRO 0-2");
-  if (!key.stage_dp.empty() || !key.stage_tp.empty() || key.uneven_dp || key.speed_split)
-    throw SpecError("--ep: mixtures of experts are priced on uniform layouts only (one tp and dp on every stage, even "
-                    "batches); drop --stage-dp, --stage-tp, --uneven-dp and --speed-split");
-  if (cluster.multi_zone())
-    throw SpecError("--ep: mixtures of experts across zones are not priced; cluster '" + cluster.name +
-                    "' has several zones");
 }
 
 }  // namespace
 
+std::string context_parallel_fault(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key) {
+  if (key.cp == 1) return "";
+  // Megatron-LM splits each sequence into 2 x cp chunks, rank r taking chunks r and 2cp-1-r,
+  // so that causal attention's work is even over the ring.
+  if (model.sequence % (2 * key.cp) != 0)
+    return "--cp: " + str(key.cp) + " does not split model '" + model.name + "''s sequence of " + str(model.sequence) +
+           " tokens into 2 x cp equal chunks (Megatron-LM's load-balanced split); choose a cp with 2 x cp dividing "
+           "the sequence";
+  if (!model.flash_attention)
+    return "--cp: context parallelism runs ring attention in fused (flash) kernels; model '" + model.name +
+           "' has unfused attention: use cp 1 or attention: flash";
+  return uniform_single_zone_fault(cluster, key, "--cp", "context parallelism", false, " or use cp 1", ": use cp 1");
+}
+
+std::string expert_layout_fault(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key) {
+  const MoeSpec& moe = model.moe;
+  if (!moe.enabled()) return "--ep/--etp: model '" + model.name + "' has no experts (no 'moe' block); use ep 1 and etp 1";
+  if (moe.experts % key.ep != 0)
+    return "--ep: " + str(key.ep) + " does not divide model '" + model.name + "''s " + str(moe.experts) +
+           " experts; choose an ep that divides them";
+  const long long stage_gpus = 1LL * key.tp * key.cp * key.dp;
+  if (stage_gpus % (1LL * key.ep * key.etp) != 0)
+    return "--ep/--etp: ep x etp = " + str(1LL * key.ep * key.etp) + " does not divide a stage's tp x cp x dp = " +
+           str(stage_gpus) + " GPUs (Megatron-Core's MoE parallel folding); choose degrees that divide it";
+  return uniform_single_zone_fault(cluster, key, "--ep", "mixtures of experts", true, "", "");
+}
+
 void validate_parallel_dims(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key) {
   for (auto [name, value] : {std::pair{"cp", key.cp}, {"ep", key.ep}, {"etp", key.etp}})
     if (value <= 0) throw SpecError(std::string("--") + name + ": must be positive, got " + str(value));
-  validate_context_parallel(model, cluster, key);
+  if (std::string fault = context_parallel_fault(model, cluster, key); !fault.empty()) throw SpecError(fault);
   validate_expert_parallel(model, cluster, key);
 }
 

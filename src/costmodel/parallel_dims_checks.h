@@ -18,6 +18,17 @@ namespace fasop {
 /// parallelism (Megatron-LM asserts it with MoE).
 void validate_parallel_dims(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key);
 
+/// Why `key`'s context parallelism cannot run (the first of: 2 x cp not dividing the sequence,
+/// unfused attention, a non-uniform layout, several zones), as validate_parallel_dims says it;
+/// empty where it can or cp is 1. The search skips such layouts with it.
+std::string context_parallel_fault(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key);
+
+/// Why `key`'s expert groups cannot be laid out (no experts, ep not dividing them, ep x etp not
+/// dividing tp x cp x dp, a non-uniform layout, several zones), as validate_parallel_dims says
+/// it; empty where they can. The degrees only: widths, sequence parallelism and ZeRO-3, which
+/// the search sets per variant, are validate_parallel_dims's alone.
+std::string expert_layout_fault(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key);
+
 /// Refuses the fasop policy (`policy`: its name) for what it does not know: cp, ep, etp or a
 /// model with experts.
 void validate_parallel_dims_policy(const ModelSpec& model, const PlanKey& key, const std::string& policy);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "costmodel/parallel_dims_checks.h"
 #include "costmodel/speed_split_checks.h"
 #include "specs/batch_split.h"
 
@@ -223,29 +224,23 @@ std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSp
   };
   // The uniform layouts do not depend on the placement: listed (and filtered) once, then
   // emitted for each placement with its speed-split variant where that applies.
-  // Context and expert parallelism where they can run (parallel_dims_checks.h), on even batches.
-  auto context_parallel_runs = [&](int cp) {
-    return cp == 1 || (model.sequence % (2 * cp) == 0 && model.flash_attention && !cluster.multi_zone());
-  };
-  auto expert_parallel_runs = [&](int ep, int stage_gpus) {
-    return ep == 1 || (model.moe.enabled() && model.moe.experts % ep == 0 && stage_gpus % ep == 0 && !cluster.multi_zone());
-  };
   std::vector<PlanKey> uniform;
   for (int mbs : divisors(gbs)) {
     for (int tp : divisors(max_tp)) {
       if (!fasop_tp && (model.heads % tp != 0 || model.kv_heads % tp != 0)) continue;
       for (int cp : options.cp) {
-        if (gpus % (tp * cp) != 0 || !context_parallel_runs(cp)) continue;
+        if (gpus % (tp * cp) != 0) continue;
         for (int dp : divisors(gpus / (tp * cp))) {
           int pp = gpus / (tp * cp * dp);
           if (pp > layers || !batch_split_allowed(gbs, mbs, dp, options.uneven_dp)) continue;
           for (int ep : options.ep) {
-            if (!expert_parallel_runs(ep, tp * cp * dp)) continue;
             PlanKey key{mbs, tp, dp, pp, {}};
             key.cp = cp;
             key.ep = ep;
             key.uneven_dp = splits_batch_unevenly(gbs, key);
-            if (key.uneven_dp && (cp > 1 || ep > 1)) continue;
+            // Context and expert parallelism only where Megatron-LM runs them (parallel_dims_checks.h).
+            if (!context_parallel_fault(model, cluster, key).empty()) continue;
+            if (ep > 1 && !expert_layout_fault(model, cluster, key).empty()) continue;
             for (const std::string& precision : options.precisions) {
               key.precision = precision;
               variants(key, [&](const PlanKey& k) {
