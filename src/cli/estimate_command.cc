@@ -11,7 +11,6 @@
 #include "report/plan_table.h"
 #include "search/cluster_shapes.h"
 #include "search/search_space.h"
-#include "specs/precision.h"
 #include "specs/spec_error.h"
 
 namespace fasop {
@@ -113,12 +112,9 @@ void run(EstimateOptions options, CLI::App& command) {
   const std::vector<std::string>& precisions = options.planner.fasop.precision_names;
   if (precisions.size() > 1) throw SpecError("--precision: estimate prices one plan in one precision; give one name");
   for (const std::string& name : precisions)
-    for (size_t type = 0; type < counts.size(); ++type)
-      if (counts[type] > 0 && !setup->cluster.node_types[type].gpu_data.runs_precision(name))
-        throw SpecError("--precision " + name + ": the " + setup->cluster.node_types[type].gpu +
-                        " of node type '" + setup->cluster.node_types[type].name + "' does not train in it (its data "
-                        "lists no dense " + peak_precision(name) + " peak" + (name == "mxfp8" ? " or MXFP8 efficiency" : "") +
-                        "); choose a precision it runs");
+    if (const NodeType* lacking = setup->node_type_without(counts, name))
+      throw SpecError("--precision " + name + ": the " + lacking->gpu + " of node type '" + lacking->name +
+                      "' does not train in it (" + missing_precision_text(name) + "); choose a precision it runs");
   if (precisions.size() == 1 && precisions[0] != setup->model.dtype) {
     setup->model.dtype = options.key.precision = precisions[0];
     options.planner.analytic_profiles = true;

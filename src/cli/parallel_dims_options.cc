@@ -4,7 +4,6 @@
 #include <iostream>
 
 #include "cli/planner_options.h"
-#include "specs/precision.h"
 #include "specs/spec_error.h"
 
 namespace fasop {
@@ -23,21 +22,6 @@ std::vector<int> default_expert_degrees(int experts) {
   return degrees;
 }
 
-/// Whether every GPU with nodes in `counts` trains in `dtype` (GpuSpec::runs_precision: V100 has
-/// no bf16, A100 no fp8, only Blackwell mxfp8); the first that does not in `lacking`.
-bool every_gpu_has(const PlannerSetup& setup, const std::vector<int>& counts, const std::string& dtype,
-                   std::string* lacking) {
-  for (size_t type = 0; type < counts.size(); ++type) {
-    if (counts[type] == 0) continue;
-    const NodeType& node = setup.cluster.node_types[type];
-    if (!node.gpu_data.runs_precision(dtype)) {
-      *lacking = node.gpu_data.name.empty() ? node.gpu : node.gpu_data.name;
-      return false;
-    }
-  }
-  return true;
-}
-
 /// The precisions of --precision NAME,... (the model's own as ""), those some GPU lacks left out
 /// with a line on stderr; the model's own alone without the option.
 std::vector<std::string> searched_precisions(const PlannerOptions& planner, const PlannerSetup& setup,
@@ -46,12 +30,11 @@ std::vector<std::string> searched_precisions(const PlannerOptions& planner, cons
   if (names.empty()) return {""};
   std::vector<std::string> precisions;
   for (const std::string& name : names) {
-    std::string lacking;
-    if (!every_gpu_has(setup, counts, name, &lacking)) {
+    if (const NodeType* lacking = setup.node_type_without(counts, name)) {
       if (!planner.quiet)
-        std::cerr << "search: --precision " << name << ": left out: the " << lacking << " does not run it (its data "
-                  << "lists no dense " << peak_precision(name) << " peak" << (name == "mxfp8" ? " or MXFP8 efficiency" : "")
-                  << ")\n";
+        std::cerr << "search: --precision " << name << ": left out: the "
+                  << (lacking->gpu_data.name.empty() ? lacking->gpu : lacking->gpu_data.name) << " does not run it ("
+                  << missing_precision_text(name) << ")\n";
       continue;
     }
     const std::string precision = name == setup.model.dtype ? "" : name;

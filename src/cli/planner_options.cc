@@ -7,6 +7,7 @@
 #include "costmodel/analytic_policy.h"
 #include "profiles/analytic_profile.h"
 #include "search/search_space.h"
+#include "specs/precision.h"
 #include "specs/spec_error.h"
 #include "specs/spec_store.h"
 
@@ -251,13 +252,28 @@ std::unique_ptr<PlannerSetup> PlannerSetup::load_specs(const PlannerOptions& opt
   return setup;
 }
 
-void PlannerSetup::load_profiles(const PlannerOptions& options, const std::vector<int>& counts, const PlanKey* key) {
+namespace {
+
+/// How analytic profiles time a plan's layers: Megatron-LM's stack, --tp-comm-overlap, and the
+/// plan's context and expert parallelism.
+LayerOptions profile_layers(const PlannerOptions& options, int cp, int ep, int etp) {
   LayerOptions layers{Stack::kMegatron, false, options.tp_comm_overlap};
-  if (key) {
-    layers.cp = key->cp;
-    layers.ep = key->ep;
-    layers.etp = key->etp;
-  }
+  layers.cp = cp;
+  layers.ep = ep;
+  layers.etp = etp;
+  return layers;
+}
+
+/// An analytic profile of `model` on `node` at every tp a node takes and every micro-batch that
+/// divides the global batch.
+ProfileSpec node_analytic_profile(const ModelSpec& model, const NodeType& node, const LayerOptions& layers) {
+  return analytic_profile(model, node, divisors(node.gpus_per_node), divisors(model.global_batch), layers);
+}
+
+}  // namespace
+
+void PlannerSetup::load_profiles(const PlannerOptions& options, const std::vector<int>& counts, const PlanKey* key) {
+  const LayerOptions layers = key ? profile_layers(options, key->cp, key->ep, key->etp) : profile_layers(options, 1, 1, 1);
   const bool parallel_layers = layers.cp > 1 || layers.ep > 1 || layers.etp > 1 || (key && !key->precision.empty());
   DiskSource disk;
   SpecStore store(disk, embedded_presets());
@@ -283,7 +299,7 @@ void PlannerSetup::load_profiles(const PlannerOptions& options, const std::vecto
     if (measured)
       profile_storage.push_back(store.load_profile(model, node.gpu, options.profile_dir));
     else
-      profile_storage.push_back(analytic_profile(model, node, divisors(node.gpus_per_node), divisors(model.global_batch), layers));
+      profile_storage.push_back(node_analytic_profile(model, node, layers));
     input.profiles[type] = &profile_storage.back();
   }
 }
@@ -298,6 +314,16 @@ bool PlannerSetup::all_analytic(const PlannerOptions& options, const std::vector
     if (!options.analytic_profiles && store.has_profile(model, node.gpu, options.profile_dir)) return false;
   }
   return true;
+}
+
+const NodeType* PlannerSetup::node_type_without(const std::vector<int>& counts, const std::string& dtype) const {
+  for (size_t type = 0; type < counts.size(); ++type)
+    if (counts[type] > 0 && !cluster.node_types[type].gpu_data.runs_precision(dtype)) return &cluster.node_types[type];
+  return nullptr;
+}
+
+std::string missing_precision_text(const std::string& dtype) {
+  return "its data lists no dense " + peak_precision(dtype) + " peak" + (dtype == "mxfp8" ? " or MXFP8 efficiency" : "");
 }
 
 void PlannerSetup::load_parallel_profiles(const PlannerOptions& options, const std::vector<int>& counts) {
@@ -315,16 +341,13 @@ void PlannerSetup::load_parallel_profiles(const PlannerOptions& options, const s
     for (int cp : input.space.cp)
       for (int ep : input.space.ep) {
         if (precision.empty() && cp == 1 && ep == 1) continue;
-        LayerOptions layers{Stack::kMegatron, false, options.tp_comm_overlap};
-        layers.cp = cp;
-        layers.ep = ep;
+        const LayerOptions layers = profile_layers(options, cp, ep, 1);
         NodeTypeProfiles& profiles = input.parallel_profiles[{precision, cp, ep, 1}];
         profiles.assign(cluster.node_types.size(), nullptr);
         for (size_t type = 0; type < cluster.node_types.size(); ++type) {
           if (counts[type] == 0) continue;
           const NodeType& node = cluster.node_types[type];
-          parallel_profile_storage.push_back(
-              analytic_profile(*trained, node, divisors(node.gpus_per_node), divisors(trained->global_batch), layers));
+          parallel_profile_storage.push_back(node_analytic_profile(*trained, node, layers));
           profiles[type] = &parallel_profile_storage.back();
         }
       }

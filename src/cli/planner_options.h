@@ -74,7 +74,14 @@ struct PlannerSetup {
   /// Whether every node type with nodes in `counts` is timed analytically (no measured profile,
   /// or --analytic-profiles), as context and expert parallelism need.
   bool all_analytic(const PlannerOptions& options, const std::vector<int>& counts) const;
+  /// The first node type with nodes in `counts` whose GPU does not train in `dtype`
+  /// (GpuSpec::runs_precision); null where every one does.
+  const NodeType* node_type_without(const std::vector<int>& counts, const std::string& dtype) const;
 };
+
+/// Why a GPU does not train in `dtype`, for messages: "its data lists no dense fp8 peak" (and for
+/// mxfp8 "or MXFP8 efficiency").
+std::string missing_precision_text(const std::string& dtype);
 
 /// `counts` with each TYPE=N of `specs` applied (TYPE: a node type's name or its GPU), for
 /// --max-nodes and --nodes; `option` names the option in messages. At least one count must
