@@ -274,7 +274,7 @@ ProfileSpec node_analytic_profile(const ModelSpec& model, const NodeType& node, 
 
 void PlannerSetup::load_profiles(const PlannerOptions& options, const std::vector<int>& counts, const PlanKey* key) {
   const LayerOptions layers = key ? profile_layers(options, key->cp, key->ep, key->etp) : profile_layers(options, 1, 1, 1);
-  const bool parallel_layers = layers.cp > 1 || layers.ep > 1 || layers.etp > 1 || (key && !key->precision.empty());
+  const bool parallel_layers = key && needs_analytic_layers(*key);
   DiskSource disk;
   SpecStore store(disk, embedded_presets());
   // Profiles of node types without nodes are never consulted, and need not exist.

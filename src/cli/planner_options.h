@@ -79,6 +79,12 @@ struct PlannerSetup {
   const NodeType* node_type_without(const std::vector<int>& counts, const std::string& dtype) const;
 };
 
+/// Whether `key`'s layers need analytic layer times: context or expert parallelism, or a
+/// precision of its own, which no measured profile has.
+inline bool needs_analytic_layers(const PlanKey& key) {
+  return key.cp > 1 || key.ep > 1 || key.etp > 1 || !key.precision.empty();
+}
+
 /// Why a GPU does not train in `dtype`, for messages: "its data lists no dense fp8 peak" (and for
 /// mxfp8 "or MXFP8 efficiency").
 std::string missing_precision_text(const std::string& dtype);

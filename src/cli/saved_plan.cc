@@ -141,7 +141,7 @@ LoadedPlan load_plan(const std::string& path, const PlanOverrides& overrides) {
   options.quiet = true;
   // A plan with context or expert parallelism or a precision of its own was timed from the GPUs'
   // data: no measured profile has them.
-  options.analytic_profiles = plan.key.cp > 1 || plan.key.ep > 1 || plan.key.etp > 1 || !plan.key.precision.empty();
+  options.analytic_profiles = needs_analytic_layers(plan.key);
   try {
     loaded.setup = PlannerSetup::load_specs(options);
   } catch (const SpecError& e) {
