@@ -61,12 +61,12 @@ void ParallelDimsOptions::add_to(CLI::App& command) {
   command.add_option("--cp", cp,
                      "context-parallel degrees to try, e.g. 1,2,4 (analytic layer times; default 1)")
       ->delimiter(',')
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number("", 1));
   command.add_option("--ep", ep,
                      "expert-parallel degrees to try for a model with experts, e.g. 1,8 (default: 1 and every power "
                      "of two dividing its experts up to 64, where its layers are timed analytically)")
       ->delimiter(',')
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number("", 1));
 }
 
 void apply_parallel_dims(const ParallelDimsOptions& options, const PlannerOptions& planner, PlannerSetup& setup,
