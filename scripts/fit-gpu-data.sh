@@ -13,9 +13,12 @@ mkdir -p "$out" && out=$(cd "$out" && pwd)
 cd "$root"
 
 # fit NAME PRECISION PARAMS FIT_CASES SETS...: fits PARAMS of the fitted cases' GPU, then prints
-# the held-out cases' errors (the cases of that GPU not named in FIT_CASES).
+# the held-out cases' errors (the cases of that GPU not named in FIT_CASES) into
+# OUT_DIR/NAME-PRECISION.txt, or OUT_DIR/$REPORT.txt where REPORT is set (a fit of what no one
+# precision owns, such as the host's dispatch cost).
 fit() {
   local name=$1 precision=$2 params=$3 cases=$4; shift 4
+  local report=${REPORT:-$name-$precision}
   local tmp; tmp=$(mktemp -d "$out/.fit.XXXXXX")  # beside the reports: mv is a rename
   trap 'rm -rf "$tmp"' EXIT INT TERM
   "$bin" validate "$@" --quiet --fit "$cases" --fit-params "$params" --fit-precision "$precision" \
@@ -42,10 +45,10 @@ def summary(kind, rows, key):
 summary("step set", steps, "cases")
 summary("layer set", layers, "layer times")
 PY
-  mv "$tmp/report.txt" "$out/$name-$precision.txt"  # whole or not at all
+  mv "$tmp/report.txt" "$out/$report.txt"  # whole or not at all
   rm -rf "$tmp"
   trap - EXIT INT TERM
-  cat "$out/$name-$precision.txt"; echo
+  cat "$out/$report.txt"; echo
 }
 
 # gemm_fit NAME PRECISION SWEEPS: the GEMM model of PRECISION fitted to `fasop-cpp profile gemm`
@@ -105,3 +108,12 @@ fit gb300 fp8 gemm_peak_share llama3-8b-gb300-8gpu-fp8-cs-25.11,llama3-70b-gb300
 fit b200 mxfp8 gemm_peak_share llama3-8b-b200-8gpu-fp8-mx-25.11 validation/nemo-dense-fp8 validation/nemo-dense-25.09
 fit gb200 mxfp8 gemm_peak_share llama3-8b-gb200-8gpu-fp8-mx-25.11 validation/nemo-dense-fp8 validation/nemo-dense-25.09
 fit gb300 mxfp8 gemm_peak_share llama3-8b-gb300-8gpu-fp8-mx-25.11 validation/nemo-dense-fp8 validation/nemo-dense-25.09
+# The host's cost per op Megatron-Core dispatches (dispatch_s.megatron), from the MoE rows: a MoE
+# layer launches a GEMM per local expert and waits for its split sizes before the all-to-all, so
+# at small micro-batches its step is the host's. One row per host: DGX B200's x86 (Qwen3 30B-A3B
+# at micro-batch 1, release 26.02), GB200's Grace (Qwen3 at micro-batch 4, 26.02.01) and DGX
+# H100's x86 (Qwen3 at pp 2, 26.02.01). B300 (DGX, x86) and GB300 (Grace) take them
+# (scripts/sync-gpu-data.py); every other MoE row held out.
+REPORT=b200-host fit b200 mxfp8 dispatch_s.megatron qwen3-30b-a3b-b200-8gpu-mxfp8-26.02 validation/nemo-moe
+REPORT=gb200-host fit gb200 mxfp8 dispatch_s.megatron qwen3-30b-a3b-gb200-8gpu-mxfp8-26.02.01 validation/nemo-moe
+REPORT=h100-host fit h100 fp8 dispatch_s.megatron qwen3-30b-a3b-h100-16gpu-fp8-26.02.01 validation/nemo-moe

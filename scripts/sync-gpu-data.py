@@ -51,7 +51,11 @@ TRANSFERS = {
     ("gh200", "bf16"): ("h100", "bf16"),           # the same GH100 die
     ("gh200", "fp8"): ("h100", "fp8"),
 }
-LAUNCH_TRANSFERS = {("a10", "megatron"): ("a10g", "megatron")}
+LAUNCH_TRANSFERS = {
+    ("a10", "megatron"): ("a10g", "megatron"),
+    ("b300", "megatron"): ("b200", "megatron"),    # DGX B300's host is a DGX B200's (x86)
+    ("gb300", "megatron"): ("gb200", "megatron"),  # the same Grace CPU beside the GPUs
+}
 
 
 def number(value):
@@ -71,7 +75,8 @@ def fitted():
     """{(gpu, precision): {parameter: value}} from the fit reports."""
     out = {}
     for path in sorted(glob.glob(os.path.join(FITS, "*.txt"))):
-        # <gpu>-<precision>.txt (validate --fit) and <gpu>-<precision>.gemm.txt (--gemm-fit)
+        # <gpu>-<precision>.txt (validate --fit), <gpu>-<precision>.gemm.txt (--gemm-fit) and
+        # <gpu>-host.txt (the host's dispatch cost, no precision's own)
         gpu, precision = os.path.basename(path)[:-4].removesuffix(".gemm").rsplit("-", 1)
         head = open(path).read().split("\n\n")[0].split("\n")[1:]
         out.setdefault((gpu, precision), {}).update(line.strip().split(": ") for line in head if ": " in line)

@@ -119,6 +119,54 @@ TEST_CASE("the experts' all-to-alls move every routed token's activation, there 
   CHECK(ep_comm_s(work.forward, 16, 1, node) == Approx(2 * across).epsilon(1e-12));
 }
 
+TEST_CASE("a MoE layer's launches grow with its local experts, and at small batches the host sets its time", "[moe]") {
+  const ModelSpec m = small_moe();
+  LayerOptions options;
+  options.ep = 4;
+  // ep 4: 2 local experts. 16 fixed kernels and an up and a down GEMM per expert (20); the host
+  // adds 12 ops of its own and 2 views per expert: 36.
+  const MoeWork w = moe_mlp_work(m, 4096, 1, options);
+  CHECK(w.kernels == 20);
+  CHECK(w.host_ops == 36);
+  // ep 1: all 8 experts on the GPU: 16 + 16 kernels, 32 + 12 + 16 host ops.
+  const MoeWork all = moe_mlp_work(m, 4096, 1, LayerOptions{});
+  CHECK(all.kernels == 32);
+  CHECK(all.host_ops == 60);
+  // In fp8 each expert's input slice is cast on its own: 2 more launches an expert.
+  ModelSpec fp8 = m;
+  fp8.dtype = "fp8";
+  CHECK(moe_mlp_work(fp8, 4096, 1, options).kernels == 24);
+  // The layer (Megatron stack): the fused attention (1), the stack's 11 others, the MoE's 20
+  // kernels; the host dispatches those and the MoE's 16 of its own. Backward twice both.
+  const LayerWork layer = layer_work(m, m.units[2], 1, 1, options);
+  CHECK(layer.forward.kernels == 32);
+  CHECK(layer.forward.host_ops == 48);
+  CHECK(layer.backward.host_ops == 96);
+  // A dense layer's host dispatches its kernels and nothing else.
+  const LayerWork dense = layer_work(m, m.units[1], 1, 1, options);
+  CHECK(dense.forward.host_ops == dense.forward.kernels);
+  // A slow host (1 ms an op on the made-up node) sets the pass's time: 48 ops x 1 ms.
+  NodeType node = made_up_node();
+  node.gpu_data.launch.dispatch_s["megatron"] = 1e-3;
+  const PassTime t = pass_time(layer.forward, 1, node, m.dtype, options);
+  CHECK(t.host_s == Approx(0.048).epsilon(1e-12));
+  CHECK(t.seconds == Approx(0.048 + t.ep_comm_s).epsilon(1e-12));
+}
+
+TEST_CASE("an all-to-all runs each link at the share of all the bytes it carries", "[moe]") {
+  const ModelSpec m = small_moe();
+  LayerOptions options;
+  options.ep = 16;
+  const LayerWork work = layer_work(m, m.units[2], 1, 1, options);
+  // ep 16 over two nodes: 8 peers across the network get 1 MiB each, 8 MiB on the GPU's share of
+  // the network (8e11 / 8 bit/s). With the network's share halving at 8 MiB, NCCL's sends to all
+  // peers at once run at half the bandwidth (not at the 1 MiB point of one peer's part, 1/9).
+  NodeType node = made_up_node();
+  node.gpu_data.network = {1.0, 8388608.0};
+  const double across = 1e-5 + 8 * 1048576.0 * 8 / (1e11 * 0.5);
+  CHECK(ep_comm_s(work.forward, 16, 1, node) == Approx(2 * across).epsilon(1e-12));
+}
+
 TEST_CASE("ring attention passes each chunk's keys and values around the cp GPUs", "[cp]") {
   const ModelSpec m = small_moe();
   LayerOptions options;

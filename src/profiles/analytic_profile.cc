@@ -237,6 +237,7 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
     fw.gemms.push_back({tokens, h, hq / t});              // output projection
     weights_per_gpu = (h * (hq + 2 * hkv) + hq * h) / t;
   }
+  int moe_host_only_ops = 0;             // the MoE layer's host bookkeeping beside its launches
   int tp_regions = 2;                    // attention and MLP: an all-reduce (or gather and scatter) each
   if (unit.moe) {
     MoeWork moe = moe_mlp_work(m, tokens, tp, options);
@@ -244,6 +245,7 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
     weights_per_gpu += moe.weights_per_gpu;
     elements += moe.elements;
     layer_kernels += moe.kernels;
+    moe_host_only_ops = moe.host_ops - moe.kernels;
     tp_regions = tp_regions - 1 + moe.tp_regions;
     fw.ep_alltoalls = moe.alltoalls;
     fw.ep_alltoall_bytes = moe.alltoall_bytes;
@@ -296,7 +298,7 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
   } else {
     fw.kernels = attention_kernels + layer_kernels;
     fw.memory_bytes += elements * bytes;
-    fw.host_ops = fw.kernels;
+    fw.host_ops = fw.kernels + moe_host_only_ops;
     w.backward = backward_of(fw, m.dtype);
   }
   w.backward.tp_collectives = fw.tp_collectives;  // the inputs' gradients, once per region
@@ -398,13 +400,16 @@ double ep_comm_s(const PassWork& work, int ep, int etp, const NodeType& node) {
   if (work.ep_alltoalls > 0 && ep > 1) {
     // An expert group's ep GPUs lie etp apart (MoE parallel folding: etp fastest): the peers on
     // a GPU's own node are reached over NVLink, the rest over the network at its GPU's share of
-    // the node's bandwidth, both at once; each peer gets 1/ep of the bytes.
+    // the node's bandwidth, both at once; each peer gets 1/ep of the bytes. NCCL posts every
+    // peer's send at once, so a link runs at the share of all it carries, not of one peer's part.
     const int on_node = std::max(1, std::min(ep, node.gpus_per_node / etp));
     const double per_peer = work.ep_alltoall_bytes / ep;
-    const double nvlink_s = (on_node - 1) * per_peer * 8 /
-                            (node.intra_node_bandwidth_bits_per_s * gpu.nvlink.at(per_peer));
-    const double network_s = (ep - on_node) * per_peer * 8 /
-                             (node.inter_node_bandwidth_bits_per_s / node.gpus_per_node * gpu.network.at(per_peer));
+    const double nvlink_bytes = (on_node - 1) * per_peer, network_bytes = (ep - on_node) * per_peer;
+    const double nvlink_s = nvlink_bytes == 0 ? 0
+                                              : nvlink_bytes * 8 / (node.intra_node_bandwidth_bits_per_s * gpu.nvlink.at(nvlink_bytes));
+    const double network_s = network_bytes == 0 ? 0
+                                                : network_bytes * 8 / (node.inter_node_bandwidth_bits_per_s /
+                                                                       node.gpus_per_node * gpu.network.at(network_bytes));
     const double latency_s = ep > on_node ? node.inter_node_latency_s : node.intra_node_latency_s;
     seconds += work.ep_alltoalls * (latency_s + std::max(nvlink_s, network_s));
   }

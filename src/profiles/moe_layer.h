@@ -9,12 +9,28 @@
 
 namespace fasop {
 
+/// Forward launches of a MoE MLP beside its experts' GEMMs: the router's GEMM, its softmax and
+/// top-k, the auxiliary loss's bookkeeping, the count of tokens per expert and its gather over
+/// the ep GPUs, the permutation and its inverse, the sort of the received chunks by expert and
+/// back, the activation with the routing weights, the all-to-alls' buffers.
+constexpr int kMoeFixedKernels = 16;
+/// Each local expert's launches per pass: its up (and gate) and its down projection's GEMMs;
+/// fp8 doubles them with the casts of each expert's input slice.
+constexpr int kMoeKernelsPerExpert = 2;
+/// Forward ops the host dispatches that launch no kernel: the split sizes' copies to the host
+/// and the wait for them (the dropless dispatcher needs them before its all-to-all, so the
+/// host cannot run ahead of the layer), the tensor views and the split lists.
+constexpr int kMoeHostOnlyOps = 12;
+/// Per local expert: the two GroupedLinears' views of its slices of the input and output.
+constexpr int kMoeHostOpsPerExpert = 2;
+
 /// One GPU's share of a MoE layer's MLP, forward.
 struct MoeWork {
   std::vector<Gemm> gemms;
   double weights_per_gpu = 0;  ///< parameters its GEMMs read (router, local experts, shared expert shard)
   double elements = 0;         ///< element-wise traffic, in activation elements
-  int kernels = 0;             ///< kernels beyond the GEMMs
+  int kernels = 0;             ///< kernels launched, the experts' GEMMs one each
+  int host_ops = 0;            ///< ops the host dispatches (kernels and the host's own bookkeeping)
   int tp_regions = 0;          ///< tensor-parallel gathers and scatters (the shared expert's)
   int alltoalls = 0;           ///< token all-to-alls over the ep GPUs (dispatch, combine)
   double alltoall_bytes = 0;   ///< bytes one GPU sends into each (to itself included)
