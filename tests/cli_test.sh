@@ -24,6 +24,10 @@ if [ -n "$short" ] && [ "$short" = "$long" ]; then ok; else fail "--placement Nx
 expect_error "--placement of an unknown type" "NxTYPE" "${est[@]}" 8xnope
 version=$("$bin" --version 2>&1); rc=$?
 if [ "$rc" -eq 0 ] && [[ "$version" =~ ^fasop-cpp\ [0-9]+\.[0-9]+\.[0-9]+$ ]]; then ok; else fail "--version: exit $rc, '$version'"; fi
+# An ep that does not divide the experts is named as such, not as a cluster without layouts.
+"$bin" presets show dgx-h100 | sed 's/count: 128/count: 2/' > "$work/h100x2.yaml"
+expect_error "--ep not dividing the experts" "--ep: 3 does not divide model 'qwen3-30b-a3b''s 128 experts" \
+  search --model qwen3-30b-a3b --cluster "$work/h100x2.yaml" --ep 1,3 --out-dir "$work/a"
 printf 'name: x\nnode_types: [\n' > "$work/bad.yaml"
 expect_error "malformed YAML" "$work/bad.yaml" search --model bert --cluster "$work/bad.yaml" --out-dir "$work/a"
 sed 's/gpu: A10$/gpu: L4/' "$(dirname "$0")/../clusters/fasop-bert.yaml" > "$work/l4.yaml"

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/planner_options.h"
+#include "costmodel/parallel_dims_checks.h"
 #include "specs/spec_error.h"
 
 namespace fasop {
@@ -88,6 +89,9 @@ void apply_parallel_dims(const ParallelDimsOptions& options, const PlannerOption
                     "without GPU data; pass --policy analytic --analytic-profiles, or use cp 1 and ep 1");
   if (beyond_one(ep) && !setup.model.moe.enabled())
     throw SpecError("--ep: model '" + setup.model.name + "' has no experts (no 'moe' block); use ep 1");
+  // An ep that cannot split the experts is the user's mistake, not a layout the cluster lacks.
+  for (int degree : ep)
+    if (std::string fault = expert_degree_fault(setup.model, degree); !fault.empty()) throw SpecError(fault);
   if (options.ep.empty() && !fixed.ep && setup.model.moe.enabled() && analytic && !shape_search)
     ep = default_expert_degrees(setup.model.moe.experts);
   std::vector<std::string> precisions = searched_precisions(planner, setup, counts, analytic, shape_search);

@@ -58,12 +58,16 @@ std::string context_parallel_fault(const ModelSpec& model, const ClusterSpec& cl
   return uniform_single_zone_fault(cluster, key, "--cp", "context parallelism", false, " or use cp 1", ": use cp 1");
 }
 
+std::string expert_degree_fault(const ModelSpec& model, int ep) {
+  if (model.moe.experts % ep == 0) return "";
+  return "--ep: " + str(ep) + " does not divide model '" + model.name + "''s " + str(model.moe.experts) +
+         " experts; choose an ep that divides them";
+}
+
 std::string expert_layout_fault(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key) {
   const MoeSpec& moe = model.moe;
   if (!moe.enabled()) return "--ep/--etp: model '" + model.name + "' has no experts (no 'moe' block); use ep 1 and etp 1";
-  if (moe.experts % key.ep != 0)
-    return "--ep: " + str(key.ep) + " does not divide model '" + model.name + "''s " + str(moe.experts) +
-           " experts; choose an ep that divides them";
+  if (std::string fault = expert_degree_fault(model, key.ep); !fault.empty()) return fault;
   const long long stage_gpus = 1LL * key.tp * key.cp * key.dp;
   if (stage_gpus % (1LL * key.ep * key.etp) != 0)
     return "--ep/--etp: ep x etp = " + str(1LL * key.ep * key.etp) + " does not divide a stage's tp x cp x dp = " +

@@ -29,6 +29,9 @@ std::string context_parallel_fault(const ModelSpec& model, const ClusterSpec& cl
 /// the search sets per variant, are validate_parallel_dims's alone.
 std::string expert_layout_fault(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key);
 
+/// Why `ep` cannot split `model`'s experts (it does not divide them); empty where it can.
+std::string expert_degree_fault(const ModelSpec& model, int ep);
+
 /// Refuses the fasop policy (`policy`: its name) for what it does not know: cp, ep, etp or a
 /// model with experts.
 void validate_parallel_dims_policy(const ModelSpec& model, const PlanKey& key, const std::string& policy);
