@@ -817,13 +817,19 @@ def check_refusal(name, flavour, reason, emitted, plan_path, plan, units, family
     # its switch of the async all-reduce (upstream dropped the option).
     tokens = drop_flags(tokens, ["--balance", "--pipeline-model-parallel-split-rank"])
     tokens = [t for t in tokens if t != "--no-async-tensor-model-parallel-allreduce"]
-    world = world_of(plan)
-    got, error = megatron_builds(flavour, tree, world, family, tokens, os.path.join(work, f"{name}.{flavour}.refused.log"))
-    said = error if got is None else got.get("raised")
-    if not said or reason not in said:
+    return megatron_agrees(label, reason, reason, flavour, tree, world_of(plan), family, tokens,
+                           os.path.join(work, f"{name}.{flavour}.refused.log"), "raised")
+
+
+def megatron_agrees(label, reason, megatron_reason, flavour, tree, world, family, tokens, log, key):
+    """After fasop-cpp refused a plan naming `reason`: Megatron, built from `tokens`, must fail
+    saying `megatron_reason`, in its parser or (`key` of what the build reports) where it runs."""
+    got, error = megatron_builds(flavour, tree, world, family, tokens, log)
+    said = error if got is None else got.get(key)
+    if not said or megatron_reason not in said:
         print(f"FAIL  {label}: fasop-cpp refuses naming {reason!r}, but Megatron says {said!r}")
         return False
-    print(f"ok    {label}: refused by fasop-cpp; Megatron's own code agrees: {said[:110]}")
+    print(f"ok    {label}: refused by fasop-cpp naming {reason!r}; Megatron's own code agrees: {said[:100]}")
     return True
 
 
@@ -913,13 +919,8 @@ def check_edited_refusal(refusal, searched, tree, fasop_cpp, work):
         else:
             tokens[tokens.index(flag) + 1] = value
     _, family, _ = model_units(load_yaml(plan_path)["model"], work)
-    got, error = megatron_builds("upstream", tree, world, family, tokens, os.path.join(work, f"{name}.refused.log"))
-    megatron_said = error if got is None else got.get("moe_forward_refusal")
-    if not megatron_said or megatron_reason not in megatron_said:
-        print(f"FAIL  {label}: fasop-cpp refuses naming {reason!r}, but Megatron says {megatron_said!r}")
-        return False
-    print(f"ok    {label}: refused by fasop-cpp naming {reason!r}; Megatron's own code agrees: {megatron_said[:100]}")
-    return True
+    return megatron_agrees(label, reason, megatron_reason, "upstream", tree, world, family, tokens,
+                           os.path.join(work, f"{name}.refused.log"), "moe_forward_refusal")
 
 
 def drop_flags(tokens, flags):
