@@ -1002,6 +1002,12 @@ TEST_CASE("the head's vocabulary, loss traffic and GEMM alignment follow the sta
   CHECK_FALSE(Gemm{T, h, 50257}.aligned(4));
   CHECK(Gemm{50257, h, h}.aligned(1));  // m is not a leading dimension
   CHECK_FALSE(Gemm{T, 1000, h}.aligned(1));  // 1000 is a multiple of 8, not of 16
+  // A weight gradient reduces over the tokens, the rows both operands are stored with: an
+  // expert's 1,126 tokens leave it aligned (leading dimensions 2880 and 5760), as the forward.
+  const Gemm expert_wgrad{2880, 5760, 1126, 16, true};
+  CHECK(expert_wgrad.aligned(2));
+  CHECK_FALSE(Gemm{2880, 5760, 1126, 16}.aligned(2));
+  CHECK_FALSE(Gemm{50257, h, T, 1, true}.aligned(2));  // the head's weight gradient: 50,257 rows
   PrecisionEfficiency e;
   e.gemm_peak_share = 0.8, e.gemm_half_dim = 0, e.gemm_unaligned_share = 0.3;
   CHECK(gemm_efficiency(Gemm{T, 50257, h}, e, 2) == Approx(0.24));

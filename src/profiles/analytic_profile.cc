@@ -86,7 +86,7 @@ PassWork backward_of(const PassWork& forward, const std::string& dtype) {
   b.backward = true;
   for (const Gemm& g : forward.gemms) {
     b.gemms.push_back({g.m, g.k, g.n, g.count});  // data gradient: (m x n) x (n x k)
-    b.gemms.push_back({g.k, g.n, g.m, g.count});  // weight gradient: (k x m) x (m x n)
+    b.gemms.push_back({g.k, g.n, g.m, g.count, true});  // weight gradient: (k x m) x (m x n)
   }
   b.weight_bytes = forward.weight_bytes / gemm_input_bytes(dtype) * (gemm_input_bytes(dtype) + 8);
   b.attention_flops = 2.5 * forward.attention_flops;
@@ -315,7 +315,7 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
 
 bool Gemm::aligned(double element_bytes) const {
   const double elements = 16 / element_bytes;
-  return std::fmod(n, elements) == 0 && std::fmod(k, elements) == 0;
+  return std::fmod(n, elements) == 0 && std::fmod(k_is_rows ? m : k, elements) == 0;
 }
 
 double gemm_efficiency(const Gemm& g, const PrecisionEfficiency& e, double element_bytes) {

@@ -16,8 +16,12 @@ namespace fasop {
 struct Gemm {
   double m = 0, n = 0, k = 0;
   double count = 1;
+  /// A weight gradient: k runs over the rows (tokens) both operands are stored with, so their
+  /// leading dimensions are m and n, not k (a token count need not be aligned).
+  bool k_is_rows = false;
   double flops() const { return 2 * m * n * k * count; }
-  /// Its leading dimensions (n, k) are whole multiples of 16 bytes of `element_bytes` elements.
+  /// Its operands' leading dimensions (n and k, or m and n for a weight gradient) are whole
+  /// multiples of 16 bytes of `element_bytes` elements.
   bool aligned(double element_bytes) const;
 };
 
