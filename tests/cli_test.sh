@@ -219,9 +219,15 @@ awk -v s="$step" 'BEGIN { d = s - 0.77894526720047; if (d < 0) d = -d; exit !(d 
 "$bin" search --model llama2-7b --pareto --max-nodes H100=1 --max-nodes A100-80G=1 --max-nodes L4=1 \
   --out-dir "$work/l" --quiet > "$work/l.out" || fail "llama2-7b pareto on a mixed inventory"
 [ "$(wc -l < "$work/l/llama2-7b_pareto_front.csv")" -gt 1 ] && ok || fail "llama2-7b front is empty"
-head -1 "$work/l/llama2-7b_pareto_front.csv" | grep -q "zero_stage,recompute,stage_dp$" && ok || fail "analytic CSV lacks zero_stage,recompute"
-awk -F, 'NR > 1 && $(NF-7) != "False" { bad = 1 } END { exit bad }' "$work/l/llama2-7b_pareto_front.csv" && ok ||
+head -1 "$work/l/llama2-7b_pareto_front.csv" | grep -q "zero_stage,recompute,stage_dp,cp,ep,precision$" && ok || fail "analytic CSV lacks zero_stage,recompute,...,precision"
+awk -F, 'NR > 1 && $(NF-10) != "False" { bad = 1 } END { exit bad }' "$work/l/llama2-7b_pareto_front.csv" && ok ||
   fail "analytic front holds a plan that does not fit"
+# The shape search tries expert parallelism too: Qwen3 30B-A3B on up to 2 DGX H100 fits at ep 1
+# only with pp 4 and recomputation (12.5 s a step, --ep 1), slower and dearer than ep 8's plans
+# (10.2 s): the front is ep 8's, in the CSV's ep column.
+"$bin" search --model qwen3-30b-a3b --cluster dgx-h100 --pareto --max-nodes H100=2 --quiet --out-dir "$work/q" > /dev/null &&
+  awk -F, 'NR > 1 { n++; if ($(NF-1) != 8 || $(NF-2) != 1 || $NF != "bf16") bad = 1 } END { exit bad || n < 1 }' \
+    "$work/q/qwen3-30b-a3b_pareto_front.csv" && ok || fail "qwen3 pareto front without ep 8 in the CSV"
 printf 'name: one-l4\nnode_types:\n  - {name: g6.48xlarge, gpu: L4, gpus_per_node: 8, gpu_memory_gib: 24, peak_tflops: {bf16: 121}, memory_bandwidth_bytes_per_s: 3.0e11, intra_node_bandwidth_bits_per_s: 2.56e11, inter_node_bandwidth_bits_per_s: 1.0e11, price_usd_per_hour: 13.35}\nnodes:\n  - {type: g6.48xlarge, count: 1}\n' > "$work/one-l4.yaml"
 expect_error "a model that fits nowhere" "no plan of model 'llama2-70b' fits" search --model llama2-70b --cluster "$work/one-l4.yaml" --out-dir "$work/nofit"
 [ ! -e "$work/nofit" ] && ok || fail "a search that fits nothing wrote files"

@@ -42,6 +42,19 @@ TEST_CASE("FASOP's table quotes only cells holding a comma, and --csv-style plai
   const std::string plain = fasop_csv_row(cluster, r, CsvStyle{false, false});
   CHECK(plain.rfind("4,1,16,1.0,\"['g5.24xlarge', 'g5.24xlarge']\",2,\"[14, 12]\",", 0) == 0);
   CHECK(plain.find(",False,9.82181,False,5.74819,") != std::string::npos);
+  // The analytic policy's columns: ZeRO, recomputation, per-stage dp, then cp, ep and the
+  // precision (the model's own dtype where the plan keeps it).
+  auto ends_with = [](const std::string& text, const std::string& end) {
+    return text.size() >= end.size() && text.compare(text.size() - end.size(), end.size(), end) == 0;
+  };
+  r.plan.key.cp = 2, r.plan.key.ep = 8;
+  CHECK(fasop_csv_header(cluster, CsvStyle{true, false, "bf16"}).find(",train_cost,zero_stage,recompute,stage_dp,cp,ep,precision\n") !=
+        std::string::npos);
+  const std::string dims = fasop_csv_row(cluster, r, CsvStyle{true, false, "bf16"});
+  CHECK(ends_with(dims, ",0,none,,2,8,bf16\n"));
+  r.plan.key.precision = "fp8";
+  const std::string fp8 = fasop_csv_row(cluster, r, CsvStyle{true, false, "bf16"});
+  CHECK(ends_with(fp8, ",0,none,,2,8,fp8\n"));
 }
 
 }  // namespace fasop

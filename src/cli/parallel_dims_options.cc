@@ -26,7 +26,7 @@ std::vector<int> default_expert_degrees(int experts) {
 /// The precisions of --precision NAME,... (the model's own as ""), those some GPU lacks left out
 /// with a line on stderr; the model's own alone without the option.
 std::vector<std::string> searched_precisions(const PlannerOptions& planner, const PlannerSetup& setup,
-                                             const std::vector<int>& counts, bool analytic, bool shape_search) {
+                                             const std::vector<int>& counts, bool analytic) {
   const std::vector<std::string>& names = planner.fasop.precision_names;
   if (names.empty()) return {""};
   std::vector<std::string> precisions;
@@ -45,9 +45,6 @@ std::vector<std::string> searched_precisions(const PlannerOptions& planner, cons
     throw SpecError("--precision: no precision given runs on every GPU of cluster '" + setup.cluster.name +
                     "'; give one its GPUs list in peak_tflops");
   const bool other = precisions.size() > 1 || !precisions[0].empty();
-  if (other && shape_search)
-    throw SpecError("--precision NAME: the shape search (--pareto, --use-subset) plans in the model's precision only so "
-                    "far; drop it, or give the model's dtype in its file");
   if (other && !analytic)
     throw SpecError("--precision NAME: other precisions need the analytic policy and layer times from the GPUs' data, "
                     "but cluster '" + setup.cluster.name + "' has node types timed by a measured profile or without GPU "
@@ -71,7 +68,7 @@ void ParallelDimsOptions::add_to(CLI::App& command) {
 }
 
 void apply_parallel_dims(const ParallelDimsOptions& options, const PlannerOptions& planner, PlannerSetup& setup,
-                         const std::vector<int>& counts, bool shape_search) {
+                         const std::vector<int>& counts) {
   SearchSpaceOptions& space = setup.input.space;
   const FixedDims& fixed = space.fixed;
   if ((fixed.cp && !options.cp.empty()) || (fixed.ep && !options.ep.empty()))
@@ -80,9 +77,6 @@ void apply_parallel_dims(const ParallelDimsOptions& options, const PlannerOption
   std::vector<int> ep = !options.ep.empty() ? options.ep : fixed.ep ? std::vector<int>{fixed.ep} : std::vector<int>{1};
   const bool given = beyond_one(cp) || beyond_one(ep);
   const bool analytic = setup.policy_name == "analytic" && setup.all_analytic(planner, counts);
-  if (given && shape_search)
-    throw SpecError("--cp/--ep: the shape search (--pareto, --use-subset) tries cp 1 and ep 1 only so far; drop them, "
-                    "or search one cluster (--cluster, without --pareto or --use-subset)");
   if (given && !analytic)
     throw SpecError("--cp/--ep: context and expert parallelism need the analytic policy and layer times from the GPUs' "
                     "data, but cluster '" + setup.cluster.name + "' has node types timed by a measured profile or "
@@ -92,9 +86,9 @@ void apply_parallel_dims(const ParallelDimsOptions& options, const PlannerOption
   // An ep that cannot split the experts is the user's mistake, not a layout the cluster lacks.
   for (int degree : ep)
     if (std::string fault = expert_degree_fault(setup.model, degree); !fault.empty()) throw SpecError(fault);
-  if (options.ep.empty() && !fixed.ep && setup.model.moe.enabled() && analytic && !shape_search)
+  if (options.ep.empty() && !fixed.ep && setup.model.moe.enabled() && analytic)
     ep = default_expert_degrees(setup.model.moe.experts);
-  std::vector<std::string> precisions = searched_precisions(planner, setup, counts, analytic, shape_search);
+  std::vector<std::string> precisions = searched_precisions(planner, setup, counts, analytic);
   std::sort(cp.begin(), cp.end());
   cp.erase(std::unique(cp.begin(), cp.end()), cp.end());
   std::sort(ep.begin(), ep.end());

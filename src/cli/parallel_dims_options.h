@@ -20,9 +20,9 @@ struct ParallelDimsOptions {
 /// Sets setup's search space's cp and ep: --cp and --ep (or --fix cp=N, ep=N), else cp 1 and,
 /// for a model with experts whose node types (with nodes in `counts`) are all timed
 /// analytically, ep 1 and every power of two dividing its experts up to 64; then loads their
-/// profiles. Degrees > 1 need analytic layer times (a one-line error otherwise) and, in a shape
-/// search (`shape_search`: --pareto, --use-subset), are refused: it tries cp 1 and ep 1.
+/// profiles. Degrees > 1 need analytic layer times (a one-line error otherwise). `counts`: the
+/// nodes of each type (a shape search's inventory limits).
 void apply_parallel_dims(const ParallelDimsOptions& options, const PlannerOptions& planner, PlannerSetup& setup,
-                         const std::vector<int>& counts, bool shape_search);
+                         const std::vector<int>& counts);
 
 }  // namespace fasop

@@ -61,7 +61,7 @@ struct SearchOptions {
 /// The tables' style: FASOP's cells unless --csv-style plain; the columns beyond FASOP's where
 /// the policy searches beyond its space.
 CsvStyle csv_style(const SearchOptions& options, const PlannerSetup& setup) {
-  return CsvStyle{setup.input.memory_aware, options.csv_style == "fasop"};
+  return CsvStyle{setup.input.memory_aware, options.csv_style == "fasop", setup.model.dtype};
 }
 
 /// --json: the first `count` of `ranked` and the files written, as one JSON document.
@@ -174,7 +174,7 @@ void run_search_command(const SearchOptions& options) {
   std::unique_ptr<PlannerSetup> setup = PlannerSetup::load(options.planner);
   std::vector<int> counts(setup->cluster.node_types.size());
   for (size_t type = 0; type < counts.size(); ++type) counts[type] = setup->cluster.node_count(int(type));
-  apply_parallel_dims(options.parallel, options.planner, *setup, counts, false);
+  apply_parallel_dims(options.parallel, options.planner, *setup, counts);
   setup->input.threads = options.threads;
   setup->input.space.per_stage_dp = options.per_stage_dp;
   setup->input.space.per_stage_tp = options.per_stage_tp;
@@ -264,7 +264,7 @@ ParetoInput inventory_input(const SearchOptions& options, PlannerSetup& setup) {
   ParetoInput input;
   input.limits = apply_node_counts(setup.cluster, "--max-nodes", options.max_nodes, inventory_limits(setup.cluster));
   setup.load_profiles(options.planner, input.limits);
-  apply_parallel_dims(options.parallel, options.planner, setup, input.limits, true);
+  apply_parallel_dims(options.parallel, options.planner, setup, input.limits);
   setup.input.threads = options.threads;
   setup.input.space.per_stage_dp = options.per_stage_dp;
   setup.input.space.per_stage_tp = options.per_stage_tp;

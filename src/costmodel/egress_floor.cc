@@ -70,6 +70,9 @@ EgressFloor::EgressFloor(const ModelSpec& model, const ClusterSpec& cluster) : m
 
 double EgressFloor::usd_per_step(const PlanKey& key) const {
   if (usd_per_byte_.size() < 2 || !key.stage_dp.empty() || !key.stage_tp.empty()) return 0;
+  // Context parallelism widens a stage to tp x cp x dp ranks and expert parallelism reduces the
+  // experts' gradients over fewer replicas: the counts below assume neither, so no floor.
+  if (key.cp > 1 || key.ep > 1) return 0;
   const ZoneRuns runs = zone_runs(*cluster_, zone_of_type_, key.node_order);
   if (runs.zone.size() < 2) return 0;
   auto price = [&](int a, int b) { return usd_per_byte_[a][b]; };

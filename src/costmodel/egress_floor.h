@@ -24,8 +24,8 @@ namespace fasop {
 class EgressFloor {
  public:
   EgressFloor(const ModelSpec& model, const ClusterSpec& cluster);
-  /// USD a step of `key` pays for egress at the least; 0 where its nodes sit in one zone or
-  /// its stages differ in tp or dp.
+  /// USD a step of `key` pays for egress at the least; 0 where its nodes sit in one zone, its
+  /// stages differ in tp or dp, or it runs context or expert parallelism.
   double usd_per_step(const PlanKey& key) const;
 
  private:

@@ -96,7 +96,7 @@ std::string fasop_csv_header(const ClusterSpec& cluster, const CsvStyle& style) 
   return header +
          ",partition,estimated time (s/step),pipeline time,DP all-reduce time,"
          "embedding layer all-reduce time,price_per_step,is_oom,oom_gpumem,is_fsdp_oom,"
-         "fsdpoom_gpumem,train_cost" + std::string(style.plan_dims ? ",zero_stage,recompute,stage_dp\n" : "\n");
+         "fsdpoom_gpumem,train_cost" + std::string(style.plan_dims ? ",zero_stage,recompute,stage_dp,cp,ep,precision\n" : "\n");
 }
 
 void append_fasop_csv_row(std::string& row, const ClusterSpec& cluster, const CandidateResult& r, const CsvStyle& style) {
@@ -139,6 +139,8 @@ void append_fasop_csv_row(std::string& row, const ClusterSpec& cluster, const Ca
       if (k.speed_split) row += k.stage_dp.empty() && k.stage_tp.empty() && !k.uneven_dp ? "speed" : " speed";
       row += '"';
     }
+    row += ',' + std::to_string(k.cp) + ',' + std::to_string(k.ep) + ',' +
+           (k.precision.empty() ? style.model_dtype : k.precision);
   }
   row += '\n';
 }

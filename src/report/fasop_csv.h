@@ -9,15 +9,17 @@ namespace fasop {
 
 /// How FASOP's table is written.
 struct CsvStyle {
-  /// Three more columns close each row: zero_stage, recompute and stage_dp (each stage's dp
-  /// where it differs per stage, else empty; then "tp [..]" with per-stage tp, "uneven" with
-  /// uneven dp, "speed" with the speed split): the dimensions beyond FASOP's space. Without
-  /// them the columns are FASOP's own.
+  /// Six more columns close each row: zero_stage, recompute, stage_dp (each stage's dp where
+  /// it differs per stage, else empty; then "tp [..]" with per-stage tp, "uneven" with uneven
+  /// dp, "speed" with the speed split), cp, ep and precision: the dimensions beyond FASOP's
+  /// space. Without them the columns are FASOP's own.
   bool plan_dims = false;
   /// FASOP's cells: oom_gpumem and fsdpoom_gpumem as torch prints a one-element float32 tensor
   /// ("tensor([9.8218])"), which FASOP's users' pandas scripts parse; false: plain numbers
   /// (search --csv-style plain).
   bool torch_cells = true;
+  /// The precision column's entry for plans in the model's own dtype.
+  std::string model_dtype = "bf16";
 };
 
 /// FASOP's result table (FASOP.py): one row per candidate, FASOP's columns in FASOP's order,

@@ -145,9 +145,12 @@ class BoundedSearch {
       const double layout_floor_s = layout_floors[i];
       // Plans that cannot fit are never admitted where plans must fit: most layouts of a large
       // model are ruled out so, before their unit times are looked up.
-      PlanContext ctx = make_layout_context(*shape_input.model, *shape_input.cluster, *shape_input.policy, work.keys[i]);
+      // The layout's own precision, cp and ep: its model and profiles (the table holds the
+      // search's own profiles' unit times; it finds none for the others).
+      const PlanKey& key = work.keys[i];
+      PlanContext ctx = make_layout_context(shape_input.model_for(key), *shape_input.cluster, *shape_input.policy, key);
       if (exclude_unfitting_ && !some_partition_may_fit(ctx)) return CandidateResult{};
-      add_stage_times(ctx, shape_input.profiles, *shape_input.policy, &unit_times_);
+      add_stage_times(ctx, shape_input.profiles_for(key), *shape_input.policy, &unit_times_);
       const double floor_s = std::max(layout_floor_s, stage_type_step_floor_s(ctx, *shape_input.policy));
       if (!reaches_front(floor_s, egress_usd[i])) return CandidateResult{};
       const double exact_floor_s = std::max(floor_s, floor_partition(ctx, *shape_input.policy, cap_s).floor_s);

@@ -35,10 +35,43 @@ unsigned type_mask(const NodeCounts& counts) {
   return mask;
 }
 
-/// The space gives every layout one tp, one micro-batch size and one dp: the configuration
-/// floors hold.
+/// The space trains every layout in the model's precision without context or expert
+/// parallelism: its layers are timed by the search's one profile per node type.
+bool one_profile_space(const SearchSpaceOptions& space) {
+  auto ones = [](const std::vector<int>& degrees) {
+    return std::all_of(degrees.begin(), degrees.end(), [](int d) { return d == 1; });
+  };
+  return ones(space.cp) && ones(space.ep) &&
+         std::all_of(space.precisions.begin(), space.precisions.end(), [](const std::string& p) { return p.empty(); });
+}
+
+/// The space gives every layout one tp, one micro-batch size and one dp, timed by one profile:
+/// the configuration floors hold.
 bool plain_space(const SearchSpaceOptions& space) {
-  return !space.per_stage_dp && !space.per_stage_tp && !space.uneven_dp && !space.speed_split;
+  return !space.per_stage_dp && !space.per_stage_tp && !space.uneven_dp && !space.speed_split && one_profile_space(space);
+}
+
+/// Every set of profiles the space's layouts are timed with: the search's own, and one per
+/// precision, cp and ep beyond it (SearchInput::profiles_for).
+std::vector<const NodeTypeProfiles*> profile_sets(const SearchInput& input) {
+  std::vector<const NodeTypeProfiles*> sets = {&input.profiles};
+  for (const auto& [key, profiles] : input.parallel_profiles) sets.push_back(&profiles);
+  return sets;
+}
+
+/// The least of node type t's forward-and-backward times of layer type `layer` at (tp, mbs)
+/// over `sets`, and whether every set that times node type t has the layer at tp (infinity and
+/// false where none does). Context parallelism's times are a GPU's share of the sequence: a
+/// micro-batch's pass on the cp GPUs takes that time, and its GPU-seconds are cp times it, at
+/// least the least time (the floors stay floors, if looser, with the least).
+double least_layer_time_s(const std::vector<const NodeTypeProfiles*>& sets, size_t t, const std::string& layer, int tp,
+                          int mbs) {
+  double least = kInf;
+  for (const NodeTypeProfiles* set : sets) {
+    const ProfileSpec* profile = t < set->size() ? (*set)[t] : nullptr;
+    if (profile && profile->has(layer, tp)) least = std::min(least, profile->forward_backward_time_s(layer, tp, mbs));
+  }
+  return least;
 }
 
 /// The activations a recomputation mode keeps, with or without sequence parallelism.
@@ -127,7 +160,9 @@ int least_fitting_pp(const std::vector<uint16_t>& caps, int layers) {
 }  // namespace
 
 ShapeFloor::ShapeFloor(const SearchInput& input, bool stage_type_is_slowest_rank, bool check_memory)
-    : slowest_rank_(stage_type_is_slowest_rank), inventory_(input.cluster) {
+    // Which type is a stage's slowest depends on the profile a layout is timed with: with more
+    // than one, every type of the shape counts.
+    : slowest_rank_(stage_type_is_slowest_rank && one_profile_space(input.space)), inventory_(input.cluster) {
   const ModelSpec& model = *input.model;
   const size_t types = inventory_->node_types.size();
   if (types > kMaskTypes) return;
@@ -147,17 +182,20 @@ ShapeFloor::ShapeFloor(const SearchInput& input, bool stage_type_is_slowest_rank
   // Each type's layer times at every (tp, mbs), and ref: the fewest GPU-seconds per sample.
   std::vector<double> ref(layers.size(), kInf);
   points_.assign(types, {});
+  // Where layouts differ in precision, cp or ep, each layer's time is the least over their
+  // profiles: every floor below holds for each of them.
+  const std::vector<const NodeTypeProfiles*> sets = profile_sets(input);
   for (size_t t = 0; t < types; ++t) {
-    const ProfileSpec* profile = t < input.profiles.size() ? input.profiles[t] : nullptr;
     points_[t].assign(tps_, {});
-    if (!profile) continue;
     for (size_t i = 0; i < tps_; ++i) {
       const int tp = tps[i];
-      if (!std::all_of(layers.begin(), layers.end(), [&](const std::string& l) { return profile->has(l, tp); })) continue;
+      if (!std::all_of(layers.begin(), layers.end(),
+                       [&](const std::string& l) { return least_layer_time_s(sets, t, l, tp, mbss[0]) < kInf; }))
+        continue;
       for (int mbs : mbss) {
         TypePoint point;
         for (size_t l = 0; l < layers.size(); ++l) {
-          const double s = profile->forward_backward_time_s(layers[l], tp, mbs);
+          const double s = least_layer_time_s(sets, t, layers[l], tp, mbs);
           point.layer_s.push_back(s);
           point.whole_s += layer_counts_[l] * s;
           ref[l] = std::min(ref[l], tp * s / mbs);
@@ -185,7 +223,8 @@ ShapeFloor::ShapeFloor(const SearchInput& input, bool stage_type_is_slowest_rank
     double bytes = kInf;
     for (int zero : input.space.zero_stages)
       for (int dp : divisors(model.global_batch))
-        bytes = std::min(bytes, AnalyticPolicy::bytes_per_param(zero, dp, model.dtype) * dp);
+        for (const std::string& precision : input.space.precisions)
+          bytes = std::min(bytes, AnalyticPolicy::bytes_per_param(zero, dp, precision.empty() ? model.dtype : precision) * dp);
     min_state_bytes_ = params * bytes;
   }
   if (types <= kTabulatedTypes) {
