@@ -136,6 +136,12 @@ PLANS = [
      {"upstream": "check", "fasop": ("refused", "--fp8-format")}),
     ("llama2-7b-mxfp8", ["--model", "@llama2-7b-mxfp8.yaml", "--cluster", "dgx-b200", "--fix", "tp=2,pp=4,zero=1"],
      {"upstream": "check", "fasop": ("refused", "--swiglu")}),
+    # ZeRO 2 and 3 are Megatron-FSDP (optim_grads, optim_grads_params), which the fork predates.
+    # At pp 2 (NVIDIA's FSDP recipes run pp 1, where no layer can move between ranks).
+    ("gpt2xl-fsdp-zero2", ["--model", "gpt2xl", "--cluster", "aws-h100", "--fix", "tp=2,pp=2,zero=2"],
+     {"upstream": "check", "fasop": ("refused", "--use-megatron-fsdp")}),
+    ("llama2-7b-fsdp-zero3", ["--model", "llama2-7b", "--cluster", "aws-h100", "--fix", "tp=2,pp=2,zero=3"],
+     {"upstream": "check", "fasop": ("refused", "--swiglu")}),
 ]
 
 # Model files the plans name with '@': written into the work directory. name -> (preset to copy
@@ -332,7 +338,12 @@ def upstream_worker(tree, world, tokens, family):
     sys.path.insert(0, tree)
     t5 = family == "t5"
     set_launch(ENTRY_UPSTREAM[family], world, tokens)
-    os.environ["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"  # as fasop-cpp's launch sets it where tp > 1
+    # As fasop-cpp's launch sets it (plan_environment): 1 where tp or cp > 1, unset under
+    # Megatron-FSDP, which asserts it is not 1.
+    if "--use-megatron-fsdp" in tokens:
+        os.environ.pop("CUDA_DEVICE_MAX_CONNECTIONS", None)
+    else:
+        os.environ["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"
     from megatron.training.arguments import parse_args, validate_args
     args = parse_args()
     # The entry points' args_defaults.
@@ -374,7 +385,10 @@ def _upstream_features(args, config):
             "shared_expert_ffn_hidden": config.moe_shared_expert_intermediate_size or 0,
             "capacity_factor": config.moe_expert_capacity_factor, "kv_channels": config.kv_channels,
             "fp8": config.fp8, "fp8_recipe": config.fp8_recipe if config.fp8 else None, "bf16": bool(config.bf16),
-            "moe_layers": [int(mlp_class(spec) == "MoELayer") for spec in specs]}
+            "moe_layers": [int(mlp_class(spec) == "MoELayer") for spec in specs],
+            # The data-parallel sharding: the distributed optimizer, and Megatron-FSDP's strategy.
+            "distributed_optimizer": bool(args.use_distributed_optimizer),
+            "fsdp": args.data_parallel_sharding_strategy if args.use_megatron_fsdp else None}
 
 
 def _upstream_rank_groups(args, world):
@@ -604,7 +618,11 @@ def expected_features(plan, spec):
             "kv_channels": spec.get("head_dim") or spec["hidden"] // spec["heads"],
             "fp8": {"fp8": "hybrid", "mxfp8": "e4m3"}.get(dtype),
             "fp8_recipe": {"fp8": "tensorwise", "mxfp8": "mxfp8"}.get(dtype),
-            "bf16": dtype in ("bf16", "fp8", "mxfp8"), "moe_layers": moe_layers}
+            "bf16": dtype in ("bf16", "fp8", "mxfp8"), "moe_layers": moe_layers,
+            # ZeRO-1 is the distributed optimizer; ZeRO-2 and -3 Megatron-FSDP's optim_grads and
+            # optim_grads_params (which keeps the distributed optimizer).
+            "distributed_optimizer": plan.get("zero_stage", 0) >= 1,
+            "fsdp": {2: "optim_grads", 3: "optim_grads_params"}.get(plan.get("zero_stage", 0))}
 
 
 def expected_groups(plan):

@@ -124,6 +124,10 @@ TEST_CASE("the nodes' environment: node type's, trainer config's, then the plan'
   CHECK(env.notes == std::vector<std::string>{
                          "environment: CUDA_DEVICE_MAX_CONNECTIONS=1 (tp 2: Megatron-LM requires it)",
                          "environment: the plan's value set over CUDA_DEVICE_MAX_CONNECTIONS=8"});
+  // Megatron-FSDP (ZeRO 2, 3) asserts the opposite: the plan sets nothing at tp 2.
+  plan.key.zero_stage = 3;
+  CHECK(launch_environment(plan, cluster, TrainerConfig{}).by_node_type.at("b").empty());
+  plan.key.zero_stage = 1;
   plan.key.tp = 1;
   CHECK(launch_environment(plan, cluster, TrainerConfig{}).by_node_type.at("b").empty());
   CHECK_THROWS_WITH(launch_environment(plan, cluster, parse_trainer_config("env: {NODE_RANK: 3}\n", "t.yaml")),

@@ -52,6 +52,26 @@ TEST_CASE("megatron upstream: gpt2xl tp2 pp3 dp2, uneven partition as a layout",
   CHECK(megatron_pipeline_layout(gpt2xl_plan(), model) == "Et*17|t*15|t*16L");
 }
 
+TEST_CASE("megatron upstream: ZeRO 2 and 3 are Megatron-FSDP's optim_grads and optim_grads_params", "[emit][megatron]") {
+  ModelSpec model = preset_model("llama2-7b");
+  PlanFile plan = layout_plan(1, 16, 1, 1, 1024, {34}, 0, false);  // tp 1, dp 16, pp 1: the recipes' FSDP layout
+  auto tail = [&](int zero) {
+    plan.key.zero_stage = zero;
+    const std::vector<std::string> args = megatron_args(plan, model, MegatronFlavor::kUpstream);
+    const auto at = std::find(args.begin(), args.end(), "--use-distributed-optimizer");
+    return at == args.end() ? std::vector<std::string>{} : std::vector<std::string>(at, args.end());
+  };
+  CHECK(tail(0).empty());
+  // pp 1: no layout follows.
+  CHECK(tail(1) == std::vector<std::string>{"--use-distributed-optimizer"});
+  CHECK(tail(2) == std::vector<std::string>{"--use-distributed-optimizer", "--use-megatron-fsdp",
+                                            "--data-parallel-sharding-strategy", "optim_grads", "--ckpt-format",
+                                            "fsdp_dtensor"});
+  CHECK(tail(3) == std::vector<std::string>{"--use-distributed-optimizer", "--use-megatron-fsdp",
+                                            "--data-parallel-sharding-strategy", "optim_grads_params",
+                                            "--ckpt-format", "fsdp_dtensor"});
+}
+
 TEST_CASE("megatron FASOP fork: gpt2xl's partition as --balance, transformer layers per stage", "[emit][megatron]") {
   ModelSpec model = preset_model("gpt2xl");
   std::vector<std::string> args = megatron_args(gpt2xl_plan(), model, MegatronFlavor::kFasop);
@@ -123,7 +143,8 @@ TEST_CASE("megatron: what a flavour cannot express is a SpecError naming the fix
   ModelSpec gpt = preset_model("gpt2xl");
   PlanFile zero2 = gpt2xl_plan();
   zero2.key.zero_stage = 2;
-  CHECK_THROWS_WITH(megatron_args(zero2, gpt, MegatronFlavor::kUpstream), Contains("ZeRO stage 2"));
+  CHECK_THROWS_WITH(megatron_args(zero2, gpt, MegatronFlavor::kFasop),
+                    Contains("--use-megatron-fsdp (Megatron-FSDP, ZeRO stage 2") && Contains("--zero 0 or 1"));
   PlanFile short_partition = layout_plan(2, 2, 2, 3, 64, {18, 15, 16}, 1, true);
   CHECK_THROWS_WITH(megatron_args(short_partition, gpt, MegatronFlavor::kUpstream),
                     Contains("covers 49 units") && Contains("has 50"));

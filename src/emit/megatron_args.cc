@@ -254,16 +254,23 @@ void overlap_flags(ArgWriter& w, const PlanFile& plan) {
     w.flag("--overlap-param-gather");
 }
 
-/// ZeRO. Megatron's distributed optimizer shards the optimizer state over dp (ZeRO-1); its
-/// gradients are reduce-scattered but every rank keeps the full gradient buffer, so ZeRO-2's
-/// gradient saving is not had, and ZeRO-3's parameter sharding is Megatron-FSDP, a different
-/// data-parallel engine. A plan priced with ZeRO-2/3 memory could run out of memory here.
+/// ZeRO. ZeRO-1 is Megatron's distributed optimizer (the optimizer state sharded over dp; the
+/// gradients reduce-scattered, but every rank keeps the full gradient buffer). ZeRO-2 and -3 are
+/// Megatron-FSDP (megatron/core/distributed/fsdp): its sharding strategy optim_grads shards the
+/// gradients too, optim_grads_params the parameters as well, gathered layer by layer in the
+/// forward and backward passes; it wants the distributed optimizer (Megatron-FSDP 1) and saves
+/// checkpoints as fsdp_dtensor only (arguments.py validate_args). FASOP's fork has neither.
 void zero_flags(ArgWriter& w, const PlanFile& plan) {
-  if (plan.key.zero_stage >= 2)
-    throw SpecError(plan_where(plan) + "ZeRO stage " + num(plan.key.zero_stage) +
-                    " has no Megatron-LM flag (--use-distributed-optimizer is ZeRO-1); re-plan with "
-                    "--zero 0 or 1, or run the plan with DeepSpeed");
-  if (plan.key.zero_stage == 1) w.flag("--use-distributed-optimizer");
+  const int zero = plan.key.zero_stage;
+  if (zero >= 2)
+    w.require_upstream("--use-megatron-fsdp (Megatron-FSDP, ZeRO stage " + num(zero) +
+                       "; re-plan with --zero 0 or 1 for the fork)");
+  if (zero >= 1) w.flag("--use-distributed-optimizer");
+  if (zero >= 2) {
+    w.flag("--use-megatron-fsdp");
+    w.flag("--data-parallel-sharding-strategy", zero == 2 ? "optim_grads" : "optim_grads_params");
+    w.flag("--ckpt-format", "fsdp_dtensor");
+  }
 }
 
 }  // namespace

@@ -33,8 +33,10 @@ void refuse_launch_variables(const EnvironmentVariables& variables, const std::s
 
 EnvironmentVariables plan_environment(const PlanFile& plan) {
   EnvironmentVariables variables;
-  // Megatron-LM's validate_args asserts it below Blackwell with tensor or context parallelism.
-  if (plan.key.tp > 1 || plan.key.cp > 1) variables.emplace_back("CUDA_DEVICE_MAX_CONNECTIONS", "1");
+  // Megatron-LM's validate_args asserts it below Blackwell with tensor or context parallelism,
+  // except under Megatron-FSDP (ZeRO 2 and 3), which asserts the opposite.
+  if ((plan.key.tp > 1 || plan.key.cp > 1) && plan.key.zero_stage < 2)
+    variables.emplace_back("CUDA_DEVICE_MAX_CONNECTIONS", "1");
   return variables;
 }
 

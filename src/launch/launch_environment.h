@@ -21,9 +21,10 @@ struct LaunchEnvironment {
   std::vector<std::string> notes;  ///< a line per variable the plan set over another's value
 };
 
-/// What the plan requires: CUDA_DEVICE_MAX_CONNECTIONS=1 where it has tensor parallelism, as
-/// Megatron-LM's validate_args demands before Blackwell (one CUDA work queue keeps the
-/// tensor-parallel communication ahead of the GEMMs it overlaps).
+/// What the plan requires: CUDA_DEVICE_MAX_CONNECTIONS=1 where it has tensor or context
+/// parallelism, as Megatron-LM's validate_args demands before Blackwell (one CUDA work queue
+/// keeps the tensor-parallel communication ahead of the GEMMs it overlaps), but not under
+/// Megatron-FSDP (ZeRO 2 and 3), whose gathers need queues of their own.
 EnvironmentVariables plan_environment(const PlanFile& plan);
 
 /// The node types' variables of `cluster` used by `plan`: the type's own, then `config`'s
