@@ -11,6 +11,7 @@
 #include "profiles/moe_layer.h"
 #include "report/dimension_notes.h"
 #include "search/search_space.h"
+#include "specs/parallel_rules.h"
 #include "specs/plan_file.h"
 #include "specs/spec_loader.h"
 #include "test_support.h"
@@ -254,6 +255,27 @@ TEST_CASE("plans Megatron-LM cannot run are refused with the reason", "[moe][cp]
   key.ep = 1;
   FasopPolicy fasop_policy;
   CHECK_THAT(spec_error([&] { make_layout_context(m, cluster, fasop_policy, key); }), Catch::Contains("--policy analytic"));
+}
+
+TEST_CASE("Megatron-LM's rules for cp, ep and etp, which the cost model and the emitters share", "[moe][cp][specs]") {
+  ModelSpec m = small_moe();  // 8 experts of width 2048
+  m.sequence = 4104;
+  CHECK(cp_splits_sequence(m, 1));  // no split without cp, even for an odd length
+  CHECK(cp_splits_sequence(m, 2));  // 4104 = 4 x 1026
+  CHECK_FALSE(cp_splits_sequence(m, 8));  // 4104 / 16 = 256.5
+  CHECK(ep_divides_experts(m.moe, 8));
+  CHECK_FALSE(ep_divides_experts(m.moe, 3));
+  CHECK(etp_divides_expert_width(m.moe, 4));
+  CHECK_FALSE(etp_divides_expert_width(m.moe, 3));
+  PlanKey key;
+  key.tp = 2, key.cp = 2, key.dp = 2, key.ep = 4, key.etp = 2;  // 8 expert ranks on a stage of 8
+  CHECK(expert_grid_folds(key));
+  key.ep = 8;  // 16 on 8
+  CHECK_FALSE(expert_grid_folds(key));
+  key.sequence_parallel = false;
+  CHECK_FALSE(moe_tp_has_sequence_parallel(key));
+  key.tp = 1;
+  CHECK(moe_tp_has_sequence_parallel(key));
 }
 
 TEST_CASE("a MoE model file states its MoE layers and agrees with its moe block", "[moe][specs]") {

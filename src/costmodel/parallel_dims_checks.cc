@@ -1,5 +1,6 @@
 #include "costmodel/parallel_dims_checks.h"
 
+#include "specs/parallel_rules.h"
 #include "specs/spec_error.h"
 
 namespace fasop {
@@ -31,11 +32,11 @@ void validate_expert_parallel(const ModelSpec& model, const ClusterSpec& cluster
     return;
   }
   if (std::string fault = expert_layout_fault(model, cluster, key); !fault.empty()) throw SpecError(fault);
-  if (moe.expert_ffn_hidden % key.etp != 0 || (moe.shared_expert_ffn_hidden % key.tp) != 0)
+  if (!etp_divides_expert_width(moe, key.etp) || (moe.shared_expert_ffn_hidden % key.tp) != 0)
     throw SpecError("--etp: " + str(key.etp) + " does not divide model '" + model.name + "''s expert width " +
                     str(moe.expert_ffn_hidden) + " (or tp its shared expert's " + str(moe.shared_expert_ffn_hidden) +
                     "); choose degrees that divide them");
-  if (key.tp > 1 && !key.sequence_parallel)
+  if (!moe_tp_has_sequence_parallel(key))
     throw SpecError("--tp: " + str(key.tp) + " on model '" + model.name + "' with experts needs sequence parallelism "
                     "(Megatron-LM asserts it for MoE with tp > 1); pass --sequence-parallel or use tp 1");
   if (key.zero_stage == 3)
@@ -46,9 +47,7 @@ void validate_expert_parallel(const ModelSpec& model, const ClusterSpec& cluster
 
 std::string context_parallel_fault(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key) {
   if (key.cp == 1) return "";
-  // Megatron-LM splits each sequence into 2 x cp chunks, rank r taking chunks r and 2cp-1-r,
-  // so that causal attention's work is even over the ring.
-  if (model.sequence % (2 * key.cp) != 0)
+  if (!cp_splits_sequence(model, key.cp))
     return "--cp: " + str(key.cp) + " does not split model '" + model.name + "''s sequence of " + str(model.sequence) +
            " tokens into 2 x cp equal chunks (Megatron-LM's load-balanced split); choose a cp with 2 x cp dividing "
            "the sequence";
@@ -59,7 +58,7 @@ std::string context_parallel_fault(const ModelSpec& model, const ClusterSpec& cl
 }
 
 std::string expert_degree_fault(const ModelSpec& model, int ep) {
-  if (model.moe.experts % ep == 0) return "";
+  if (ep_divides_experts(model.moe, ep)) return "";
   return "--ep: " + str(ep) + " does not divide model '" + model.name + "''s " + str(model.moe.experts) +
          " experts; choose an ep that divides them";
 }
@@ -68,10 +67,9 @@ std::string expert_layout_fault(const ModelSpec& model, const ClusterSpec& clust
   const MoeSpec& moe = model.moe;
   if (!moe.enabled()) return "--ep/--etp: model '" + model.name + "' has no experts (no 'moe' block); use ep 1 and etp 1";
   if (std::string fault = expert_degree_fault(model, key.ep); !fault.empty()) return fault;
-  const long long stage_gpus = 1LL * key.tp * key.cp * key.dp;
-  if (stage_gpus % (1LL * key.ep * key.etp) != 0)
+  if (!expert_grid_folds(key))
     return "--ep/--etp: ep x etp = " + str(1LL * key.ep * key.etp) + " does not divide a stage's tp x cp x dp = " +
-           str(stage_gpus) + " GPUs (Megatron-Core's MoE parallel folding); choose degrees that divide it";
+           str(1LL * key.tp * key.cp * key.dp) + " GPUs (Megatron-Core's MoE parallel folding); choose degrees that divide it";
   return uniform_single_zone_fault(cluster, key, "--ep", "mixtures of experts", true, "", "");
 }
 

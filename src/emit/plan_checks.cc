@@ -1,6 +1,7 @@
 #include "emit/plan_checks.h"
 
 #include "specs/gpu_spec.h"
+#include "specs/parallel_rules.h"
 #include "specs/precision.h"
 #include "specs/spec_error.h"
 
@@ -95,7 +96,7 @@ void require_megatron_parallel_dims(const PlanFile& plan, const ModelSpec& model
   auto str = [](long long v) { return std::to_string(v); };
   for (auto [name, value] : {std::pair<const char*, int>{"cp", key.cp}, {"ep", key.ep}, {"etp", key.etp}})
     if (value < 1) throw SpecError(where + name + " is " + str(value) + "; a parallel degree is 1 or more");
-  if (key.cp > 1 && model.sequence % (2 * key.cp) != 0)
+  if (!cp_splits_sequence(model, key.cp))
     throw SpecError(where + "cp " + str(key.cp) + " does not split model '" + model.name + "''s sequence of " +
                     str(model.sequence) + " tokens into 2 x cp chunks (Megatron-LM asserts \"seq-length should be a "
                     "multiple of 2 * context-parallel-size\"); set cp so that 2 x cp divides " + str(model.sequence));
@@ -106,19 +107,19 @@ void require_megatron_parallel_dims(const PlanFile& plan, const ModelSpec& model
                       "', which has no experts (no 'moe' block); set ep and etp to 1");
     return;
   }
-  if (moe.experts % key.ep != 0)
+  if (!ep_divides_experts(moe, key.ep))
     throw SpecError(where + "ep " + str(key.ep) + " does not divide model '" + model.name + "''s " + str(moe.experts) +
                     " experts (Megatron-LM asserts \"Number of experts should be a multiple of expert model "
                     "parallel_size\"); set ep to a divisor of " + str(moe.experts));
   const long long stage = 1LL * key.tp * key.cp * key.dp;
-  if (stage % (1LL * key.ep * key.etp) != 0)
+  if (!expert_grid_folds(key))
     throw SpecError(where + "ep x etp = " + str(1LL * key.ep * key.etp) + " does not divide a stage's tp x cp x dp = " +
                     str(stage) + " GPUs, over which Megatron-LM lays out its expert groups; set ep and etp so that "
                     "ep x etp divides " + str(stage));
-  if (moe.expert_ffn_hidden % key.etp != 0)
+  if (!etp_divides_expert_width(moe, key.etp))
     throw SpecError(where + "etp " + str(key.etp) + " does not divide model '" + model.name + "''s expert width " +
                     str(moe.expert_ffn_hidden) + " (moe.expert_ffn_hidden); set etp to a divisor of it");
-  if (key.tp > 1 && !key.sequence_parallel)
+  if (!moe_tp_has_sequence_parallel(key))
     throw SpecError(where + "tp " + str(key.tp) + " with model '" + model.name + "''s experts needs sequence_parallel "
                     "(Megatron-LM's MoELayer raises in training when tensor parallelism runs without it); re-plan "
                     "with --fix sp=on, or tp 1");
