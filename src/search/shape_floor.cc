@@ -60,10 +60,9 @@ std::vector<const NodeTypeProfiles*> profile_sets(const SearchInput& input) {
 }
 
 /// The least of node type t's forward-and-backward times of layer type `layer` at (tp, mbs)
-/// over `sets`, and whether every set that times node type t has the layer at tp (infinity and
-/// false where none does). Context parallelism's times are a GPU's share of the sequence: a
-/// micro-batch's pass on the cp GPUs takes that time, and its GPU-seconds are cp times it, at
-/// least the least time (the floors stay floors, if looser, with the least).
+/// over the sets that time it at tp (infinity where none does). Context parallelism's times are
+/// a GPU's share of the sequence: a micro-batch's pass on the cp GPUs takes that time and cp
+/// times its GPU-seconds, both at least the least time (the floors stay floors, if looser).
 double least_layer_time_s(const std::vector<const NodeTypeProfiles*>& sets, size_t t, const std::string& layer, int tp,
                           int mbs) {
   double least = kInf;
