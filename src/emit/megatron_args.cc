@@ -259,7 +259,7 @@ void overlap_flags(ArgWriter& w, const PlanFile& plan) {
 /// Megatron-FSDP (megatron/core/distributed/fsdp): its sharding strategy optim_grads shards the
 /// gradients too, optim_grads_params the parameters as well, gathered layer by layer in the
 /// forward and backward passes; it wants the distributed optimizer (Megatron-FSDP 1) and saves
-/// checkpoints as fsdp_dtensor only (arguments.py validate_args). FASOP's fork has neither.
+/// checkpoints as fsdp_dtensor only (arguments.py validate_args). FASOP's fork predates it.
 void zero_flags(ArgWriter& w, const PlanFile& plan) {
   const int zero = plan.key.zero_stage;
   if (zero >= 2)
