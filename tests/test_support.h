@@ -68,7 +68,6 @@ struct SyntheticPipeline {
   }
 };
 
-/// A model preset, loaded as the planner loads it.
 /// A made-up GPU on a made-up node: 100 TFLOP/s fp16 at half of it for GEMMs, 1e12 B/s memory at
 /// half of it, attention at 40% (forward) and 25% (backward) of the peak, 1 us between kernels
 /// and 2 us to launch one; 8 GPUs on a 1e12 bit/s link with 1 us latency, 8e11 bit/s and 10 us
@@ -104,6 +103,7 @@ inline NodeType made_up_node() {
   return node;
 }
 
+/// A model preset, loaded as the planner loads it.
 inline ModelSpec preset_model(const std::string& name) {
   MapSource none;
   SpecStore store(none, embedded_presets());
