@@ -262,11 +262,12 @@ void overlap_flags(ArgWriter& w, const PlanFile& plan) {
 /// checkpoints as fsdp_dtensor only (arguments.py validate_args). FASOP's fork predates it.
 void zero_flags(ArgWriter& w, const PlanFile& plan) {
   const int zero = plan.key.zero_stage;
-  if (zero >= 2)
+  const bool fsdp = runs_megatron_fsdp(plan.key);
+  if (fsdp)
     w.require_upstream("--use-megatron-fsdp (Megatron-FSDP, ZeRO stage " + num(zero) +
                        "; re-plan with --zero 0 or 1 for the fork)");
   if (zero >= 1) w.flag("--use-distributed-optimizer");
-  if (zero >= 2) {
+  if (fsdp) {
     w.flag("--use-megatron-fsdp");
     w.flag("--data-parallel-sharding-strategy", zero == 2 ? "optim_grads" : "optim_grads_params");
     w.flag("--ckpt-format", "fsdp_dtensor");

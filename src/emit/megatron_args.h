@@ -13,6 +13,10 @@
 
 namespace fasop {
 
+/// Whether Megatron-LM runs `key`'s data parallelism as Megatron-FSDP: ZeRO 2 (its optim_grads
+/// sharding) and 3 (optim_grads_params); ZeRO 1 is its distributed optimizer.
+inline bool runs_megatron_fsdp(const PlanKey& key) { return key.zero_stage >= 2; }
+
 /// The Megatron-LM arguments that run `plan` of `model`, one token per element, e.g.
 /// {"--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "3", ...}.
 /// Values are bare (no shell quoting). Throws SpecError naming the problem and the fix when that

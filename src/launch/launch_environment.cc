@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "emit/megatron_args.h"
 #include "specs/spec_error.h"
 
 namespace fasop {
@@ -35,7 +36,7 @@ EnvironmentVariables plan_environment(const PlanFile& plan) {
   EnvironmentVariables variables;
   // Megatron-LM's validate_args asserts it below Blackwell with tensor or context parallelism,
   // except under Megatron-FSDP (ZeRO 2 and 3), which asserts the opposite.
-  if ((plan.key.tp > 1 || plan.key.cp > 1) && plan.key.zero_stage < 2)
+  if ((plan.key.tp > 1 || plan.key.cp > 1) && !runs_megatron_fsdp(plan.key))
     variables.emplace_back("CUDA_DEVICE_MAX_CONNECTIONS", "1");
   return variables;
 }
