@@ -23,14 +23,17 @@ left out):
                     Nemotron 3 Nano (hybrid Mamba), models without an architecture in models.csv. No
                     DeepSeek-V3 or Kimi K2 row converts today: their 61 layers divide into no pp x vp > 1,
                     and Megatron-Bridge's recipes place them with uneven pipeline layouts (e.g.
-                    "Et*4|(t*4|)*14tmL") that the case format cannot state.
+                    "Et*4|(t*4|)*14tmL") that hold a multi-token-prediction layer (m) or that no
+                    recipe of the row's release states.
 Precision, in every set: fp8 / fp8-cs -> dtype fp8, fp8-mx / mxfp8 -> mxfp8, bf16 -> bf16; 25.09's
 unstated precision is read as FP8-CS (main, dtype fp8) and MXFP8 (paren, dtype mxfp8) with the
-evidence in each case's notes; nvfp4 rows are left out (no such dtype). Rows whose layers do not divide
-into pp x vp stages are left out (Llama 3.1 405B's and Qwen3 235B's recipes count the embedding and the
-loss as pipeline layers, Megatron's account_for_*_in_pipeline_split, which the case format cannot
-state), as are MoE rows whose ep (x etp) does not divide the experts and tp x cp x dp (Megatron's
-MoE parallel folding); the script lists every row it leaves out and why, with a count per reason.
+evidence in each case's notes; nvfp4 rows are left out (no such dtype). Llama 3.1 405B's and Qwen3
+235B's recipes count the embedding and the loss as pipeline layers (Megatron's
+account_for_embedding/loss_in_pipeline_split): their rows with pp > 1 state the layout Megatron then
+builds as the case's plan.pipeline_layout ((layers + 2) / (pp x vp) layers a chunk). Other rows whose
+layers do not divide into pp x vp stages are left out, as are MoE rows whose ep (x etp) does not divide
+the experts and tp x cp x dp (Megatron's MoE parallel folding); the script lists every row it leaves
+out and why, with a count per reason.
 
 The measurement is kept as published (tokens/s per GPU); the implied step time
 gbs x seq / (tokens_per_s_per_gpu x gpus) is written into each case's notes. Deterministic: running
@@ -286,6 +289,32 @@ def moe_base(model):
 
 def token_drop(model):
     return model.endswith("(tokendrop)")
+
+
+# Models whose Megatron-Bridge recipes count the embedding and the loss as pipeline layers
+# (account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split True in every
+# release's recipe: v0.1.0rc4 llama31_405b.py and qwen3_235b_a22b.py, v0.2.0/v0.3.0 llama3.py
+# llama31_405b_pretrain_config and qwen3_moe.py qwen3_235b_a22b_pretrain_config).
+ACCOUNT_FOR_EMBEDDING_AND_LOSS = ("LLAMA3.1_405B", "Qwen3_235B_a22B")
+
+
+def accounts_for_embedding_and_loss(row):
+    return moe_base(row["model"]) in ACCOUNT_FOR_EMBEDDING_AND_LOSS and int(row["pp"]) > 1
+
+
+def account_for_layout(layers, pp, vp):
+    """The --pipeline-model-parallel-layout Megatron builds with account_for_embedding/loss: (layers + 2)
+    / (pp x vp) layers a chunk, the first chunk's first the embedding E, the last chunk's last the loss L
+    (Megatron-Core's get_num_layers_to_build). None when pp x vp does not divide layers + 2."""
+    chunks = pp * vp
+    if (layers + 2) % chunks:
+        return None
+    per = (layers + 2) // chunks
+
+    def run(n):
+        return "" if n == 0 else "t" if n == 1 else f"t*{n}"
+    middle = f"({run(per)}|)*{chunks - 2}" if chunks > 2 else ""
+    return f"E{run(per - 1)}|{middle}{run(per - 1)}L"
 
 
 def dense_layers(arch):
@@ -652,6 +681,13 @@ def case_of(row, arch, set_name, rows):
         notes.extend(moe_recipe_facts(row, {"tp": tp, "pp": pp, "vp": vp, "ep": ep, "mbs": mbs, "gbs": gbs,
                                             "seq": seq}))
         notes.extend(layout_doubt(row, rows))
+    layout = account_for_layout(layers, pp, vp) if accounts_for_embedding_and_loss(row) else None
+    if layout:
+        notes.append(f"Pipeline layout: Megatron-Bridge's recipe counts the embedding and the loss as pipeline "
+                     f"layers (account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split), so "
+                     f"Megatron builds (layers + 2) / (pp x vp) = ({layers} + 2) / {pp * vp} = "
+                     f"{(layers + 2) // (pp * vp)} layers a model chunk, the embedding taking the first chunk's first "
+                     f"place and the loss the last chunk's last: written as the layout that places ('{layout}').")
     notes.append(f"Vocabulary: {vocab_src}" + ("." if moe else "; models.csv leaves it to the tokenizer."))
     if moe:
         notes.append(moe_model_note(row, arch))
@@ -718,6 +754,7 @@ def case_of(row, arch, set_name, rows):
     dense_layers: {dense_layers(arch)}
     token_drop: {'true' if token_drop(row['model']) else 'false'}
 """
+    layout_line = f"  pipeline_layout: '{layout}'\n" if layout else ""
     parallel_lines = "".join(f"  {name}: {value}\n" for name, value in (("cp", cp), ("ep", ep), ("etp", etp))
                              if value != 1)
     text = HEADER + f"""set: {set_name}
@@ -753,7 +790,7 @@ model:
   recompute: none
   sequence_parallel: {'true' if tp > 1 else 'false'}
   virtual_stages: {vp}
-  distributed_optimizer: {'false' if fsdp else 'true'}
+{layout_line}  distributed_optimizer: {'false' if fsdp else 'true'}
   overlap_grad_reduce: true
   overlap_param_gather: true
   overlap_tp_comm: {'true' if tp > 1 else 'false'}
@@ -772,12 +809,15 @@ def check(row, arch, set_name):
     cp, vp = num(row["cp"], 1), num(row["vp"], 1)
     if gpus % (tp * pp * cp):
         return f"gpus {gpus} not divisible by tp x pp x cp"
-    if int(arch["layers"]) % (pp * vp) and mla_model(row["model"]):
+    if accounts_for_embedding_and_loss(row):
+        if account_for_layout(int(arch["layers"]), pp, vp) is None:
+            return (f"layers {arch['layers']} + embedding + loss not divisible by pp x vp = {pp * vp} (the recipe "
+                    f"counts the embedding and the loss as pipeline layers: account_for_embedding/loss_in_pipeline_split)")
+    elif int(arch["layers"]) % (pp * vp) and mla_model(row["model"]):
         return (f"layers {arch['layers']} not divisible by pp x vp = {pp * vp} (the recipe places them with an uneven "
                 f"pipeline_model_parallel_layout, the embedding and the loss in stages of their own layer counts)")
-    if int(arch["layers"]) % (pp * vp):
-        return (f"layers {arch['layers']} not divisible by pp x vp = {pp * vp} (the recipe counts the embedding and "
-                f"the loss as pipeline layers: account_for_embedding/loss_in_pipeline_split)")
+    elif int(arch["layers"]) % (pp * vp):
+        return f"layers {arch['layers']} not divisible by pp x vp = {pp * vp}"
     if int(arch["heads"]) % tp:
         return f"heads {arch['heads']} not divisible by tp {tp}"
     if set_name in ("nemo-dense-25.09", "nemo-dense-fp8", "nemo-dense-bf16"):

@@ -296,3 +296,22 @@ TEST_CASE("The fit's parameters read and write a GPU's data", "[validate][fit]")
   CHECK(get_parameter(gpu, "fp8", "gemm_peak_share") == 0.42);
   CHECK_THROWS_WITH(fit_parameter("no_such"), Catch::Contains("--fit-params") && Catch::Contains("gemm_peak_share"));
 }
+
+TEST_CASE("A case's stated pipeline layout places its layers unevenly", "[validate][layout]") {
+  // 24 layers on pp 5: no even split, but Megatron runs the stated layout, E and 5 layers on the
+  // first rank, 4 layers and the loss on the last.
+  const std::string five = replace(replace(kInlineCase, "pp: 1,", "pp: 5,"), "gpus: 32,", "gpus: 160,");
+  CHECK_THAT(error_of(five), Catch::Contains("'plan.pp'"));
+  ValidationCase c = parse(replace(five, "recompute: full,", "recompute: full, pipeline_layout: 'Et*5|(t*5|)*3t*4L',"));
+  CHECK(c.plan.layout_units == std::vector<int>{6, 5, 5, 5, 5});
+  ValidationResult result = predict_case(c);
+  CHECK(result.partition == std::vector<int>{6, 5, 5, 5, 5});
+  // Interleaved: 2 ranks x 2 chunks of uneven size (rank 0: chunks 0 and 2, rank 1: 1 and 3).
+  const std::string two = replace(replace(kInlineCase, "pp: 1, dp: 32,", "pp: 2, dp: 16,"), "recompute: full,",
+                                  "recompute: full, virtual_stages: 2, pipeline_layout: 'Et*5|t*6|t*6|t*7L',");
+  ValidationResult interleaved = predict_case(parse(two));
+  CHECK(interleaved.partition == std::vector<int>{12, 14});
+  CHECK(interleaved.predicted_step_s > 0);
+  CHECK_THAT(error_of(replace(two, "t*7L", "t*6L")), Catch::Contains("'plan.pipeline_layout'") &&
+                                                       Catch::Contains("23 transformer layers"));
+}

@@ -66,7 +66,7 @@ void validate_batch_split(const ModelSpec& model, const PlanKey& key) {
 
 }  // namespace
 
-void validate_plan_key(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key) {
+void validate_plan_key(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key, ChunkSplit chunks) {
   for (auto [name, value] : {std::pair{"mbs", key.mbs}, {"tp", key.tp}, {"dp", key.dp}, {"pp", key.pp}})
     if (value <= 0) throw SpecError(std::string("--") + name + ": must be positive, got " + str(value));
   validate_parallel_dims(model, cluster, key);
@@ -92,10 +92,10 @@ void validate_plan_key(const ModelSpec& model, const ClusterSpec& cluster, const
   if (key.virtual_stages > 1) {
     // Megatron-LM's interleaved schedule: v equal model chunks on each of pp ranks, and whole
     // rounds of pp micro-batches.
-    const int chunks = key.pp * key.virtual_stages, micro_batches = slowest_replica_microbatches(model.global_batch, key);
-    if (key.pp == 1 || model.num_transformer_layers() % chunks != 0)
+    const int chunk_count = key.pp * key.virtual_stages, micro_batches = slowest_replica_microbatches(model.global_batch, key);
+    if (key.pp == 1 || (chunks == ChunkSplit::kEven && model.num_transformer_layers() % chunk_count != 0))
       throw SpecError("virtual pipeline stages " + str(key.virtual_stages) + ": the interleaved schedule needs pp > 1 "
-                      "and pp x v (" + str(chunks) + ") dividing model '" + model.name + "''s " +
+                      "and pp x v (" + str(chunk_count) + ") dividing model '" + model.name + "''s " +
                       str(model.num_transformer_layers()) + " layers");
     if (micro_batches % key.pp != 0)
       throw SpecError("virtual pipeline stages " + str(key.virtual_stages) + ": the interleaved schedule needs the " +

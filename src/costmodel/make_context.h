@@ -7,8 +7,15 @@
 
 namespace fasop {
 
+/// How the interleaved schedule's model chunks get their layers.
+enum class ChunkSplit {
+  kEven,    ///< Megatron's even split: pp x virtual_stages must divide the transformer layers
+  kStated,  ///< a stated layout (Megatron's --pipeline-model-parallel-layout) places each chunk's layers
+};
+
 /// Checks a plan layout against the model and cluster; throws SpecError naming the field.
-void validate_plan_key(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key);
+void validate_plan_key(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key,
+                       ChunkSplit chunks = ChunkSplit::kEven);
 
 /// What is wrong with a partition, if anything.
 struct PartitionFault {

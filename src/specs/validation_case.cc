@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "specs/pipeline_layout.h"
 #include "specs/spec_error.h"
 #include "specs/spec_loader.h"
 #include "specs/yaml_field.h"
@@ -110,7 +111,7 @@ void parse_plan_field(const Field& field, ValidationPlan& plan) {
   require_map(field, "{gpus, tp, pp, dp, global_batch, micro_batch?, recompute, ...}");
   field.only_keys({"gpus", "tp", "pp", "dp", "cp", "ep", "etp", "global_batch", "micro_batch", "micro_batch_assumed",
                               "micro_batch_assumption", "micro_batch_range", "recompute", "sequence_parallel",
-                              "virtual_stages", "distributed_optimizer", "overlap_grad_reduce", "overlap_tp_comm",
+                              "virtual_stages", "pipeline_layout", "distributed_optimizer", "overlap_grad_reduce", "overlap_tp_comm",
                               "overlap_param_gather", "fsdp"});
   plan.gpus = field.child("gpus").positive_int(kMaxNodes);
   plan.tp = field.child("tp").positive_int(kMaxGpusPerNode);
@@ -124,6 +125,7 @@ void parse_plan_field(const Field& field, ValidationPlan& plan) {
   plan.recompute = parse_recompute(field.child("recompute"));
   plan.sequence_parallel = optional_bool(field.child("sequence_parallel"), false);
   if (field.child("virtual_stages").present()) plan.virtual_stages = field.child("virtual_stages").positive_int(kMaxUnits);
+  if (field.child("pipeline_layout").present()) plan.pipeline_layout = field.child("pipeline_layout").text();
   plan.distributed_optimizer = optional_bool(field.child("distributed_optimizer"), false);
   plan.overlap_grad_reduce = optional_bool(field.child("overlap_grad_reduce"), false);
   plan.overlap_tp_comm = optional_bool(field.child("overlap_tp_comm"), false);
@@ -154,8 +156,8 @@ void parse_measurement_field(const Field& field, ValidationMeasurement& m) {
 }
 
 /// The layout against the model and the node type.
-void check_case(const Field& root, const ValidationCase& c) {
-  const ValidationPlan& p = c.plan;
+void check_case(const Field& root, ValidationCase& c) {
+  ValidationPlan& p = c.plan;
   Field plan = root.child("plan");
   auto n = [](long long v) { return std::to_string(v); };
   const long long product = 1LL * p.tp * p.pp * p.cp * p.dp;  // under 4096 x 10^15: no overflow in 64 bits
@@ -177,7 +179,14 @@ void check_case(const Field& root, const ValidationCase& c) {
   if (c.model.heads % p.tp != 0)
     plan.child("tp").fail(n(p.tp) + " does not divide the model's heads (" + n(c.model.heads) + ")");
   int layers = c.model.num_transformer_layers();
-  if (layers % (1LL * p.pp * p.virtual_stages) != 0)
+  if (!p.pipeline_layout.empty()) {
+    // A stated layout places the layers itself: Megatron's checks of it replace the even split's.
+    PipelineLayout layout;
+    std::string error;
+    if (parse_pipeline_layout(p.pipeline_layout, &layout, &error))
+      p.layout_units = layout_units_per_rank(layout, p.pp, p.virtual_stages, layers, &error);
+    if (p.layout_units.empty()) plan.child("pipeline_layout").fail("'" + p.pipeline_layout + "' " + error);
+  } else if (layers % (1LL * p.pp * p.virtual_stages) != 0)
     plan.child(p.virtual_stages > 1 ? "virtual_stages" : "pp")
         .fail("pp x virtual_stages (" + n(p.pp * p.virtual_stages) + ") does not divide the model's layers (" +
               n(layers) + ")");

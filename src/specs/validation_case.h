@@ -41,6 +41,10 @@ struct ValidationPlan {
   RecomputeMode recompute = RecomputeMode::kNone;
   bool sequence_parallel = false;
   int virtual_stages = 1;  ///< interleaved 1F1B's model chunks per pipeline rank (1: plain 1F1B)
+  /// Megatron's --pipeline-model-parallel-layout where the run placed its layers unevenly (field
+  /// pipeline_layout, specs/pipeline_layout.h); empty: layers / (pp x virtual_stages) a chunk.
+  std::string pipeline_layout;
+  std::vector<int> layout_units;  ///< pipeline units per rank that layout places (empty without one)
   bool distributed_optimizer = false;  ///< ZeRO-1: optimizer state sharded over dp
   bool overlap_grad_reduce = false;    ///< the dp gradient all-reduce overlaps the backward pass
   bool overlap_tp_comm = false;        ///< tensor-parallel communication overlaps the GEMMs

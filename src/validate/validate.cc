@@ -186,7 +186,7 @@ ValidationResult predict_case(const ValidationCase& c) {
 
   ValidationResult result;
   result.c = c;
-  result.partition = megatron_partition(c.model, plan.pp);
+  result.partition = plan.layout_units.empty() ? megatron_partition(c.model, plan.pp) : plan.layout_units;
   result.measured_step_s = measured_step_s(c);
   result.mbs_chosen = !plan.micro_batch_stated;
   bool have = false;
@@ -206,7 +206,7 @@ ValidationResult predict_case(const ValidationCase& c) {
     key.sequence_parallel = plan.sequence_parallel;
     key.virtual_stages = plan.virtual_stages;
     try {
-      validate_plan_key(c.model, cluster, key);
+      validate_plan_key(c.model, cluster, key, plan.layout_units.empty() ? ChunkSplit::kEven : ChunkSplit::kStated);
     } catch (const SpecError& e) {
       throw SpecError(c.file + ": field 'plan': " + e.what());
     }
