@@ -298,6 +298,24 @@ def token_drop(model):
 ACCOUNT_FOR_EMBEDDING_AND_LOSS = ("LLAMA3.1_405B", "Qwen3_235B_a22B")
 
 
+# The MoE rows whose perf config sets moe_a2a_overlap (Megatron-Bridge scripts/performance: it turns on
+# comm_overlap.overlap_moe_expert_parallel_comm and delay_wgrad_compute), by release: v0.2.0
+# configs/qwen3/workload_base_configs.py (QWEN3_235B_A22B_B200_* and _H100_*, QWEN3_30B_A3B_H100_*),
+# v0.3.0 configs/qwen/qwen3_workload_base_configs.py (QWEN3_235B_A22B_PRETRAIN_CONFIG_B300_* and _H100_*,
+# QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_*; the V2 configs inherit V1's), v0.3.1 the same file (only
+# QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_*). v0.1.0rc4 (25.09) sets it for DeepSeek-V3 on H100 only
+# (run_script.py A2A_1F1B).
+EP_A2A_OVERLAP = {
+    "25.11": {("Qwen3_235B_a22B", "DGX-B200"), ("Qwen3_235B_a22B", "DGX-H100"), ("Qwen3_30B_a3B", "DGX-H100")},
+    "26.02": {("Qwen3_235B_a22B", "DGX-B300"), ("Qwen3_235B_a22B", "DGX-H100"), ("Qwen3_30B_a3B", "DGX-H100")},
+    "26.02.01": {("Qwen3_235B_a22B", "DGX-H100")},
+}
+
+
+def ep_a2a_overlap(row):
+    return (moe_base(row["model"]), row["system"]) in EP_A2A_OVERLAP.get(row["release"], set())
+
+
 def accounts_for_embedding_and_loss(row):
     return moe_base(row["model"]) in ACCOUNT_FOR_EMBEDDING_AND_LOSS and int(row["pp"]) > 1
 
@@ -688,6 +706,12 @@ def case_of(row, arch, set_name, rows):
                      f"Megatron builds (layers + 2) / (pp x vp) = ({layers} + 2) / {pp * vp} = "
                      f"{(layers + 2) // (pp * vp)} layers a model chunk, the embedding taking the first chunk's first "
                      f"place and the loss the last chunk's last: written as the layout that places ('{layout}').")
+    overlap_ep = moe and ep_a2a_overlap(row)
+    if overlap_ep:
+        notes.append(f"EP all-to-all overlap: Megatron-Bridge {RELEASE_TAG[row['release']]}'s perf config for this model "
+                     "and GPU sets moe_a2a_overlap (comm_overlap.overlap_moe_expert_parallel_comm and "
+                     "delay_wgrad_compute): in the steady 1F1B phase one micro-batch's forward runs beside another's "
+                     "backward, each one's all-to-alls hidden behind the other's compute (overlap_ep_comm).")
     notes.append(f"Vocabulary: {vocab_src}" + ("." if moe else "; models.csv leaves it to the tokenizer."))
     if moe:
         notes.append(moe_model_note(row, arch))
@@ -755,6 +779,7 @@ def case_of(row, arch, set_name, rows):
     token_drop: {'true' if token_drop(row['model']) else 'false'}
 """
     layout_line = f"  pipeline_layout: '{layout}'\n" if layout else ""
+    overlap_ep_line = "  overlap_ep_comm: true\n" if overlap_ep else ""
     parallel_lines = "".join(f"  {name}: {value}\n" for name, value in (("cp", cp), ("ep", ep), ("etp", etp))
                              if value != 1)
     text = HEADER + f"""set: {set_name}
@@ -794,7 +819,7 @@ model:
   overlap_grad_reduce: true
   overlap_param_gather: true
   overlap_tp_comm: {'true' if tp > 1 else 'false'}
-  fsdp: {'true' if fsdp else 'false'}
+{overlap_ep_line}  fsdp: {'true' if fsdp else 'false'}
 measurement:
   tokens_per_s_per_gpu: {tokens}
 notes: >-

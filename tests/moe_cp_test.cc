@@ -8,6 +8,7 @@
 #include "costmodel/fasop_policy.h"
 #include "costmodel/make_context.h"
 #include "profiles/analytic_profile.h"
+#include "profiles/ep_overlap.h"
 #include "profiles/moe_layer.h"
 #include "report/dimension_notes.h"
 #include "search/search_space.h"
@@ -385,4 +386,30 @@ TEST_CASE("which GPUs train in a precision, and a plan file keeps the one a sear
   wrong.replace(wrong.find("precision: fp8"), 14, "precision: fp4");
   CHECK_THAT(spec_error([&] { parse_plan_file(wrong, "p.yaml"); }),
              Catch::Contains("p.yaml") && Catch::Contains("precision") && Catch::Contains("unknown precision 'fp4'"));
+}
+
+TEST_CASE("EP all-to-all overlap hides both passes' all-to-alls behind both passes' compute", "[moe]") {
+  // Forward: GPU 2 ms, host 1 ms, all-to-alls 3 ms (5 ms in all); backward: GPU 4, host 1, 3 (7).
+  LayerTime t;
+  t.forward = {5e-3, 2e-3, 1e-3, 0, 0, 3e-3};
+  t.backward = {7e-3, 4e-3, 1e-3, 0, 0, 3e-3};
+  LayerTime hidden = t;
+  overlap_ep_comm(hidden, 0.1);
+  // 6 ms of all-to-alls under 2 + 4 = 6 ms of compute: all hidden, at 10% of it (0.6 ms) as a
+  // slowdown, split half and half as the all-to-alls are.
+  CHECK(hidden.forward.ep_comm_s == Approx(0.3e-3));
+  CHECK(hidden.forward.seconds == Approx(2.3e-3));
+  CHECK(hidden.backward.ep_comm_s == Approx(0.3e-3));
+  CHECK(hidden.backward.seconds == Approx(4.3e-3));
+  // Host-bound passes hide by their host time: forward host 5 ms, so compute = 5 + 4 = 9 ms.
+  t.forward.host_s = 5e-3;
+  t.forward.seconds = 8e-3;
+  // All-to-alls of 12 ms (forward 3, backward 9): 9 hidden, 3 + 0.9 exposed, a quarter forward.
+  t.backward.ep_comm_s = 9e-3;
+  t.backward.seconds = 13e-3;
+  overlap_ep_comm(t, 0.1);
+  CHECK(t.forward.ep_comm_s == Approx(0.975e-3));
+  CHECK(t.forward.seconds == Approx(5.975e-3));
+  CHECK(t.backward.ep_comm_s == Approx(2.925e-3));
+  CHECK(t.backward.seconds == Approx(6.925e-3));
 }

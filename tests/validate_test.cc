@@ -177,6 +177,10 @@ TEST_CASE("Bad validation cases name the file and the field", "[validate]") {
     std::string message = error_of(replace(kInlineCase, "micro_batch_assumption: \"Megatron-LM's default\"", "sequence_parallel: false"));
     CHECK_THAT(message, Catch::Contains("'plan.micro_batch_assumption'") && Catch::Contains("missing"));
   }
+  SECTION("EP all-to-all overlap without expert parallelism") {
+    std::string message = error_of(replace(kInlineCase, "recompute: full", "recompute: none, overlap_ep_comm: true"));
+    CHECK_THAT(message, Catch::Contains("'plan.overlap_ep_comm'") && Catch::Contains("ep > 1"));
+  }
   SECTION("a typo in a field name") {
     std::string message = error_of(replace(kInlineCase, "recompute: full", "recompute: full, sequence_paralel: true"));
     CHECK_THAT(message, Catch::Contains("'plan.sequence_paralel'") && Catch::Contains("unknown field"));

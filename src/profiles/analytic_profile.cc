@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "profiles/ep_overlap.h"
 #include "profiles/libtorch_layer.h"
 #include "profiles/mla_layer.h"
 #include "profiles/moe_layer.h"
@@ -422,7 +423,9 @@ double ep_comm_s(const PassWork& work, int ep, int etp, const NodeType& node) {
 LayerTime layer_time(const ModelSpec& model, const LayerUnit& unit, int tp, int mbs, const NodeType& node,
                      const LayerOptions& options) {
   LayerWork work = layer_work(model, unit, tp, mbs, options);
-  return {pass_time(work.forward, tp, node, model.dtype, options), pass_time(work.backward, tp, node, model.dtype, options)};
+  LayerTime t{pass_time(work.forward, tp, node, model.dtype, options), pass_time(work.backward, tp, node, model.dtype, options)};
+  if (options.overlap_ep_comm) overlap_ep_comm(t, node.gpu_data.overlap_slowdown);
+  return t;
 }
 
 ProfileSpec analytic_profile(const ModelSpec& model, const NodeType& node, const std::vector<int>& tps,

@@ -67,6 +67,10 @@ struct LayerOptions {
   int cp = 1;   ///< context-parallel degree: each GPU holds 1/cp of every sequence (PlanKey::cp)
   int ep = 1;   ///< expert-parallel degree: a MoE layer's experts over ep GPUs (PlanKey::ep)
   int etp = 1;  ///< expert tensor-parallel degree (PlanKey::etp)
+  /// Megatron-Core's EP all-to-all overlap (--overlap-moe-expert-parallel-comm with
+  /// --delay-wgrad-compute): the steady 1F1B phase runs one micro-batch's forward beside another's
+  /// backward, so each one's all-to-alls hide behind the other's compute (ep_overlap.h).
+  bool overlap_ep_comm = false;
 };
 
 /// The work of unit `unit` of `model` at micro-batch `mbs` and tensor-parallel degree `tp`

@@ -111,7 +111,7 @@ void parse_plan_field(const Field& field, ValidationPlan& plan) {
   require_map(field, "{gpus, tp, pp, dp, global_batch, micro_batch?, recompute, ...}");
   field.only_keys({"gpus", "tp", "pp", "dp", "cp", "ep", "etp", "global_batch", "micro_batch", "micro_batch_assumed",
                               "micro_batch_assumption", "micro_batch_range", "recompute", "sequence_parallel",
-                              "virtual_stages", "pipeline_layout", "distributed_optimizer", "overlap_grad_reduce", "overlap_tp_comm",
+                              "virtual_stages", "pipeline_layout", "distributed_optimizer", "overlap_grad_reduce", "overlap_tp_comm", "overlap_ep_comm",
                               "overlap_param_gather", "fsdp"});
   plan.gpus = field.child("gpus").positive_int(kMaxNodes);
   plan.tp = field.child("tp").positive_int(kMaxGpusPerNode);
@@ -129,6 +129,7 @@ void parse_plan_field(const Field& field, ValidationPlan& plan) {
   plan.distributed_optimizer = optional_bool(field.child("distributed_optimizer"), false);
   plan.overlap_grad_reduce = optional_bool(field.child("overlap_grad_reduce"), false);
   plan.overlap_tp_comm = optional_bool(field.child("overlap_tp_comm"), false);
+  plan.overlap_ep_comm = optional_bool(field.child("overlap_ep_comm"), false);
   plan.overlap_param_gather = optional_bool(field.child("overlap_param_gather"), false);
   plan.fsdp = optional_bool(field.child("fsdp"), false);
 }
@@ -178,6 +179,15 @@ void check_case(const Field& root, ValidationCase& c) {
                           "); tensor parallelism stays inside a node");
   if (c.model.heads % p.tp != 0)
     plan.child("tp").fail(n(p.tp) + " does not divide the model's heads (" + n(c.model.heads) + ")");
+  if (p.overlap_ep_comm) {
+    // Megatron-Core's TransformerConfig asserts these of --overlap-moe-expert-parallel-comm.
+    const Field overlap = plan.child("overlap_ep_comm");
+    if (p.ep <= 1) overlap.fail("needs expert parallelism (ep > 1); set it false");
+    if (p.pp > 1 && p.virtual_stages <= 1)
+      overlap.fail("needs the interleaved schedule (virtual_stages > 1) with pp > 1, as Megatron-Core asserts; set it "
+                   "false or state virtual_stages");
+    if (p.recompute == RecomputeMode::kFull) overlap.fail("does not run with full recomputation; set it false");
+  }
   int layers = c.model.num_transformer_layers();
   if (!p.pipeline_layout.empty()) {
     // A stated layout places the layers itself: Megatron's checks of it replace the even split's.

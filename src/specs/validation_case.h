@@ -48,6 +48,7 @@ struct ValidationPlan {
   bool distributed_optimizer = false;  ///< ZeRO-1: optimizer state sharded over dp
   bool overlap_grad_reduce = false;    ///< the dp gradient all-reduce overlaps the backward pass
   bool overlap_tp_comm = false;        ///< tensor-parallel communication overlaps the GEMMs
+  bool overlap_ep_comm = false;        ///< MoE all-to-alls overlap another micro-batch's compute (Megatron's EP A2A overlap)
   bool overlap_param_gather = false;   ///< the distributed optimizer's all-gather overlaps the next forward
   bool fsdp = false;                   ///< parameters, gradients and optimizer sharded over dp (ZeRO-3, FSDP)
 };

@@ -167,6 +167,7 @@ ValidationResult predict_case(const ValidationCase& c) {
   LayerOptions layers;
   layers.sequence_parallel = plan.sequence_parallel && plan.tp > 1;
   layers.overlap_tp_comm = plan.overlap_tp_comm;
+  layers.overlap_ep_comm = plan.overlap_ep_comm;
   layers.cp = plan.cp;
   layers.ep = plan.ep;
   layers.etp = plan.etp;
