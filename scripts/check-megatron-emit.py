@@ -57,7 +57,10 @@ What is not Megatron's own code here, and why (CPU, Debian's torch 1.13 on Pytho
     on Python 3.11 (torch.distributed._shard) is stood in the same way, only where missing;
     PYTORCH_JIT=0 so torch.jit.script leaves functions as they are; numpy.float is float;
   - without a GPU, torch.cuda.get_device_capability and get_device_properties answer as an H100
-    (compute capability 9.0): upstream's validate_args asks the architecture when tp > 1;
+    (compute capability 9.0): upstream's validate_args asks the architecture when tp > 1; the
+    Transformer Engine stand-in answers version 2.8.0 (TE_VERSION) to its version checks, and
+    TransformerConfig's torch >= 2.6 check of the EP all-to-all overlap (a hang of older torch)
+    is answered as torch 2.6;
   - MoELayer.forward's tensor-parallel check runs on an instance made without its __init__
     (which would build the experts and their process groups), holding the parsed config and
     a stand-in tensor-parallel group of tp ranks, in training mode;
@@ -112,6 +115,12 @@ PLANS = [
     ("llama2-7b-interleaved-tp2-pp4-v2", ["--model", "llama2-7b", "--cluster", "aws-h100", "--fix",
                                           "tp=2,pp=4,vpp=2"],
      {"upstream": "check", "fasop": ("refused", "--swiglu")}),
+    # Qwen3 30B-A3B at ep 8, pp 2 with two virtual stages and the EP all-to-all overlap: the search's
+    # partition [27, 23] is no even split, so upstream gets a layout of 2 x 2 chunks, and
+    # --overlap-moe-expert-parallel-comm with --delay-wgrad-compute.
+    ("qwen3-uneven-v2-ep8-overlap", ["--model", "qwen3-30b-a3b", "--cluster", "aws-h100", "--fix",
+                                     "tp=1,pp=2,vpp=2,ep=8,zero=1", "--ep-comm-overlap"],
+     {"upstream": "check", "fasop": ("refused", "--moe-router-topk")}),
     # BERT-Large on FASOP's BERT cluster: upstream's examples/bert/pretrain_bert.py, the fork's pretrain_bert.py.
     ("bert-uneven-pp4", ["--model", "bert", "--fix", "pp=4"], {"upstream": "check", "fasop": "check"}),
     # Context parallelism: the llama plan at tp 2, pp 4 with cp 2 (dp 16 -> 8). The fork has none.
@@ -257,13 +266,17 @@ class _StandIns(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def create_module(self, spec):
         module = _InertModule(spec.name)
-        module.__path__, module.__version__ = [], "0.0.0"
+        module.__path__, module.__version__ = [], TE_VERSION if spec.name.startswith("transformer_engine") else "0.0.0"
         return module
 
     def exec_module(self, module):
         pass
 
 
+# The version the Transformer Engine stand-in answers: upstream's validate_args checks it where a
+# plan's flags need a newer TE (delay_wgrad_compute with overlap_grad_reduce wants 2.8), and the
+# NeMo containers that run today's recipes ship TE 2.8 or later.
+TE_VERSION = "2.8.0"
 GPU_ONLY = ["apex", "amp_C", "transformer_engine", "triton", "flash_attn", "fused_mix_prec_layer_norm_cuda",
             "fused_layer_norm_cuda", "scaled_upper_triang_masked_softmax_cuda", "scaled_masked_softmax_cuda",
             "scaled_softmax_cuda", "fused_weight_gradient_mlp_cuda"]
@@ -345,6 +358,11 @@ def upstream_worker(tree, world, tokens, family):
     else:
         os.environ["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"
     from megatron.training.arguments import parse_args, validate_args
+    import megatron.core.transformer.transformer_config as transformer_config
+    # TransformerConfig refuses the EP all-to-all overlap below torch 2.6 (a hang of older
+    # torch, not a rule of the layout): that one check answers as torch 2.6 does.
+    torch_min = transformer_config.is_torch_min_version
+    transformer_config.is_torch_min_version = lambda version, *rest: version == "2.6.0" or torch_min(version, *rest)
     args = parse_args()
     # The entry points' args_defaults.
     validate_args(args, {"tokenizer_type": "GPT2BPETokenizer" if family == "gpt" else "BertWordPieceLowerCase"})
@@ -388,7 +406,9 @@ def _upstream_features(args, config):
             "moe_layers": [int(mlp_class(spec) == "MoELayer") for spec in specs],
             # The data-parallel sharding: the distributed optimizer, and Megatron-FSDP's strategy.
             "distributed_optimizer": bool(args.use_distributed_optimizer),
-            "fsdp": args.data_parallel_sharding_strategy if args.use_megatron_fsdp else None}
+            "fsdp": args.data_parallel_sharding_strategy if args.use_megatron_fsdp else None,
+            # The EP all-to-all overlap, with the weight gradients delayed as the recipes pair them.
+            "ep_overlap": [bool(args.overlap_moe_expert_parallel_comm), bool(args.delay_wgrad_compute)]}
 
 
 def _upstream_rank_groups(args, world):
@@ -622,7 +642,8 @@ def expected_features(plan, spec):
             # ZeRO-1 is the distributed optimizer; ZeRO-2 and -3 Megatron-FSDP's optim_grads and
             # optim_grads_params (which keeps the distributed optimizer).
             "distributed_optimizer": plan.get("zero_stage", 0) >= 1,
-            "fsdp": {2: "optim_grads", 3: "optim_grads_params"}.get(plan.get("zero_stage", 0))}
+            "fsdp": {2: "optim_grads", 3: "optim_grads_params"}.get(plan.get("zero_stage", 0)),
+            "ep_overlap": [bool(plan.get("overlap_ep_comm", False))] * 2}
 
 
 def expected_groups(plan):
@@ -715,17 +736,30 @@ def expected_ranks(plan, units):
 
 def interleaved(stages, vp):
     """The plan's stages as Megatron's interleaved schedule holds them: the plan's stage r is
-    pipeline rank r's share, in v equal chunks (the cost model times v equal chunks a rank);
-    chunk c of rank r is model chunk c x pp + r, so the layers are numbered chunk by chunk, the
-    embedding in model chunk 0 (rank 0's chunk 0) and the loss in the last (rank pp-1's last)."""
+    pipeline rank r's share in v chunks; chunk c of rank r is model chunk c x pp + r, so the
+    layers are numbered chunk by chunk, the embedding in model chunk 0 (rank 0's chunk 0) and the
+    loss in the last (rank pp-1's last). Megatron's even split (as many layers on every stage, v
+    dividing them) has v equal chunks of layers; any other partition is written as a layout whose
+    chunks split each stage's units (embedding and loss counted) as evenly as they go, the larger
+    chunks first (megatron_partition.h megatron_interleaved_layout)."""
     pp = len(stages)
-    sizes = [len(s["layers"]) // vp for s in stages]
-    if any(len(s["layers"]) % vp for s in stages):
-        sys.exit(f"plan: a stage's layers ({[len(s['layers']) for s in stages]}) do not split in {vp} chunks")
+    counts = [len(s["layers"]) for s in stages]
+    sizes = {}  # (rank, chunk) -> transformer layers
+    if len(set(counts)) == 1 and counts[0] % vp == 0:
+        sizes = {(r, c): counts[0] // vp for r in range(pp) for c in range(vp)}
+    else:
+        for r, s in enumerate(stages):
+            units = counts[r] + int(s["embedding"]) + int(s["loss"])
+            chunk = [units // vp + (1 if c < units % vp else 0) for c in range(vp)]
+            chunk[0] -= int(s["embedding"])
+            chunk[-1] -= int(s["loss"])
+            for c in range(vp):
+                sizes[(r, c)] = chunk[c]
     start, numbers = 0, {}
     for j in range(pp * vp):  # model chunk j = c * pp + r
-        numbers[j] = list(range(start + 1, start + sizes[j % pp] + 1))
-        start += sizes[j % pp]
+        size = sizes[(j % pp, j // pp)]
+        numbers[j] = list(range(start + 1, start + size + 1))
+        start += size
     out = []
     for r, s in enumerate(stages):
         for c in range(vp):

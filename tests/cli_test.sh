@@ -228,6 +228,15 @@ awk -F, 'NR > 1 && $(NF-10) != "False" { bad = 1 } END { exit bad }' "$work/l/ll
 "$bin" search --model qwen3-30b-a3b --cluster dgx-h100 --pareto --max-nodes H100=2 --quiet --out-dir "$work/q" > /dev/null &&
   awk -F, 'NR > 1 { n++; if ($(NF-1) != 8 || $(NF-2) != 1 || $NF != "bf16") bad = 1 } END { exit bad || n < 1 }' \
     "$work/q/qwen3-30b-a3b_pareto_front.csv" && ok || fail "qwen3 pareto front without ep 8 in the CSV"
+# --ep-comm-overlap keeps only the layouts Megatron-Core runs the EP all-to-all overlap in: ep 8
+# at pp 2 only with virtual stages (the CSV's recompute column "none+v2"); an estimate of one
+# without them is refused, naming the fix.
+"$bin" search --model qwen3-30b-a3b --cluster "$work/h100x2.yaml" --ep 1,8 --virtual-stages 1,2 --ep-comm-overlap \
+  --quiet --out-dir "$work/ov" > /dev/null &&
+  awk -F, 'NR > 1 && $(NF-1) > 1 && $4 > 1 { n++; if ($(NF-4) !~ /[+]v2$/) bad = 1 } END { exit bad || n < 1 }' \
+    "$work/ov/qwen3-30b-a3b.csv" && ok || fail "--ep-comm-overlap kept an ep 8 layout at pp 2 without virtual stages"
+expect_error "--ep-comm-overlap at pp 2 without virtual stages" "pass --virtual-stages 2 or more" estimate \
+  --model qwen3-30b-a3b --cluster "$work/h100x2.yaml" --mbs 2 --tp 1 --dp 8 --pp 2 --ep 8 --ep-comm-overlap
 printf 'name: one-l4\nnode_types:\n  - {name: g6.48xlarge, gpu: L4, gpus_per_node: 8, gpu_memory_gib: 24, peak_tflops: {bf16: 121}, memory_bandwidth_bytes_per_s: 3.0e11, intra_node_bandwidth_bits_per_s: 2.56e11, inter_node_bandwidth_bits_per_s: 1.0e11, price_usd_per_hour: 13.35}\nnodes:\n  - {type: g6.48xlarge, count: 1}\n' > "$work/one-l4.yaml"
 expect_error "a model that fits nowhere" "no plan of model 'llama2-70b' fits" search --model llama2-70b --cluster "$work/one-l4.yaml" --out-dir "$work/nofit"
 [ ! -e "$work/nofit" ] && ok || fail "a search that fits nothing wrote files"

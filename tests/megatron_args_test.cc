@@ -7,6 +7,7 @@
 #include "emit/deepspeed_config.h"
 #include "emit/megatron_args.h"
 #include "emit/slapo_schedule.h"
+#include "specs/pipeline_layout.h"
 #include "specs/spec_error.h"
 #include "specs/spec_loader.h"
 #include "emit_fixtures.h"
@@ -253,16 +254,35 @@ TEST_CASE("megatron: interleaved gpt2xl, upstream's v and the fork's layers a ch
   CHECK(std::vector<std::string>(fork.end() - 4, fork.end()) ==
         std::vector<std::string>{"--num-layers-per-virtual-pipeline-stage", "6", "--balance", "12-12-12-12"});
 
-  // Uneven (embedding + 13 | 11 | 12 | 12 + post): neither Megatron splits a rank unevenly into chunks.
+  // Uneven (embedding + 13 | 11 | 12 | 12 + post): the fork splits a rank only evenly into
+  // chunks; upstream takes a layout of 4 x 2 chunks, each rank's units halved (larger first):
+  // rank 0 E t*6 and t*7, rank 1 t*6 and t*5, rank 2 t*6 twice, rank 3 t*7 and t*5 L, model chunk
+  // c x 4 + r holding rank r's chunk c.
   PlanFile uneven = layout_plan(1, 1, 2, 4, 64, {14, 11, 12, 13}, 0, false);
   uneven.key.virtual_stages = 2;
-  for (MegatronFlavor flavor : {MegatronFlavor::kUpstream, MegatronFlavor::kFasop})
-    CHECK_THROWS_WITH(megatron_args(uneven, model, flavor),
-                      Contains("need 12 layers on every stage") && Contains("stage 0 has 13"));
-  // v must divide a stage's layers: 12 layers a stage, v = 5.
+  CHECK_THROWS_WITH(megatron_args(uneven, model, MegatronFlavor::kFasop),
+                    Contains("need 12 layers on every stage") && Contains("stage 0 has 13"));
+  std::vector<std::string> layout = megatron_args(uneven, model, MegatronFlavor::kUpstream);
+  REQUIRE(layout.size() >= 2);
+  CHECK(std::vector<std::string>(layout.end() - 2, layout.end()) ==
+        std::vector<std::string>{"--pipeline-model-parallel-layout", "Et*6|(t*6|)*2(t*7|)*2t*5|t*6|t*5L"});
+  // Read back as Megatron reads it: the plan's units per rank.
+  PipelineLayout read;
+  std::string error;
+  REQUIRE(parse_pipeline_layout(layout.back(), &read, &error));
+  CHECK(layout_units_per_rank(read, 4, 2, 48, &error) == std::vector<int>{14, 11, 12, 13});
+  // v need not divide a stage's layers with a layout: 12 layers a stage, v = 5 (chunks of 3, 3, 2,
+  // 2, 2 units; the first and last stages' first and last chunk hold the embedding and loss).
   PlanFile v5 = plan;
   v5.key.virtual_stages = 5;
-  CHECK_THROWS_WITH(megatron_args(v5, model, MegatronFlavor::kUpstream), Contains("do not divide the 12 layers"));
+  REQUIRE(parse_pipeline_layout(megatron_args(v5, model, MegatronFlavor::kUpstream).back(), &read, &error));
+  CHECK(layout_units_per_rank(read, 4, 5, 48, &error) == std::vector<int>{13, 12, 12, 13});
+  CHECK(read.chunks[0] == "Ett");
+  CHECK(read.chunks[19] == "tL");
+  // A stage with fewer units than chunks has no layout.
+  PlanFile thin = layout_plan(1, 1, 2, 4, 64, {1, 23, 12, 14}, 0, false);
+  thin.key.virtual_stages = 2;
+  CHECK_THROWS_WITH(megatron_args(thin, model, MegatronFlavor::kUpstream), Contains("stage 0 has 1 units"));
   // The fork asserts pp > 2 for its interleaved schedule: pp 2, 24 layers a stage, 12 a chunk.
   PlanFile pp2 = layout_plan(1, 1, 4, 2, 64, {25, 25}, 0, false);
   pp2.key.virtual_stages = 2;
@@ -510,4 +530,27 @@ TEST_CASE("megatron upstream: multi-head latent attention writes its widths", "[
   // Without a query latent (q_lora_rank 0) the queries are projected directly: no --q-lora-rank.
   model.mla.q_lora_rank = 0;
   CHECK(!has(megatron_args(moe_plan(), model, MegatronFlavor::kUpstream), "--q-lora-rank"));
+}
+
+TEST_CASE("megatron upstream: the EP all-to-all overlap is --overlap-moe-expert-parallel-comm with delayed wgrad",
+          "[emit][megatron][moe]") {
+  ModelSpec model = moe_model();
+  PlanFile plan = moe_plan();  // pp 2: the overlap needs the interleaved schedule
+  plan.overlap_ep_comm = true;
+  CHECK_THAT(spec_error([&] { megatron_args(plan, model, MegatronFlavor::kUpstream); }),
+             Contains("overlap_ep_comm needs virtual stages where pp > 1"));
+  // 16 layers on 2 ranks of 2 chunks: Megatron's even split, 4 layers a chunk.
+  plan.key.virtual_stages = 2;
+  plan.global_batch = 512;
+  std::vector<std::string> args = megatron_args(plan, model, MegatronFlavor::kUpstream);
+  auto at = std::find(args.begin(), args.end(), "--overlap-moe-expert-parallel-comm");
+  REQUIRE(at + 1 < args.end());
+  CHECK(at[1] == "--delay-wgrad-compute");
+  // Not written where the plan has no all-to-alls, nor with full recomputation.
+  plan.key.ep = 1;
+  CHECK(!has(megatron_args(plan, model, MegatronFlavor::kUpstream), "--overlap-moe-expert-parallel-comm"));
+  plan.key.ep = 8;
+  plan.key.recompute = true;
+  CHECK_THAT(spec_error([&] { megatron_args(plan, model, MegatronFlavor::kUpstream); }),
+             Contains("no full recomputation"));
 }

@@ -92,3 +92,16 @@ TEST_CASE("plan file errors name the file and the field", "[plan]") {
   CHECK_THROWS_WITH(parse_plan_file(policy, "p.yaml"), Contains("'policy'") && Contains("fasop or analytic"));
   CHECK_THROWS_WITH(parse_plan_file("version: 2\n", "p.yaml"), Contains("'version'"));
 }
+
+TEST_CASE("a plan file keeps the EP all-to-all overlap, and refuses it without experts' all-to-alls", "[plan]") {
+  PlanFile plan = sample_plan();
+  plan.key.ep = 2;  // 2 of a stage's tp 2 x dp 2 GPUs
+  plan.overlap_ep_comm = true;
+  const std::string text = plan_file_yaml(plan);
+  CHECK_THAT(text, Contains("\noverlap_ep_comm: true\n"));
+  CHECK(parse_plan_file(text, "p.yaml").overlap_ep_comm);
+  std::string ep1 = text;
+  ep1.erase(ep1.find("ep: 2"), ep1.find('\n', ep1.find("ep: 2")) - ep1.find("ep: 2") + 1);
+  CHECK_THROWS_WITH(parse_plan_file(ep1, "p.yaml"), Contains("'overlap_ep_comm'") && Contains("ep 1"));
+  CHECK_THAT(plan_file_yaml(sample_plan()), !Contains("overlap_ep_comm"));
+}

@@ -7,6 +7,7 @@
 #include "cli/planner_options.h"
 #include "cli/saved_plan.h"
 #include "costmodel/make_context.h"
+#include "costmodel/parallel_dims_checks.h"
 #include "report/fasop_csv.h"
 #include "report/plan_table.h"
 #include "search/cluster_shapes.h"
@@ -132,6 +133,8 @@ void run(EstimateOptions options, CLI::App& command) {
   options.key.uneven_dp = options.uneven_dp && splits_batch_unevenly(setup->model.global_batch, options.key);
   options.key.speed_split = options.speed_split;
   validate_plan_key(setup->model, setup->cluster, options.key);
+  if (options.planner.ep_comm_overlap)
+    if (std::string fault = ep_overlap_fault(options.key); !fault.empty()) throw SpecError(fault);
   std::vector<int> partition = options.partition.empty() ? std::vector<int>{} : parse_partition(options.partition);
   PartitionTiming timing = options.as_given ? PartitionTiming::kExact : PartitionTiming::kAsFasopReports;
   std::vector<int> timed;

@@ -95,6 +95,10 @@ void PlannerOptions::add_to(CLI::App& command, bool model_required) {
                    "pass (Megatron-LM's --overlap-param-gather)");
   command.add_flag("--tp-comm-overlap", tp_comm_overlap,
                    "analytic: tensor-parallel communication overlaps the GEMMs (Megatron-LM's --tp-comm-overlap)");
+  command.add_flag("--ep-comm-overlap", ep_comm_overlap,
+                   "analytic: MoE all-to-alls run beside another micro-batch's compute (Megatron-Core's "
+                   "--overlap-moe-expert-parallel-comm); with ep > 1 it needs virtual stages where pp > 1 and no "
+                   "full recomputation, and the search keeps only such layouts");
   command.add_flag("--analytic-profiles", analytic_profiles,
                    "time the layers with the analytic model from the GPU's data even where a measured profile "
                    "exists (which context and expert parallelism need)");
@@ -216,6 +220,7 @@ void choose_policy(const PlannerOptions& options, PlannerSetup& setup) {
     }
     if (options.sequence_parallel) setup.input.space.sequence_parallel = {false, true};
     if (!options.virtual_stages.empty()) setup.input.space.virtual_stages = options.virtual_stages;
+    setup.input.space.ep_comm_overlap = options.ep_comm_overlap;
   }
   if (options.max_tp > 0) setup.input.space.max_tp = options.max_tp;
   apply_fixed_dims(options.fix, setup.input.space);
@@ -258,6 +263,7 @@ namespace {
 /// plan's context and expert parallelism.
 LayerOptions profile_layers(const PlannerOptions& options, int cp, int ep, int etp) {
   LayerOptions layers{Stack::kMegatron, false, options.tp_comm_overlap};
+  layers.overlap_ep_comm = options.ep_comm_overlap;
   layers.cp = cp;
   layers.ep = ep;
   layers.etp = etp;

@@ -35,6 +35,7 @@ struct PlannerOptions {
   std::string placements;               ///< cyclic or blocks; empty: the policy's default
   bool no_overlap = false;              ///< the DP all-reduce does not overlap the backward pass
   bool tp_comm_overlap = false;         ///< tensor-parallel communication overlaps the GEMMs (analytic profiles)
+  bool ep_comm_overlap = false;         ///< MoE all-to-alls overlap another micro-batch's compute (analytic profiles)
   bool analytic_profiles = false;       ///< time layers analytically even where a measured profile exists
   bool overlap_param_gather = false;    ///< the distributed optimizer's all-gather overlaps the next forward
   std::vector<std::string> fix;         ///< search --fix: KEY=VALUE degrees the search keeps

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "costmodel/make_context.h"
+#include "costmodel/parallel_dims_checks.h"
 #include "report/atomic_file.h"
 #include "search/cluster_shapes.h"
 #include "specs/spec_error.h"
@@ -90,6 +91,7 @@ PlanFile make_plan_file(const PlannerOptions& options, const PlannerSetup& setup
   plan.overlap_tp_comm = options.tp_comm_overlap;
   plan.overlap_param_gather = options.overlap_param_gather;
   const PlanKey& key = result.plan.key;
+  plan.overlap_ep_comm = options.ep_comm_overlap && key.ep > 1;  // only where it has all-to-alls to hide
   for (size_t type = 0; type < setup.cluster.node_types.size(); ++type)
     plan.nodes.emplace_back(setup.cluster.node_types[type].name,
                             static_cast<int>(std::count(key.node_order.begin(), key.node_order.end(), int(type))));
@@ -137,6 +139,7 @@ LoadedPlan load_plan(const std::string& path, const PlanOverrides& overrides) {
   options.no_overlap = !plan.overlap_dp_allreduce;
   options.tp_comm_overlap = plan.overlap_tp_comm;
   options.overlap_param_gather = plan.overlap_param_gather;
+  options.ep_comm_overlap = plan.overlap_ep_comm;
   options.iterations = plan.estimate.iterations;
   options.quiet = true;
   // A plan with context or expert parallelism or a precision of its own was timed from the GPUs'
@@ -156,6 +159,7 @@ LoadedPlan load_plan(const std::string& path, const PlanOverrides& overrides) {
   plan.key.node_order = order;
   try {
     validate_plan_key(setup.model, setup.cluster, plan.key);
+    if (std::string fault = ep_overlap_fault(plan.key); !fault.empty() && plan.overlap_ep_comm) throw SpecError(fault);
   } catch (const SpecError& e) {
     throw SpecError(path + ": the plan no longer fits its specs: " + e.what());
   }

@@ -90,4 +90,14 @@ void validate_parallel_dims_policy(const ModelSpec& model, const PlanKey& key, c
                     "''s 'mla' block); use --policy analytic");
 }
 
+std::string ep_overlap_fault(const PlanKey& key) {
+  if (key.ep <= 1 || ep_overlap_runs(key)) return "";
+  if (key.recompute)
+    return "--ep-comm-overlap: Megatron-Core does not run the EP all-to-all overlap with full recomputation "
+           "(TransformerConfig asserts it); recompute selectively or not at all, or drop --ep-comm-overlap";
+  return "--ep-comm-overlap: with pp " + std::to_string(key.pp) + " Megatron-Core runs the EP all-to-all overlap only "
+         "under the interleaved schedule (TransformerConfig asserts virtual stages); pass --virtual-stages 2 or more, or drop "
+         "--ep-comm-overlap";
+}
+
 }  // namespace fasop

@@ -32,6 +32,11 @@ std::string expert_layout_fault(const ModelSpec& model, const ClusterSpec& clust
 /// Why `ep` cannot split `model`'s experts (it does not divide them); empty where it can.
 std::string expert_degree_fault(const ModelSpec& model, int ep);
 
+/// Why `key` cannot run Megatron-Core's EP all-to-all overlap (parallel_rules.h ep_overlap_runs:
+/// pp > 1 without virtual stages, or full recomputation), naming --ep-comm-overlap and the fix;
+/// empty where it can or where ep is 1 (no all-to-alls to overlap).
+std::string ep_overlap_fault(const PlanKey& key);
+
 /// Refuses the fasop policy (`policy`: its name) for what it does not know: cp, ep, etp or a
 /// model with experts.
 void validate_parallel_dims_policy(const ModelSpec& model, const PlanKey& key, const std::string& policy);

@@ -2,6 +2,7 @@
 
 #include "emit/plan_checks.h"
 #include "emit/shell_quote.h"
+#include "specs/parallel_rules.h"
 #include "specs/precision.h"
 #include "specs/spec_error.h"
 
@@ -240,6 +241,17 @@ void overlap_flags(ArgWriter& w, const PlanFile& plan) {
                       (w.fasop() ? " and is not in FASOP's fork" : "") +
                       "; re-plan with --fix sp=on, or without the overlap");
     w.flag("--tp-comm-overlap");
+  }
+  if (plan.overlap_ep_comm && key.ep > 1) {
+    // Megatron-Core's EP all-to-all overlap, with the weight gradients delayed to widen the
+    // window, as Megatron-Bridge's perf recipes pair them (moe_a2a_overlap). The rules
+    // TransformerConfig asserts were checked when the plan was made (ep_overlap_fault).
+    w.require_upstream("the EP all-to-all overlap (--overlap-moe-expert-parallel-comm)");
+    if (!ep_overlap_runs(key))
+      throw SpecError(plan_where(plan) + "overlap_ep_comm needs virtual stages where pp > 1 and no full "
+                      "recomputation (Megatron-Core's TransformerConfig); re-plan with --ep-comm-overlap");
+    w.flag("--overlap-moe-expert-parallel-comm");
+    w.flag("--delay-wgrad-compute");
   }
   // FASOP's fork overlaps the column-parallel layers' input-gradient all-reduce by default and
   // then refuses to start without CUDA_DEVICE_MAX_CONNECTIONS=1, at any tp (its arguments.py

@@ -84,10 +84,10 @@ void require_t5_segments(const PlanFile& plan, const ModelSpec& model) {
                     "one embedding unit, for Megatron-LM's T5 split rank; fix the model's layers");
 }
 
-/// The transformer layers of one model chunk of the interleaved schedule, which splits each
-/// rank's layers into v equal chunks (chunk c of rank r is model chunk c x pp + r): Megatron's own
-/// even split, which only a partition of layers / pp per stage (embedding first, loss last)
-/// describes; the cost model prices exactly that.
+/// The transformer layers of one model chunk of Megatron's even interleaved split, which splits
+/// each rank's layers into v equal chunks (chunk c of rank r is model chunk c x pp + r): what the
+/// fork's --num-layers-per-virtual-pipeline-stage says, and only a partition of layers / pp per
+/// stage (embedding first, loss last) describes.
 int interleaved_chunk_layers(const PlanFile& plan, const ModelSpec& model) {
   const PlanKey& key = plan.key;
   const int per_stage = model.num_transformer_layers() / key.pp;
@@ -104,17 +104,33 @@ int interleaved_chunk_layers(const PlanFile& plan, const ModelSpec& model) {
   return per_stage / key.virtual_stages;
 }
 
-/// Upstream's layout, or Megatron's own even split for the interleaved schedule.
+/// A unit's letter in Megatron's layout: E the embedding, L the loss (post-process), t a layer.
+char layout_letter(const LayerUnit& unit) {
+  return unit.role == LayerRole::kEmbedding ? 'E' : unit.role == LayerRole::kPostProcess ? 'L' : 't';
+}
+
+/// Whether the plan's partition is Megatron's own even interleaved split: layers / pp on every
+/// stage, which v divides.
+bool even_interleaved_split(const PlanFile& plan, const ModelSpec& model) {
+  const PlanKey& key = plan.key;
+  const int layers = model.num_transformer_layers();
+  if (layers % key.pp != 0 || (layers / key.pp) % key.virtual_stages != 0) return false;
+  for (const auto& stage : stage_units(plan, model))
+    if (transformer_count(stage) != layers / key.pp) return false;
+  return true;
+}
+
+/// Upstream's layout, or Megatron's own even split for the interleaved schedule. The layout
+/// places every layer, so --num-layers must equal its 't' count (checked by
+/// validate_layer_layout), --decoder-first/last-pipeline-num-layers and
+/// --account-for-embedding/loss-in-pipeline-split must be absent (TransformerConfig), and with
+/// virtual stages it alone sets v (arguments.py: its chunks / pp).
 std::vector<std::string> upstream_partition_args(const PlanFile& plan, const ModelSpec& model) {
   const PlanKey& key = plan.key;
-  if (key.virtual_stages <= 1) {
-    // The layout places every layer, so --num-layers must equal its 't' count (checked by
-    // validate_layer_layout) and --decoder-first/last-pipeline-num-layers and
-    // --account-for-embedding/loss-in-pipeline-split must be absent (TransformerConfig).
-    return {"--pipeline-model-parallel-layout", megatron_pipeline_layout(plan, model)};
-  }
-  interleaved_chunk_layers(plan, model);
-  return {"--num-virtual-stages-per-pipeline-rank", std::to_string(key.virtual_stages)};
+  if (key.virtual_stages <= 1) return {"--pipeline-model-parallel-layout", megatron_pipeline_layout(plan, model)};
+  if (even_interleaved_split(plan, model))
+    return {"--num-virtual-stages-per-pipeline-rank", std::to_string(key.virtual_stages)};
+  return {"--pipeline-model-parallel-layout", megatron_interleaved_layout(plan, model)};
 }
 
 /// The fork's --balance for GPT and BERT. With virtual stages the fork builds balance[r] / v
@@ -194,6 +210,49 @@ std::string megatron_pipeline_layout(const PlanFile& plan, const ModelSpec& mode
     flush();
   }
   return layout;
+}
+
+std::string megatron_interleaved_layout(const PlanFile& plan, const ModelSpec& model) {
+  require_embedding_first_loss_last(plan, model);
+  const PlanKey& key = plan.key;
+  const int pp = key.pp, v = key.virtual_stages;
+  // Each rank's units (its embedding or loss among them) split into v chunks as evenly as
+  // they go, the larger chunks first; chunk c of rank r is model chunk c x pp + r.
+  const auto stages = stage_units(plan, model);
+  std::vector<std::string> chunks(static_cast<size_t>(pp) * v);
+  for (int r = 0; r < pp; ++r) {
+    const int units = static_cast<int>(stages[r].size());
+    if (units < v)
+      throw SpecError(plan_where(plan) + "virtual stages " + std::to_string(v) + ": stage " + std::to_string(r) +
+                      " has " + std::to_string(units) + " units, fewer than its chunks; re-plan with fewer virtual "
+                      "stages (--fix vpp=1)");
+    for (int c = 0, next = 0; c < v; ++c) {
+      const int size = units / v + (c < units % v ? 1 : 0);
+      std::string& chunk = chunks[static_cast<size_t>(c) * pp + r];
+      for (int u = next; u < next + size; ++u) chunk += layout_letter(*stages[r][u]);
+      next += size;
+    }
+  }
+  // Megatron's notation, shortened: a run of layers "t*n", a run of equal chunks "(...|)*k".
+  auto shorten = [](const std::string& chunk) {
+    std::string out;
+    for (size_t i = 0; i < chunk.size();) {
+      size_t j = i;
+      while (j < chunk.size() && chunk[j] == chunk[i]) ++j;
+      out += chunk[i];
+      if (j - i > 1) out += "*" + std::to_string(j - i);
+      i = j;
+    }
+    return out;
+  };
+  std::string layout;
+  for (size_t i = 0; i + 1 < chunks.size();) {
+    size_t j = i;
+    while (j + 1 < chunks.size() && chunks[j] == chunks[i]) ++j;  // the last chunk is written on its own
+    layout += j - i > 1 ? "(" + shorten(chunks[i]) + "|)*" + std::to_string(j - i) : shorten(chunks[i]) + "|";
+    i = j;
+  }
+  return layout + shorten(chunks.back());
 }
 
 std::string fasop_balance(const PlanFile& plan, const ModelSpec& model) {

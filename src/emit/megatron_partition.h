@@ -20,6 +20,12 @@ bool is_encoder_decoder(const ModelSpec& model);
 /// (PipelineParallelLayerLayout.parse_str_to_list). Throws SpecError for encoder-decoder models.
 std::string megatron_pipeline_layout(const PlanFile& plan, const ModelSpec& model);
 
+/// The --pipeline-model-parallel-layout of an interleaved plan (virtual_stages v > 1) whose
+/// partition is not Megatron's even split: each stage's units split into v chunks as evenly as
+/// they go (larger first), chunk c of stage r written as model chunk c x pp + r, runs of equal
+/// chunks as "(...|)*k". Throws SpecError for a stage with fewer units than chunks.
+std::string megatron_interleaved_layout(const PlanFile& plan, const ModelSpec& model);
+
 /// FASOP's --balance value: transformer layers per pipeline rank joined by '-', e.g. "17-15-16"
 /// (embeddings and post-processes are not counted: the fork builds them by rank). The fork
 /// (Megatron-LM-2/megatron/model/transformer.py) reads balance[pipeline rank] as that rank's

@@ -6,6 +6,7 @@
 #include "costmodel/parallel_dims_checks.h"
 #include "costmodel/speed_split_checks.h"
 #include "specs/batch_split.h"
+#include "specs/parallel_rules.h"
 
 namespace fasop {
 
@@ -217,6 +218,7 @@ std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSp
             key.set_recompute(recompute);
             key.sequence_parallel = sp;
             key.virtual_stages = v;
+            if (options.ep_comm_overlap && key.ep > 1 && !ep_overlap_runs(key)) continue;
             emit(key);
           }
         }

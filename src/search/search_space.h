@@ -59,6 +59,9 @@ struct SearchSpaceOptions {
   /// Also try, for each layout where some stage's replicas sit on several node types, its
   /// speed-split variant (Metis-style; PlanKey::speed_split).
   bool speed_split = false;
+  /// Megatron-Core's EP all-to-all overlap (LayerOptions::overlap_ep_comm): layouts with ep > 1
+  /// where Megatron cannot run it (parallel_rules.h ep_overlap_runs) are left out.
+  bool ep_comm_overlap = false;
   FixedDims fixed;  ///< only layouts with these degrees
   /// tps left out, on any stage: degrees a measured profile has no times for (profile_gaps.h).
   std::vector<int> skipped_tp;

@@ -29,4 +29,12 @@ inline bool etp_divides_expert_width(const MoeSpec& moe, int etp) { return moe.e
 /// parallelism.
 inline bool moe_tp_has_sequence_parallel(const PlanKey& key) { return key.tp == 1 || key.sequence_parallel; }
 
+/// Megatron-Core's EP all-to-all overlap (--overlap-moe-expert-parallel-comm) runs one
+/// micro-batch's forward beside another's backward: TransformerConfig asserts virtual stages
+/// where pp > 1 and no full recomputation (and ep > 1, which a plan without experts' all-to-alls
+/// does not need).
+inline bool ep_overlap_runs(const PlanKey& key) {
+  return (key.pp == 1 || key.virtual_stages > 1) && !key.recompute;
+}
+
 }  // namespace fasop

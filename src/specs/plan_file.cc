@@ -65,6 +65,7 @@ std::string plan_file_yaml(const PlanFile& plan) {
   if (plan.policy == "analytic") out << "overlap_dp_allreduce: " << (plan.overlap_dp_allreduce ? "true" : "false") << "\n";
   if (plan.overlap_tp_comm) out << "overlap_tp_comm: true\n";
   if (plan.overlap_param_gather) out << "overlap_param_gather: true\n";
+  if (plan.overlap_ep_comm) out << "overlap_ep_comm: true\n";
   out << "nodes: {";
   for (size_t i = 0; i < plan.nodes.size(); ++i)
     out << (i ? ", " : "") << quoted(plan.nodes[i].first) << ": " << plan.nodes[i].second;
@@ -113,7 +114,7 @@ PlanFile parse_plan_file(const std::string& yaml_text, const std::string& source
   Field root = load_root(yaml_text, source);
   PlanFile plan;
   plan.source = source;
-  root.only_keys({"version", "model", "cluster", "profile_dir", "policy", "overlap_dp_allreduce", "overlap_tp_comm", "cp", "ep", "etp", "precision",
+  root.only_keys({"version", "model", "cluster", "profile_dir", "policy", "overlap_dp_allreduce", "overlap_tp_comm", "overlap_ep_comm", "cp", "ep", "etp", "precision",
                   "overlap_param_gather", "nodes", "global_batch", "micro_batch", "tp", "dp", "pp", "zero_stage",
                   "recompute", "sequence_parallel", "virtual_stages", "stage_dp", "stage_tp", "uneven_dp", "speed_split", "node_order", "partition", "stages",
                   "estimate"});
@@ -131,6 +132,8 @@ PlanFile parse_plan_file(const std::string& yaml_text, const std::string& source
     plan.overlap_tp_comm = root.child("overlap_tp_comm").as<bool>("true or false");
   if (root.child("overlap_param_gather").present())
     plan.overlap_param_gather = root.child("overlap_param_gather").as<bool>("true or false");
+  if (root.child("overlap_ep_comm").present())
+    plan.overlap_ep_comm = root.child("overlap_ep_comm").as<bool>("true or false");
   Field nodes = root.child("nodes");
   for (const std::string& type : nodes.keys("a mapping of node type to count, e.g. {A100: 1, A10: 7}")) {
     const long long count = nodes.child(type).as<long long>("a whole number");
@@ -145,6 +148,8 @@ PlanFile parse_plan_file(const std::string& yaml_text, const std::string& source
   plan.key.pp = root.child("pp").positive_int(kMaxUnits);
   if (root.child("cp").present()) plan.key.cp = root.child("cp").positive_int(kMaxGlobalBatch);
   if (root.child("ep").present()) plan.key.ep = root.child("ep").positive_int(kMaxExperts);
+  if (plan.overlap_ep_comm && plan.key.ep <= 1)
+    root.child("overlap_ep_comm").fail("the plan has ep 1, no all-to-alls to overlap; remove it");
   if (root.child("etp").present()) plan.key.etp = root.child("etp").positive_int(kMaxGpusPerNode);
   if (root.child("precision").present()) {
     plan.key.precision = root.child("precision").text();

@@ -45,6 +45,7 @@ struct PlanFile {
   bool overlap_dp_allreduce = true;  ///< analytic: the DP all-reduce overlaps the backward pass
   bool overlap_tp_comm = false;      ///< analytic: tensor-parallel communication overlaps the GEMMs
   bool overlap_param_gather = false; ///< analytic: the distributed optimizer's all-gather overlaps the next forward
+  bool overlap_ep_comm = false;      ///< analytic: MoE all-to-alls overlap another micro-batch's compute (ep > 1)
   /// Nodes of each node type the plan runs on (the cluster shape), every node type listed.
   std::vector<std::pair<std::string, int>> nodes;
   // The plan.
