@@ -19,12 +19,12 @@ left out):
                     can state: Qwen3 30B-A3B and 235B-A22B (also 25.09's "(tokendrop)" rows) and GPT-OSS
                     120B, and DeepSeek-V3 and Kimi K2 (multi-head latent attention: the model an mla block
                     besides), every release; the plan states ep (and etp where not 1), the model a moe block.
-                    Left out: DeepSeek-V3's "(w/ MTP)" rows (multi-token prediction layers, not priced),
-                    Nemotron 3 Nano (hybrid Mamba), models without an architecture in models.csv. No
-                    DeepSeek-V3 or Kimi K2 row converts today: their 61 layers divide into no pp x vp > 1,
-                    and Megatron-Bridge's recipes place them with uneven pipeline layouts (e.g.
-                    "Et*4|(t*4|)*14tmL") that hold a multi-token-prediction layer (m) or that no
-                    recipe of the row's release states.
+                    Left out: DeepSeek-V3's "(w/ MTP)" rows and those that do not say "(w/o MTP)" (its
+                    recipe trains one multi-token-prediction layer by default, not priced),
+                    Nemotron 3 Nano (hybrid Mamba), models without an architecture in models.csv, and
+                    DeepSeek-V3 and Kimi K2 rows whose pp x vp their recipe's layout map lacks: their 61
+                    layers divide into no pp x vp > 1, and the cases state the uneven layouts of those
+                    maps (e.g. "Et*4|(t*4|)*14tL" for pp 4 x vp 4) as plan.pipeline_layout.
 Precision, in every set: fp8 / fp8-cs -> dtype fp8, fp8-mx / mxfp8 -> mxfp8, bf16 -> bf16; 25.09's
 unstated precision is read as FP8-CS (main, dtype fp8) and MXFP8 (paren, dtype mxfp8) with the
 evidence in each case's notes; nvfp4 rows are left out (no such dtype). Llama 3.1 405B's and Qwen3
@@ -112,7 +112,9 @@ def family(model):
 
 
 def model_slug(model):
-    """LLAMA3.1_405B -> llama3.1-405b, 'Qwen3_30B_a3B (tokendrop)' -> qwen3-30b-a3b-tokendrop, 'GPT OSS 120B' -> gpt-oss-120b."""
+    """LLAMA3.1_405B -> llama3.1-405b, 'Qwen3_30B_a3B (tokendrop)' -> qwen3-30b-a3b-tokendrop, 'GPT OSS 120B' -> gpt-oss-120b,
+    'DeepSeekV3 (w/o MTP)' -> deepseek-v3-no-mtp."""
+    model = model.replace("DeepSeekV3", "DeepSeek-V3").replace("(w/o MTP)", "(no MTP)")
     return re.sub(r"[^a-z0-9.]+", "-", model.lower()).strip("-")
 
 
@@ -314,6 +316,28 @@ EP_A2A_OVERLAP = {
 
 def ep_a2a_overlap(row):
     return (moe_base(row["model"]), row["system"]) in EP_A2A_OVERLAP.get(row["release"], set())
+
+
+# The pipeline layouts Megatron-Bridge's recipes give DeepSeek-V3 and Kimi K2 (61 layers) by (pp, vp),
+# without multi-token prediction (the loss alone after the last layer): deepseek_v3.py's layout_map
+# (v0.1.0rc4 to v0.3.x) and kimi_k2.py's _get_kimi_k2_pipeline_layout (v0.3.1, which adds (2, 8)).
+MLA_LAYOUTS = {(4, 1): "Et*16|t*16|t*16|t*13L", (8, 1): "Et*8|(t*8|)*6t*5L", (4, 2): "Et*8|(t*8|)*6t*5L",
+               (16, 1): "Et*4|(t*4|)*14tL", (8, 2): "Et*4|(t*4|)*14tL", (4, 4): "Et*4|(t*4|)*14tL"}
+KIMI_LAYOUTS = {**MLA_LAYOUTS, (2, 8): "Et*4|(t*4|)*14tL"}
+
+
+def mla_layout(row):
+    """(layout, None) for a DeepSeek-V3 or Kimi K2 row with pp > 1 whose recipe states its layout, else
+    (None, why it cannot be stated)."""
+    pp, vp = int(row["pp"]), num(row["vp"], 1)
+    if mla_model(row["model"]) == "DeepSeekV3" and "w/o MTP" not in row["model"]:
+        return None, ("multi-token prediction: Megatron-Bridge's DeepSeek-V3 recipe trains one MTP layer by default "
+                      "(mtp_num_layers 1, an 'm' beside the loss in its layouts), which the model does not price")
+    layouts = KIMI_LAYOUTS if mla_model(row["model"]) == "Kimi_K2" else MLA_LAYOUTS
+    if (pp, vp) not in layouts:
+        return None, (f"no pipeline layout for pp {pp} x vp {vp} in the recipe (its layout map has "
+                      f"{', '.join(f'{a}x{b}' for a, b in layouts)})")
+    return layouts[(pp, vp)], None
 
 
 def accounts_for_embedding_and_loss(row):
@@ -700,7 +724,16 @@ def case_of(row, arch, set_name, rows):
                                             "seq": seq}))
         notes.extend(layout_doubt(row, rows))
     layout = account_for_layout(layers, pp, vp) if accounts_for_embedding_and_loss(row) else None
-    if layout:
+    if mla_model(row["model"]) and pp > 1:
+        layout = mla_layout(row)[0]
+        notes.append(f"Pipeline layout: Megatron-Bridge's recipe places the 61 layers unevenly for pp {pp} x vp {vp} "
+                     f"(its layout map, without multi-token prediction): '{layout}', the embedding with the first "
+                     "chunk's layers and the loss after the last chunk's.")
+        notes.append("Not stated by the table, set by Megatron-Bridge's perf configs of this model on GB200 and GB300 "
+                     "(v0.2.0 DEEPSEEK_V3_GB200_BASE_CONFIG, v0.3.1 KIMI_K2_PRETRAIN_CONFIG_GB300) and not modelled: "
+                     "the flex token dispatcher with HybridEP in place of the all-to-all one, CUDA graphs of parts of "
+                     "the layer, recomputation of the latent up-projections (mla_up_proj).")
+    elif layout:
         notes.append(f"Pipeline layout: Megatron-Bridge's recipe counts the embedding and the loss as pipeline "
                      f"layers (account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split), so "
                      f"Megatron builds (layers + 2) / (pp x vp) = ({layers} + 2) / {pp * vp} = "
@@ -838,9 +871,10 @@ def check(row, arch, set_name):
         if account_for_layout(int(arch["layers"]), pp, vp) is None:
             return (f"layers {arch['layers']} + embedding + loss not divisible by pp x vp = {pp * vp} (the recipe "
                     f"counts the embedding and the loss as pipeline layers: account_for_embedding/loss_in_pipeline_split)")
-    elif int(arch["layers"]) % (pp * vp) and mla_model(row["model"]):
-        return (f"layers {arch['layers']} not divisible by pp x vp = {pp * vp} (the recipe places them with an uneven "
-                f"pipeline_model_parallel_layout, the embedding and the loss in stages of their own layer counts)")
+    elif mla_model(row["model"]) and pp > 1:
+        why = mla_layout(row)[1]
+        if why:
+            return why
     elif int(arch["layers"]) % (pp * vp):
         return f"layers {arch['layers']} not divisible by pp x vp = {pp * vp}"
     if int(arch["heads"]) % tp:
