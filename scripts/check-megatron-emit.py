@@ -408,7 +408,8 @@ def _upstream_features(args, config):
             "distributed_optimizer": bool(args.use_distributed_optimizer),
             "fsdp": args.data_parallel_sharding_strategy if args.use_megatron_fsdp else None,
             # The EP all-to-all overlap, with the weight gradients delayed as the recipes pair them.
-            "ep_overlap": [bool(args.overlap_moe_expert_parallel_comm), bool(args.delay_wgrad_compute)]}
+            "ep_overlap": [bool(args.overlap_moe_expert_parallel_comm), bool(args.delay_wgrad_compute)],
+            "mtp_layers": config.mtp_num_layers or 0}
 
 
 def _upstream_rank_groups(args, world):
@@ -643,7 +644,8 @@ def expected_features(plan, spec):
             # optim_grads_params (which keeps the distributed optimizer).
             "distributed_optimizer": plan.get("zero_stage", 0) >= 1,
             "fsdp": {2: "optim_grads", 3: "optim_grads_params"}.get(plan.get("zero_stage", 0)),
-            "ep_overlap": [bool(plan.get("overlap_ep_comm", False))] * 2}
+            "ep_overlap": [bool(plan.get("overlap_ep_comm", False))] * 2,
+            "mtp_layers": spec.get("mtp_layers", 0)}
 
 
 def expected_groups(plan):
@@ -834,7 +836,8 @@ def moved_layer(tokens, plan):
         out[at] = "-".join(map(str, counts))
     elif "--pipeline-model-parallel-layout" in out:
         at = out.index("--pipeline-model-parallel-layout") + 1
-        stages = [re.fullmatch(r"(E?)(?:t(?:\*(\d+))?)?(L?)", stage) for stage in out[at].split("|")]
+        # A stage: the embedding, its layers, then the MTP modules and the loss (kept as they are).
+        stages = [re.fullmatch(r"(E?)(?:t(?:\*(\d+))?)?((?:m(?:\*\d+)?)?L?)", stage) for stage in out[at].split("|")]
         parts = [[m[1], int(m[2] or 1) if "t" in m[0] else 0, m[3]] for m in stages]
         parts[0][1], parts[1][1] = parts[0][1] + 1, parts[1][1] - 1
         out[at] = "|".join(e + ("t" * min(n, 1)) + (f"*{n}" if n > 1 else "") + l for e, n, l in parts)

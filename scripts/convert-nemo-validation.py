@@ -19,9 +19,8 @@ left out):
                     can state: Qwen3 30B-A3B and 235B-A22B (also 25.09's "(tokendrop)" rows) and GPT-OSS
                     120B, and DeepSeek-V3 and Kimi K2 (multi-head latent attention: the model an mla block
                     besides), every release; the plan states ep (and etp where not 1), the model a moe block.
-                    Left out: DeepSeek-V3's "(w/ MTP)" rows and those that do not say "(w/o MTP)" (its
-                    recipe trains one multi-token-prediction layer by default, not priced),
-                    Nemotron 3 Nano (hybrid Mamba), models without an architecture in models.csv, and
+                    DeepSeek-V3 rows price one multi-token-prediction module (mtp_layers 1, the recipe's
+                    default) unless the table says "(w/o MTP)". Left out: Nemotron 3 Nano (hybrid Mamba), models without an architecture in models.csv, and
                     DeepSeek-V3 and Kimi K2 rows whose pp x vp their recipe's layout map lacks: their 61
                     layers divide into no pp x vp > 1, and the cases state the uneven layouts of those
                     maps (e.g. "Et*4|(t*4|)*14tL" for pp 4 x vp 4) as plan.pipeline_layout.
@@ -257,7 +256,6 @@ def evidence_25_09(row, rows):
 
 # MoE models the case format cannot state yet: model name prefix -> reason.
 MOE_NOT_MODELLED = (
-    ("DeepSeekV3 (w/ MTP)", "multi-token prediction (MTP) layers (the table's 'w/ MTP'), which the model does not price"),
     ("Nemotron_3", "hybrid Mamba-2 / attention / MoE layer pattern, not modelled"),
 )
 
@@ -305,39 +303,51 @@ ACCOUNT_FOR_EMBEDDING_AND_LOSS = ("LLAMA3.1_405B", "Qwen3_235B_a22B")
 # configs/qwen3/workload_base_configs.py (QWEN3_235B_A22B_B200_* and _H100_*, QWEN3_30B_A3B_H100_*),
 # v0.3.0 configs/qwen/qwen3_workload_base_configs.py (QWEN3_235B_A22B_PRETRAIN_CONFIG_B300_* and _H100_*,
 # QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_*; the V2 configs inherit V1's), v0.3.1 the same file (only
-# QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_*). v0.1.0rc4 (25.09) sets it for DeepSeek-V3 on H100 only
-# (run_script.py A2A_1F1B).
+# QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_*). For DeepSeek-V3 on H100: v0.1.0rc4's run_script.py
+# (A2A_1F1B, 25.09) and v0.2.0's configs/deepseek/workload_base_configs.py (DEEPSEEK_V3_H100_BASE_CONFIG).
 EP_A2A_OVERLAP = {
-    "25.11": {("Qwen3_235B_a22B", "DGX-B200"), ("Qwen3_235B_a22B", "DGX-H100"), ("Qwen3_30B_a3B", "DGX-H100")},
+    "25.09": {("DeepSeekV3", "DGX-H100")},
+    "25.11": {("Qwen3_235B_a22B", "DGX-B200"), ("Qwen3_235B_a22B", "DGX-H100"), ("Qwen3_30B_a3B", "DGX-H100"),
+              ("DeepSeekV3", "DGX-H100")},
     "26.02": {("Qwen3_235B_a22B", "DGX-B300"), ("Qwen3_235B_a22B", "DGX-H100"), ("Qwen3_30B_a3B", "DGX-H100")},
     "26.02.01": {("Qwen3_235B_a22B", "DGX-H100")},
 }
 
 
 def ep_a2a_overlap(row):
-    return (moe_base(row["model"]), row["system"]) in EP_A2A_OVERLAP.get(row["release"], set())
+    base = mla_model(row["model"]) or moe_base(row["model"])
+    return (base, row["system"]) in EP_A2A_OVERLAP.get(row["release"], set())
 
 
 # The pipeline layouts Megatron-Bridge's recipes give DeepSeek-V3 and Kimi K2 (61 layers) by (pp, vp),
-# without multi-token prediction (the loss alone after the last layer): deepseek_v3.py's layout_map
-# (v0.1.0rc4 to v0.3.x) and kimi_k2.py's _get_kimi_k2_pipeline_layout (v0.3.1, which adds (2, 8)).
-MLA_LAYOUTS = {(4, 1): "Et*16|t*16|t*16|t*13L", (8, 1): "Et*8|(t*8|)*6t*5L", (4, 2): "Et*8|(t*8|)*6t*5L",
-               (16, 1): "Et*4|(t*4|)*14tL", (8, 2): "Et*4|(t*4|)*14tL", (4, 4): "Et*4|(t*4|)*14tL"}
-KIMI_LAYOUTS = {**MLA_LAYOUTS, (2, 8): "Et*4|(t*4|)*14tL"}
+# up to the multi-token-prediction modules and the loss that end them: deepseek_v3.py's layout_map
+# (v0.1.0rc4 to v0.3.x), kimi_k2.py's _get_kimi_k2_pipeline_layout (v0.3.1, which adds (2, 8)), and
+# the perf configs' own: v0.1.0rc4 run_script.py "Et|(tt|)*30mL" for DeepSeek-V3 on H100 (pp 8,
+# vp 4), v0.3.0 DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_V1 "Et*4|(t*4|)*14tmL" (pp 2, vp 8).
+MLA_LAYOUTS = {(4, 1): "Et*16|t*16|t*16|t*13", (8, 1): "Et*8|(t*8|)*6t*5", (4, 2): "Et*8|(t*8|)*6t*5",
+               (16, 1): "Et*4|(t*4|)*14t", (8, 2): "Et*4|(t*4|)*14t", (4, 4): "Et*4|(t*4|)*14t"}
+
+
+def mla_mtp_layers(row):
+    """MTP modules a DeepSeek-V3 or Kimi K2 row trained: DeepSeek-V3's recipes set mtp_num_layers 1 unless
+    the table says "w/o MTP" (v0.1.0rc4 deepseek_v3.py model_config, v0.2.0/v0.3.0 the layouts' 'm');
+    Kimi K2 has none."""
+    return 0 if mla_model(row["model"]) == "Kimi_K2" or "w/o MTP" in row["model"] else 1
 
 
 def mla_layout(row):
     """(layout, None) for a DeepSeek-V3 or Kimi K2 row with pp > 1 whose recipe states its layout, else
     (None, why it cannot be stated)."""
     pp, vp = int(row["pp"]), num(row["vp"], 1)
-    if mla_model(row["model"]) == "DeepSeekV3" and "w/o MTP" not in row["model"]:
-        return None, ("multi-token prediction: Megatron-Bridge's DeepSeek-V3 recipe trains one MTP layer by default "
-                      "(mtp_num_layers 1, an 'm' beside the loss in its layouts), which the model does not price")
-    layouts = KIMI_LAYOUTS if mla_model(row["model"]) == "Kimi_K2" else MLA_LAYOUTS
+    layouts = dict(MLA_LAYOUTS)
+    if mla_model(row["model"]) == "Kimi_K2" or row["release"] in ("26.02", "26.02.01"):
+        layouts[(2, 8)] = "Et*4|(t*4|)*14t"
+    if mla_model(row["model"]) == "DeepSeekV3" and row["release"] == "25.09" and row["system"] == "DGX-H100":
+        layouts = {(8, 4): "Et|(tt|)*30"}
     if (pp, vp) not in layouts:
-        return None, (f"no pipeline layout for pp {pp} x vp {vp} in the recipe (its layout map has "
+        return None, (f"no pipeline layout for pp {pp} x vp {vp} in the recipe (its layouts have "
                       f"{', '.join(f'{a}x{b}' for a, b in layouts)})")
-    return layouts[(pp, vp)], None
+    return layouts[(pp, vp)] + "m" * mla_mtp_layers(row) + "L", None
 
 
 def accounts_for_embedding_and_loss(row):
@@ -597,10 +607,11 @@ def mla_model_note(row, arch):
         if "w/o MTP" in row["model"]:
             text += " The table says the run trained without multi-token prediction (MTP)."
         else:
-            text += (" The table does not say whether the run trained the multi-token-prediction (MTP) module "
-                     "(Megatron-Bridge's DeepSeek-V3 recipe sets mtp_num_layers 1 and its perf layouts place an MTP "
-                     "layer beside the loss); if it did, the measured step also ran one more transformer layer and "
-                     "output head, which the case does not price.")
+            text += (" Multi-token prediction: " + ("the table says the run trained it (w/ MTP); " if "w/ MTP" in row["model"]
+                                                    else "the table does not say; ")
+                     + "Megatron-Bridge's DeepSeek-V3 recipe sets mtp_num_layers 1 and its layouts place the module "
+                     "beside the loss, so the case prices one (mtp_layers 1: its embedding, eh_proj, a MoE layer and "
+                     "the output head and loss again, on the last stage).")
     else:
         text += ". The benchmark trained with the Muon optimizer (the table's note), whose orthogonalising "\
                 "iterations the case does not price (it prices Adam's element-wise step)."
@@ -726,13 +737,14 @@ def case_of(row, arch, set_name, rows):
     layout = account_for_layout(layers, pp, vp) if accounts_for_embedding_and_loss(row) else None
     if mla_model(row["model"]) and pp > 1:
         layout = mla_layout(row)[0]
-        notes.append(f"Pipeline layout: Megatron-Bridge's recipe places the 61 layers unevenly for pp {pp} x vp {vp} "
-                     f"(its layout map, without multi-token prediction): '{layout}', the embedding with the first "
-                     "chunk's layers and the loss after the last chunk's.")
-        notes.append("Not stated by the table, set by Megatron-Bridge's perf configs of this model on GB200 and GB300 "
-                     "(v0.2.0 DEEPSEEK_V3_GB200_BASE_CONFIG, v0.3.1 KIMI_K2_PRETRAIN_CONFIG_GB300) and not modelled: "
-                     "the flex token dispatcher with HybridEP in place of the all-to-all one, CUDA graphs of parts of "
-                     "the layer, recomputation of the latent up-projections (mla_up_proj).")
+        notes.append(f"Pipeline layout: Megatron-Bridge's recipe places the 61 layers unevenly for pp {pp} x vp {vp}: "
+                     f"'{layout}', the embedding with the first chunk's layers, "
+                     + ("the multi-token-prediction module (m) and " if mla_mtp_layers(row) else "")
+                     + "the loss after the last chunk's.")
+        notes.append(f"Not stated by the table and not modelled, as Megatron-Bridge {RELEASE_TAG[row['release']]}'s perf "
+                     "configs of this model set them by GPU: the flex token dispatcher (DeepEP or HybridEP) in place of "
+                     "the all-to-all one, CUDA graphs of parts of the layer, recomputation of the latent "
+                     "up-projections (mla_up_proj) and on some GPUs of the MLP or the experts' activation.")
     elif layout:
         notes.append(f"Pipeline layout: Megatron-Bridge's recipe counts the embedding and the loss as pipeline "
                      f"layers (account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split), so "
@@ -803,6 +815,8 @@ def case_of(row, arch, set_name, rows):
     hd = head_dim(arch) if moe and not mla else None  # MLA's heads are the mla block's widths
     head_dim_line = f"  head_dim: {hd}\n" if hd else ""
     mla_block = "" if not mla else "  mla:\n" + "".join(f"    {k}: {v}\n" for k, v in mla.items())
+    if mla and mla_mtp_layers(row):
+        mla_block += f"  mtp_layers: {mla_mtp_layers(row)}\n"
     moe_block = "" if not moe else f"""  moe:
     experts: {arch['num_experts']}
     top_k: {arch['top_k']}

@@ -270,13 +270,13 @@ TEST_CASE("megatron: interleaved gpt2xl, upstream's v and the fork's layers a ch
   PipelineLayout read;
   std::string error;
   REQUIRE(parse_pipeline_layout(layout.back(), &read, &error));
-  CHECK(layout_units_per_rank(read, 4, 2, 48, &error) == std::vector<int>{14, 11, 12, 13});
+  CHECK(layout_units_per_rank(read, 4, 2, 48, 0, &error) == std::vector<int>{14, 11, 12, 13});
   // v need not divide a stage's layers with a layout: 12 layers a stage, v = 5 (chunks of 3, 3, 2,
   // 2, 2 units; the first and last stages' first and last chunk hold the embedding and loss).
   PlanFile v5 = plan;
   v5.key.virtual_stages = 5;
   REQUIRE(parse_pipeline_layout(megatron_args(v5, model, MegatronFlavor::kUpstream).back(), &read, &error));
-  CHECK(layout_units_per_rank(read, 4, 5, 48, &error) == std::vector<int>{13, 12, 12, 13});
+  CHECK(layout_units_per_rank(read, 4, 5, 48, 0, &error) == std::vector<int>{13, 12, 12, 13});
   CHECK(read.chunks[0] == "Ett");
   CHECK(read.chunks[19] == "tL");
   // A stage with fewer units than chunks has no layout.
@@ -553,4 +553,28 @@ TEST_CASE("megatron upstream: the EP all-to-all overlap is --overlap-moe-expert-
   plan.key.recompute = true;
   CHECK_THAT(spec_error([&] { megatron_args(plan, model, MegatronFlavor::kUpstream); }),
              Contains("no full recomputation"));
+}
+
+TEST_CASE("megatron upstream: multi-token prediction is --mtp-num-layers, its 'm' just before the loss",
+          "[emit][megatron][mtp]") {
+  ModelSpec model = moe_model();
+  model.mtp_layers = 1;
+  std::vector<std::string> args = megatron_args(moe_plan(), model, MegatronFlavor::kUpstream);
+  auto at = std::find(args.begin(), args.end(), "--mtp-num-layers");
+  REQUIRE(at + 1 < args.end());
+  CHECK(at[1] == "1");
+  CHECK(args.back() == "Et*8|t*8mL");  // {9, 9}: the module rides with the loss on the last stage
+  PlanFile interleaved = layout_plan(1, 2, 8, 2, 256, {10, 8}, 0, false);
+  interleaved.key.ep = 8;
+  interleaved.key.sequence_parallel = true;
+  interleaved.key.virtual_stages = 2;
+  CHECK(megatron_args(interleaved, model, MegatronFlavor::kUpstream).back() == "Et*4|t*4|t*5|t*3mL");
+  ModelSpec gpt = preset_model("gpt2xl");  // a model FASOP's fork builds, but for its MTP module
+  gpt.mtp_layers = 1;
+  CHECK_THROWS_WITH(megatron_args(layout_plan(1, 1, 2, 4, 64, {13, 12, 12, 13}, 0, false), gpt, MegatronFlavor::kFasop),
+                    Contains("--mtp-num-layers"));
+  // DeepSpeed runs no MTP module: refused, named.
+  ModelSpec dense = preset_model("llama2-7b");
+  dense.mtp_layers = 1;
+  CHECK_THROWS_WITH(deepspeed_config_json(llama_plan(), dense), Contains("multi-token prediction"));
 }

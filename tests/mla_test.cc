@@ -29,7 +29,9 @@ std::string tiny_mla(const std::string& extra, const std::string& mla = "{q_lora
 }  // namespace
 
 TEST_CASE("DeepSeek-V3's MLA parameters follow its closed form, split and replicated over tp", "[mla]") {
-  const ModelSpec m = fasop::testing::preset_model("deepseek-v3");
+  ModelSpec m = fasop::testing::preset_model("deepseek-v3");
+  CHECK(m.mtp_layers == 1);
+  m.mtp_layers = 0;  // the main model first; its MTP module below
   REQUIRE(m.mla.enabled());
   CHECK(m.mla.q_lora_rank == 1536);
   CHECK(m.mla.kv_lora_rank == 512);
@@ -139,4 +141,37 @@ TEST_CASE("model files with an mla block are checked, the field named", "[mla][s
   CHECK_THAT(spec_error([&] { validate_parallel_dims_policy(tiny, key, "fasop"); }),
              Catch::Contains("multi-head latent attention"));
   validate_parallel_dims_policy(tiny, key, "analytic");
+}
+
+TEST_CASE("DeepSeek-V3's multi-token-prediction module: its parameters and its work with the loss", "[mla][mtp]") {
+  ModelSpec m = fasop::testing::preset_model("deepseek-v3");
+  m.mtp_layers = 0;
+  const LayerUnit& post = m.units.back();
+  REQUIRE(post.role == LayerRole::kPostProcess);
+  const double without = unit_params(m, post, 1), without_experts = unit_expert_params(m, post, 1, 1);
+  const LayerWork head = layer_work(m, post, 1, 1);
+  m.mtp_layers = 1;
+  CHECK(m.mtp_transformer_unit().moe);  // like the last layer: MoE
+  // The module: its embedding 7168 x 129,280 = 926,679,040; eh_proj 2 x 7168 x 7168 =
+  // 102,760,448; its two norms and final norm 3 x 7168; a MoE layer 232,996,864 (above) and its
+  // 256 experts 11,274,289,152.
+  CHECK(unit_params(m, post, 1) - without == 926679040.0 + 102760448 + 21504 + 232996864);
+  CHECK(unit_expert_params(m, post, 1, 1) - without_experts == 11274289152.0);
+  // The model: 683,563,151,360 parameters; DeepSeek's 685B counts the module's own copy of the
+  // output head too (926,679,040 more: 684.49B).
+  double total = 0;
+  for (const LayerUnit& unit : m.units) total += unit_params(m, unit, 1) + unit_expert_params(m, unit, 1, 1);
+  CHECK(total == 683563151360.0);
+  // Its forward GEMMs: the head twice, eh_proj (4,096 tokens x 7168 x 14,336 x 2) and the layer's.
+  const LayerWork with = layer_work(m, post, 1, 1);
+  const LayerWork layer = layer_work(m, m.mtp_transformer_unit(), 1, 1);
+  const double eh_proj = 2.0 * m.sequence * 7168 * 14336;
+  CHECK(with.forward.gemm_flops() == Approx(2 * head.forward.gemm_flops() + layer.forward.gemm_flops() + eh_proj));
+  CHECK(with.forward.attention_flops == layer.forward.attention_flops);
+  CHECK(with.backward.gemm_flops() == Approx(2 * with.forward.gemm_flops()));
+  // The fasop policy refuses it, on a dense model too.
+  ModelSpec dense = fasop::testing::preset_model("llama2-7b");
+  dense.mtp_layers = 1;
+  CHECK_THAT(spec_error([&] { validate_parallel_dims_policy(dense, PlanKey{}, "fasop"); }),
+             Catch::Contains("multi-token prediction"));
 }

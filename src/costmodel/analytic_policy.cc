@@ -176,7 +176,10 @@ double unit_params(const ModelSpec& m, const LayerUnit& unit, int tp) {
     case LayerRole::kEmbedding:
       return h * v / tp;
     case LayerRole::kPostProcess:
-      return h * v / tp + norm;  // the head (a copy of the embedding when tied) and final norm
+      // The head (a copy of the embedding when tied) and final norm; each MTP module its own
+      // embedding, two norms, eh_proj (2h x h) and layer, and its final norm.
+      return h * v / tp + norm +
+             m.mtp_layers * (h * v / tp + 3 * norm + 2 * h * h / tp + unit_params(m, m.mtp_transformer_unit(), tp));
     case LayerRole::kTransformer: {
       const bool gated = m.activation == Activation::kSwiglu;
       if (m.mla.enabled()) {
@@ -201,7 +204,10 @@ double unit_params(const ModelSpec& m, const LayerUnit& unit, int tp) {
 }
 
 double unit_expert_params(const ModelSpec& m, const LayerUnit& unit, int ep, int etp) {
-  return unit.moe ? local_expert_params(m.moe, m.hidden, m.activation == Activation::kSwiglu, ep, etp) : 0;
+  // The MTP modules' layers (with the post-process unit) are MoE where the model's last layer is.
+  const bool post_mtp = unit.role == LayerRole::kPostProcess && m.mtp_layers > 0 && m.mtp_transformer_unit().moe;
+  if (!unit.moe && !post_mtp) return 0;
+  return (unit.moe ? 1 : m.mtp_layers) * local_expert_params(m.moe, m.hidden, m.activation == Activation::kSwiglu, ep, etp);
 }
 
 int expert_data_parallel(const PlanKey& key) { return key.tp * key.cp * key.dp / (key.ep * key.etp); }
@@ -259,7 +265,11 @@ double unit_activation_bytes(const ModelSpec& m, const LayerUnit& unit, int tp, 
     case LayerRole::kEmbedding:
       return 2 * s * b * h / sp;
     case LayerRole::kPostProcess:
-      return 2 * s * b * h / sp + 4 * s * b * v / t;  // norm input and fp32 logits for the loss
+      // Norm input and fp32 logits for the loss; each MTP module also keeps its embedding's
+      // output, its norms' inputs and eh_proj's 2h-wide input, its layer's, and its own logits.
+      return 2 * s * b * h / sp + 4 * s * b * v / t +
+             m.mtp_layers * (10 * s * b * h / sp + 4 * s * b * v / t +
+                             unit_activation_bytes(m, m.mtp_transformer_unit(), tp, mbs, mode));
     case LayerRole::kTransformer: {
       if (mode.full_recompute) return 2 * s * b * h / sp;  // the layer's input; the rest is recomputed
       // Korthikanti et al. 2022, per layer: sbh(10 + 24/t) + 5as^2b/t bytes with tp, the 10

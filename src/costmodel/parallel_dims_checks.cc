@@ -85,6 +85,9 @@ void validate_parallel_dims_policy(const ModelSpec& model, const PlanKey& key, c
   if (beyond && policy == "fasop")
     throw SpecError("--policy: the fasop policy prices neither context parallelism nor experts (model '" + model.name +
                     "'); use --policy analytic");
+  if (model.mtp_layers > 0 && policy == "fasop")
+    throw SpecError("--policy: the fasop policy does not price multi-token prediction (model '" + model.name +
+                    "''s mtp_layers); use --policy analytic");
   if (model.mla.enabled() && policy == "fasop")
     throw SpecError("--policy: the fasop policy does not price multi-head latent attention (model '" + model.name +
                     "''s 'mla' block); use --policy analytic");

@@ -115,6 +115,12 @@ void dimension_flags(ArgWriter& w, const ModelSpec& model) {
 
 /// The architecture beyond GPT-2's: GQA, SwiGLU, RMSNorm, rotary positions, an untied head.
 void architecture_flags(ArgWriter& w, const ModelSpec& model) {
+  if (model.mtp_layers > 0) {
+    // Megatron-Core builds the MTP modules on the last pipeline stage (the layout's 'm's, beside
+    // the loss), as the cost model prices them with the post-process unit.
+    w.require_upstream("multi-token prediction (--mtp-num-layers)");
+    w.flag("--mtp-num-layers", num(model.mtp_layers));
+  }
   if (model.mla.enabled()) {
     // Multi-head latent attention (Megatron-Core's MLASelfAttention), with the widths the model
     // prices; q_lora_rank 0 projects the queries without a latent.

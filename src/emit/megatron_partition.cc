@@ -104,9 +104,13 @@ int interleaved_chunk_layers(const PlanFile& plan, const ModelSpec& model) {
   return per_stage / key.virtual_stages;
 }
 
-/// A unit's letter in Megatron's layout: E the embedding, L the loss (post-process), t a layer.
-char layout_letter(const LayerUnit& unit) {
-  return unit.role == LayerRole::kEmbedding ? 'E' : unit.role == LayerRole::kPostProcess ? 'L' : 't';
+/// A unit's letters in Megatron's layout: E the embedding, t a layer, L the loss (post-process)
+/// after an m for each multi-token-prediction module.
+std::string layout_letters(const LayerUnit& unit, const ModelSpec& model) {
+  if (unit.role == LayerRole::kEmbedding) return "E";
+  // The MTP modules, which the post-process unit carries, stand just before the loss.
+  if (unit.role == LayerRole::kPostProcess) return std::string(model.mtp_layers, 'm') + "L";
+  return "t";
 }
 
 /// Whether the plan's partition is Megatron's own even interleaved split: layers / pp on every
@@ -205,7 +209,7 @@ std::string megatron_pipeline_layout(const PlanFile& plan, const ModelSpec& mode
         continue;
       }
       flush();
-      layout += u->role == LayerRole::kEmbedding ? 'E' : 'L';
+      layout += layout_letters(*u, model);
     }
     flush();
   }
@@ -229,7 +233,7 @@ std::string megatron_interleaved_layout(const PlanFile& plan, const ModelSpec& m
     for (int c = 0, next = 0; c < v; ++c) {
       const int size = units / v + (c < units % v ? 1 : 0);
       std::string& chunk = chunks[static_cast<size_t>(c) * pp + r];
-      for (int u = next; u < next + size; ++u) chunk += layout_letter(*stages[r][u]);
+      for (int u = next; u < next + size; ++u) chunk += layout_letters(*stages[r][u], model);
       next += size;
     }
   }

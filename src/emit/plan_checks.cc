@@ -83,6 +83,7 @@ void require_no_context_or_experts(const PlanFile& plan, const ModelSpec& model,
                               : key.ep > 1  ? "expert parallelism (ep " + std::to_string(key.ep) + ")"
                               : key.etp > 1 ? "expert tensor parallelism (etp " + std::to_string(key.etp) + ")"
                               : model.moe.enabled() ? "model '" + model.name + "''s mixture of experts"
+                              : model.mtp_layers > 0 ? "model '" + model.name + "''s multi-token prediction"
                                                     : "";
   if (!feature.empty())
     throw SpecError(plan_where(plan) + "the plan uses " + feature + ", which " + framework +

@@ -365,6 +365,9 @@ std::vector<const LayerUnit*> distinct_layers(const ModelSpec& model) {
 
 int profile_layers(const LayerProfileOptions& options) {
   ModelSpec model = load_model(options.model);
+  if (model.mtp_layers > 0)
+    throw SpecError("--model: model '" + model.name + "' has multi-token prediction (mtp_layers), which the LibTorch "
+                    "profiler does not build; time its layers from the GPU's data (--analytic-profiles)");
   if (model.mla.enabled())
     throw SpecError("--model: model '" + model.name + "' has multi-head latent attention (an 'mla' block), which the "
                     "LibTorch profiler does not build; time its layers from the GPU's data (--analytic-profiles)");

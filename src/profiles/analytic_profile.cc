@@ -8,6 +8,7 @@
 #include "profiles/libtorch_layer.h"
 #include "profiles/mla_layer.h"
 #include "profiles/moe_layer.h"
+#include "profiles/mtp_layer.h"
 #include "specs/precision.h"
 #include "specs/spec_error.h"
 
@@ -78,25 +79,6 @@ constexpr double kEmbeddingBackwardBytesPerElement = 40;
 constexpr int kSortedSegmentSumKernels = 6;
 
 
-/// The backward pass of a forward pass: each GEMM's data and weight gradients (the same FLOPs
-/// in transposed shapes), 2.5 x the fused attention's FLOPs (its backward recomputes the
-/// scores), twice the element-wise traffic and kernels; the weights are read again and their
-/// fp32 gradients accumulated.
-PassWork backward_of(const PassWork& forward, const std::string& dtype) {
-  PassWork b;
-  b.backward = true;
-  for (const Gemm& g : forward.gemms) {
-    b.gemms.push_back({g.m, g.k, g.n, g.count});  // data gradient: (m x n) x (n x k)
-    b.gemms.push_back({g.k, g.n, g.m, g.count, true});  // weight gradient: (k x m) x (m x n)
-  }
-  b.weight_bytes = forward.weight_bytes / gemm_input_bytes(dtype) * (gemm_input_bytes(dtype) + 8);
-  b.attention_flops = 2.5 * forward.attention_flops;
-  b.memory_bytes = 2 * forward.memory_bytes;
-  b.kernels = 2 * forward.kernels;
-  b.host_ops = 2 * forward.host_ops;
-  return b;
-}
-
 /// Passes over the embedding's output (T x h elements) its forward pass makes: the lookup reads
 /// the rows and writes them (2); learned positions (GPT-2, OPT, BERT) and BERT's token types are
 /// each a lookup and an add (5); dropout, which GPT-2, BERT and T5 train with and Llama recipes
@@ -121,6 +103,22 @@ double loss_bytes_per_logit(const StackTraits& st, double bytes, bool backward) 
 }
 
 }  // namespace
+
+PassWork backward_of(const PassWork& forward, const std::string& dtype) {
+  PassWork b;
+  b.backward = true;
+  for (const Gemm& g : forward.gemms) {
+    b.gemms.push_back({g.m, g.k, g.n, g.count});  // data gradient: (m x n) x (n x k)
+    b.gemms.push_back({g.k, g.n, g.m, g.count, true});  // weight gradient: (k x m) x (m x n)
+  }
+  b.weight_bytes = forward.weight_bytes / gemm_input_bytes(dtype) * (gemm_input_bytes(dtype) + 8);
+  b.attention_flops = 2.5 * forward.attention_flops;
+  b.memory_bytes = 2 * forward.memory_bytes;
+  b.kernels = 2 * forward.kernels;
+  b.host_ops = 2 * forward.host_ops;
+  return b;
+}
+
 
 double peak_flops(const GpuSpec& gpu, const std::string& dtype, const std::string& node_name) {
   const std::string precision = peak_precision(dtype);
@@ -188,6 +186,14 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
       w.backward.memory_bytes = 2 * 4 * tokens * h * bytes + loss_bytes_per_logit(st, bytes, true) * tokens * vocab_rows;
       w.backward.tp_collectives = tp > 1 ? 1 : 0;  // the head's input gradient
       w.backward.tp_collective_bytes = tokens * h * bytes;
+      if (m.mtp_layers > 0) {
+        // Multi-token prediction lives with the loss: each module runs a layer and the head again.
+        const LayerWork module = mtp_module_work(m, tp, mbs, options, w);
+        for (int i = 0; i < m.mtp_layers; ++i) {
+          append_pass(w.forward, module.forward);
+          append_pass(w.backward, module.backward);
+        }
+      }
       return w;
     case LayerRole::kTransformer:
       break;

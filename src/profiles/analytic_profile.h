@@ -73,6 +73,12 @@ struct LayerOptions {
   bool overlap_ep_comm = false;
 };
 
+/// The backward pass of a forward pass: each GEMM's data and weight gradients (the same FLOPs
+/// in transposed shapes), 2.5 x the fused attention's FLOPs (its backward recomputes the
+/// scores), twice the element-wise traffic and kernels; the weights are read again and their
+/// fp32 gradients accumulated.
+PassWork backward_of(const PassWork& forward, const std::string& dtype);
+
 /// The work of unit `unit` of `model` at micro-batch `mbs` and tensor-parallel degree `tp`
 /// (Megatron-style sharding: attention heads and MLP columns split over tp).
 LayerWork layer_work(const ModelSpec& model, const LayerUnit& unit, int tp, int mbs, const LayerOptions& options = {});

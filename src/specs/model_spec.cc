@@ -10,6 +10,13 @@ std::vector<int> ModelSpec::segment_layer_indices() const {
   return indices;
 }
 
+LayerUnit ModelSpec::mtp_transformer_unit() const {
+  LayerUnit last{"mtp_transformer", LayerRole::kTransformer};
+  for (const LayerUnit& unit : units)
+    if (unit.role == LayerRole::kTransformer) last.moe = unit.moe;
+  return last;
+}
+
 int ModelSpec::num_transformer_layers() const {
   int count = 0;
   for (const LayerUnit& unit : units) count += unit.role == LayerRole::kTransformer;

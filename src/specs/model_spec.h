@@ -64,6 +64,12 @@ struct ModelSpec {
   /// Multi-head latent attention in every transformer layer (field `mla`; none: multi-head or
   /// grouped-query attention of head_dim-wide heads).
   MlaSpec mla;
+  /// Multi-token prediction (DeepSeek-V3; Megatron-Core's --mtp-num-layers): after the last
+  /// layer, each of these modules embeds the next tokens again, projects them with the hidden
+  /// state (eh_proj, 2h -> h), runs one more transformer layer like the last one and the shared
+  /// output head and loss. Field `mtp_layers`; they live with the post-process unit (the loss), as
+  /// Megatron places them on the last pipeline stage.
+  int mtp_layers = 0;
   Activation activation = Activation::kGelu;
   Norm norm = Norm::kLayerNorm;
   bool tied_embeddings = true;  ///< the output head shares the input embedding's weights
@@ -81,6 +87,9 @@ struct ModelSpec {
 
   /// Number of transformer-role units (FASOP's num_layers, the bound on pp).
   int num_transformer_layers() const;
+  /// The transformer layer a multi-token-prediction module runs: one like the model's last
+  /// (Megatron-Core builds it from the decoder's layer spec, so DeepSeek-V3's is a MoE layer).
+  LayerUnit mtp_transformer_unit() const;
   int num_units() const { return static_cast<int>(units.size()); }
   /// The attention head's width: head_dim, or hidden / heads.
   int attention_head_dim() const { return head_dim > 0 ? head_dim : hidden / heads; }

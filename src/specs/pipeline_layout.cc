@@ -56,7 +56,7 @@ bool parse_pipeline_layout(const std::string& text, PipelineLayout* layout, std:
 }
 
 std::vector<int> layout_units_per_rank(const PipelineLayout& layout, int pp, int virtual_stages,
-                                       int transformer_layers, std::string* error) {
+                                       int transformer_layers, int mtp_layers, std::string* error) {
   const auto& chunks = layout.chunks;
   const auto fail = [&](const std::string& why) {
     *error = why;
@@ -71,14 +71,20 @@ std::vector<int> layout_units_per_rank(const PipelineLayout& layout, int pp, int
   if (flat.empty() || flat.front() != 'E' || flat.back() != 'L' || count('E') != 1 || count('L') != 1)
     return fail("must start with the embedding E and end with the loss L, each once (Megatron's "
                 "validate_layer_layout)");
-  if (count('m') > 0)
-    return fail("places multi-token prediction layers (m), which the cost model does not price; remove them "
-                "(a run without MTP)");
+  const std::string mtp_and_loss = std::string(mtp_layers, 'm') + "L";
+  const std::string& last = chunks.back();
+  const bool ends_with_them = last.size() >= mtp_and_loss.size() &&
+                              last.compare(last.size() - mtp_and_loss.size(), mtp_and_loss.size(), mtp_and_loss) == 0;
+  if (count('m') != mtp_layers || !ends_with_them)
+    return fail("places " + std::to_string(count('m')) + " multi-token-prediction layers (m) but the model has " +
+                std::to_string(mtp_layers) + " (mtp_layers), and they must stand just before the loss L, in its chunk");
   if (count('t') != transformer_layers)
     return fail("places " + std::to_string(count('t')) + " transformer layers (t) but the model has " +
                 std::to_string(transformer_layers));
   std::vector<int> units(pp, 0);
-  for (size_t c = 0; c < chunks.size(); ++c) units[c % pp] += static_cast<int>(chunks[c].size());
+  // Each letter is a unit but the MTP modules, which the post-process unit (L) carries.
+  for (size_t c = 0; c < chunks.size(); ++c)
+    units[c % pp] += static_cast<int>(chunks[c].size() - std::count(chunks[c].begin(), chunks[c].end(), 'm'));
   for (int r = 0; r < pp; ++r)
     if (units[r] == 0) return fail("leaves pipeline rank " + std::to_string(r) + " without layers");
   return units;

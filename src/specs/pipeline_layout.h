@@ -23,12 +23,14 @@ bool parse_pipeline_layout(const std::string& text, PipelineLayout* layout, std:
 
 /// Pipeline units per pipeline rank (the embedding and the loss count as one unit each, as a
 /// plan's partition counts them) of a layout for `pp` ranks of a model with `transformer_layers`
-/// layers, after Megatron's checks (validate_layer_layout): the chunks are pp x `virtual_stages`,
-/// the embedding comes first and the loss last, once each, and the transformer layers number the
-/// model's. A rank's units are those of all its chunks, so the embedding lands on rank 0 and
-/// the loss on rank pp - 1. 'm' (multi-token prediction) is refused: the cost model does not
-/// price it. Returns an empty vector with `error` set when a check fails.
+/// layers and `mtp_layers` multi-token-prediction modules, after Megatron's checks
+/// (validate_layer_layout): the chunks are pp x `virtual_stages`, the embedding comes first and
+/// the loss last, once each, and the transformer layers number the model's. A rank's units are
+/// those of all its chunks, so the embedding lands on rank 0 and the loss on rank pp - 1. The
+/// MTP modules ('m') must stand just before the loss, as many as the model has: the cost model
+/// prices them with the post-process unit (no units of their own). Returns an empty vector with
+/// `error` set when a check fails.
 std::vector<int> layout_units_per_rank(const PipelineLayout& layout, int pp, int virtual_stages,
-                                       int transformer_layers, std::string* error);
+                                       int transformer_layers, int mtp_layers, std::string* error);
 
 }  // namespace fasop

@@ -78,7 +78,8 @@ void resolve_gpu_data(const Field& entry, NodeType& type) {
 const std::vector<std::string>& model_dim_fields() {
   static const std::vector<std::string> fields = {"hidden", "heads", "sequence", "vocab", "precision_bits", "dtype",
                                                   "ffn_hidden", "kv_heads", "activation", "norm", "tied_embeddings",
-                                                  "attention", "family", "causal", "head_dim", "moe", "mla"};
+                                                  "attention", "family", "causal", "head_dim", "moe", "mla",
+                                                  "mtp_layers"};
   return fields;
 }
 
@@ -136,6 +137,7 @@ void parse_model_dims(const Field& root, ModelSpec& model) {
   if (root.child("causal").present()) model.causal = root.child("causal").as<bool>("true or false");
   if (root.child("head_dim").present()) model.head_dim = root.child("head_dim").positive_int(kMaxHidden);
   if (Field moe = root.child("moe"); moe.present()) model.moe = parse_moe(moe);
+  if (root.child("mtp_layers").present()) model.mtp_layers = root.child("mtp_layers").positive_int(kMaxMtpLayers);
   if (Field mla = root.child("mla"); mla.present()) {
     model.mla = parse_mla(mla);
     // MLA's heads are widths of their own, each with its own key and value.
@@ -227,6 +229,11 @@ ModelSpec parse_model(const std::string& yaml_text, const std::string& source) {
   if (model.num_transformer_layers() == 0)
     layers.fail("has no unit with role transformer; add at least one");
   check_moe_units(layers, model);
+  const bool decoder_only = model.family != ModelFamily::kT5 &&
+                            std::all_of(model.units.begin(), model.units.end(), [](const LayerUnit& u) { return u.segment.empty(); });
+  if (model.mtp_layers > 0 && (model.units.back().role != LayerRole::kPostProcess || !decoder_only))
+    root.child("mtp_layers").fail("needs a decoder-only model whose last unit is its post_process (the output head and "
+                                  "loss), which multi-token prediction shares; remove mtp_layers");
   if (model.mla.enabled())
     for (const LayerUnit& unit : model.units)
       if (unit.cross_attention)

@@ -18,6 +18,7 @@ constexpr int kMaxUnits = 100'000;         ///< pipeline units of a model (its l
 constexpr int kMaxGpusPerNode = 4096;
 constexpr int kMaxNodes = 100'000;         ///< nodes of a cluster
 constexpr int kMaxExperts = 1 << 16;       ///< routed experts of a MoE layer
+constexpr int kMaxMtpLayers = 16;          ///< multi-token-prediction modules (DeepSeek-V3 trains 1)
 
 // Parse and validate spec YAML text. `source` names the file in error messages.
 // Every problem throws SpecError naming the source, the field and the fix.

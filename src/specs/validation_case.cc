@@ -194,7 +194,7 @@ void check_case(const Field& root, ValidationCase& c) {
     PipelineLayout layout;
     std::string error;
     if (parse_pipeline_layout(p.pipeline_layout, &layout, &error))
-      p.layout_units = layout_units_per_rank(layout, p.pp, p.virtual_stages, layers, &error);
+      p.layout_units = layout_units_per_rank(layout, p.pp, p.virtual_stages, layers, c.model.mtp_layers, &error);
     if (p.layout_units.empty()) plan.child("pipeline_layout").fail("'" + p.pipeline_layout + "' " + error);
   } else if (layers % (1LL * p.pp * p.virtual_stages) != 0)
     plan.child(p.virtual_stages > 1 ? "virtual_stages" : "pp")
