@@ -205,9 +205,11 @@ double unit_params(const ModelSpec& m, const LayerUnit& unit, int tp) {
 
 double unit_expert_params(const ModelSpec& m, const LayerUnit& unit, int ep, int etp) {
   // The MTP modules' layers (with the post-process unit) are MoE where the model's last layer is.
-  const bool post_mtp = unit.role == LayerRole::kPostProcess && m.mtp_layers > 0 && m.mtp_transformer_unit().moe;
-  if (!unit.moe && !post_mtp) return 0;
-  return (unit.moe ? 1 : m.mtp_layers) * local_expert_params(m.moe, m.hidden, m.activation == Activation::kSwiglu, ep, etp);
+  const int layers = unit.moe ? 1
+                     : unit.role == LayerRole::kPostProcess && m.mtp_layers > 0 && m.mtp_transformer_unit().moe
+                         ? m.mtp_layers
+                         : 0;
+  return layers == 0 ? 0 : layers * local_expert_params(m.moe, m.hidden, m.activation == Activation::kSwiglu, ep, etp);
 }
 
 int expert_data_parallel(const PlanKey& key) { return key.tp * key.cp * key.dp / (key.ep * key.etp); }

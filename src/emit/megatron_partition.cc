@@ -113,6 +113,19 @@ std::string layout_letters(const LayerUnit& unit, const ModelSpec& model) {
   return "t";
 }
 
+/// `letters` in Megatron's notation, each run of a letter written "x*n": "Etttt" -> "Et*4".
+std::string shortened(const std::string& letters) {
+  std::string out;
+  for (size_t i = 0; i < letters.size();) {
+    size_t j = i;
+    while (j < letters.size() && letters[j] == letters[i]) ++j;
+    out += letters[i];
+    if (j - i > 1) out += "*" + std::to_string(j - i);
+    i = j;
+  }
+  return out;
+}
+
 /// Whether the plan's partition is Megatron's own even interleaved split: layers / pp on every
 /// stage, which v divides.
 bool even_interleaved_split(const PlanFile& plan, const ModelSpec& model) {
@@ -196,22 +209,9 @@ std::string megatron_pipeline_layout(const PlanFile& plan, const ModelSpec& mode
   require_embedding_first_loss_last(plan, model);
   std::string layout;
   for (const auto& stage : stage_units(plan, model)) {
-    if (!layout.empty()) layout += '|';
-    int run = 0;  // pending transformer layers, written t or t*n
-    auto flush = [&] {
-      if (run == 1) layout += 't';
-      if (run > 1) layout += "t*" + std::to_string(run);
-      run = 0;
-    };
-    for (const LayerUnit* u : stage) {
-      if (u->role == LayerRole::kTransformer) {
-        ++run;
-        continue;
-      }
-      flush();
-      layout += layout_letters(*u, model);
-    }
-    flush();
+    std::string letters;
+    for (const LayerUnit* u : stage) letters += layout_letters(*u, model);
+    layout += (layout.empty() ? "" : "|") + shortened(letters);
   }
   return layout;
 }
@@ -237,26 +237,15 @@ std::string megatron_interleaved_layout(const PlanFile& plan, const ModelSpec& m
       next += size;
     }
   }
-  // Megatron's notation, shortened: a run of layers "t*n", a run of equal chunks "(...|)*k".
-  auto shorten = [](const std::string& chunk) {
-    std::string out;
-    for (size_t i = 0; i < chunk.size();) {
-      size_t j = i;
-      while (j < chunk.size() && chunk[j] == chunk[i]) ++j;
-      out += chunk[i];
-      if (j - i > 1) out += "*" + std::to_string(j - i);
-      i = j;
-    }
-    return out;
-  };
+  // A run of equal chunks is written "(...|)*k"; the last chunk on its own.
   std::string layout;
   for (size_t i = 0; i + 1 < chunks.size();) {
     size_t j = i;
-    while (j + 1 < chunks.size() && chunks[j] == chunks[i]) ++j;  // the last chunk is written on its own
-    layout += j - i > 1 ? "(" + shorten(chunks[i]) + "|)*" + std::to_string(j - i) : shorten(chunks[i]) + "|";
+    while (j + 1 < chunks.size() && chunks[j] == chunks[i]) ++j;
+    layout += j - i > 1 ? "(" + shortened(chunks[i]) + "|)*" + std::to_string(j - i) : shortened(chunks[i]) + "|";
     i = j;
   }
-  return layout + shorten(chunks.back());
+  return layout + shortened(chunks.back());
 }
 
 std::string fasop_balance(const PlanFile& plan, const ModelSpec& model) {

@@ -44,8 +44,8 @@ int micro_batches_per_step(const PlanFile& plan, const std::string& needed_by);
 void require_no_megatron_features(const PlanFile& plan, const std::string& framework);
 
 /// Throws SpecError when the plan uses context or expert parallelism (cp, ep, etp above 1) or
-/// its model has experts or multi-token prediction, naming which: `framework` would run a dense model on tp x dp x pp GPUs,
-/// not the plan priced. Megatron-LM runs them (--format megatron).
+/// its model has experts or multi-token prediction, naming which: `framework` would run a dense
+/// model on tp x dp x pp GPUs, not the plan priced. Megatron-LM runs them (--format megatron).
 void require_no_context_or_experts(const PlanFile& plan, const ModelSpec& model, const std::string& framework);
 
 /// Throws SpecError for the context- and expert-parallel degrees Megatron-LM refuses or cannot

@@ -119,7 +119,6 @@ PassWork backward_of(const PassWork& forward, const std::string& dtype) {
   return b;
 }
 
-
 double peak_flops(const GpuSpec& gpu, const std::string& dtype, const std::string& node_name) {
   const std::string precision = peak_precision(dtype);
   auto peak = gpu.peak_tflops.find(precision);

@@ -33,8 +33,9 @@ inline bool moe_tp_has_sequence_parallel(const PlanKey& key) { return key.tp == 
 /// micro-batch's forward beside another's backward: TransformerConfig asserts virtual stages
 /// where pp > 1 and no full recomputation (and ep > 1, which a plan without experts' all-to-alls
 /// does not need).
-inline bool ep_overlap_runs(const PlanKey& key) {
-  return (key.pp == 1 || key.virtual_stages > 1) && !key.recompute;
+inline bool ep_overlap_runs(int pp, int virtual_stages, bool full_recompute) {
+  return (pp == 1 || virtual_stages > 1) && !full_recompute;
 }
+inline bool ep_overlap_runs(const PlanKey& key) { return ep_overlap_runs(key.pp, key.virtual_stages, key.recompute); }
 
 }  // namespace fasop

@@ -229,8 +229,9 @@ ModelSpec parse_model(const std::string& yaml_text, const std::string& source) {
   if (model.num_transformer_layers() == 0)
     layers.fail("has no unit with role transformer; add at least one");
   check_moe_units(layers, model);
-  const bool decoder_only = model.family != ModelFamily::kT5 &&
-                            std::all_of(model.units.begin(), model.units.end(), [](const LayerUnit& u) { return u.segment.empty(); });
+  const bool decoder_only =
+      model.family != ModelFamily::kT5 &&
+      std::all_of(model.units.begin(), model.units.end(), [](const LayerUnit& u) { return u.segment.empty(); });
   if (model.mtp_layers > 0 && (model.units.back().role != LayerRole::kPostProcess || !decoder_only))
     root.child("mtp_layers").fail("needs a decoder-only model whose last unit is its post_process (the output head and "
                                   "loss), which multi-token prediction shares; remove mtp_layers");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "specs/parallel_rules.h"
 #include "specs/pipeline_layout.h"
 #include "specs/spec_error.h"
 #include "specs/spec_loader.h"
@@ -182,11 +183,12 @@ void check_case(const Field& root, ValidationCase& c) {
   if (p.overlap_ep_comm) {
     // Megatron-Core's TransformerConfig asserts these of --overlap-moe-expert-parallel-comm.
     const Field overlap = plan.child("overlap_ep_comm");
+    const bool full_recompute = p.recompute == RecomputeMode::kFull;
     if (p.ep <= 1) overlap.fail("needs expert parallelism (ep > 1); set it false");
-    if (p.pp > 1 && p.virtual_stages <= 1)
-      overlap.fail("needs the interleaved schedule (virtual_stages > 1) with pp > 1, as Megatron-Core asserts; set it "
-                   "false or state virtual_stages");
-    if (p.recompute == RecomputeMode::kFull) overlap.fail("does not run with full recomputation; set it false");
+    if (!ep_overlap_runs(p.pp, p.virtual_stages, full_recompute))
+      overlap.fail(full_recompute ? "does not run with full recomputation; set it false"
+                                  : "needs the interleaved schedule (virtual_stages > 1) with pp > 1, as Megatron-Core "
+                                    "asserts; set it false or state virtual_stages");
   }
   int layers = c.model.num_transformer_layers();
   if (!p.pipeline_layout.empty()) {
