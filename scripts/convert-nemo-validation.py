@@ -436,8 +436,6 @@ QWEN3_30B_FLEX_BACKEND = {
     ("26.02.01", "DGX-GB300"): "hybridep", ("26.02.01", "DGX-GB200"): "hybridep",
     ("26.02.01", "DGX-B300"): "hybridep", ("26.02.01", "DGX-B200"): "hybridep", ("26.02.01", "DGX-H100"): "hybridep",
 }
-# Qwen3 30B's H100 configs that overlap the expert-parallel all-to-all with computation (moe_a2a_overlap).
-QWEN3_30B_A2A_OVERLAP = {("25.11", "DGX-H100"), ("26.02", "DGX-H100")}
 
 
 def moe_recipe_config(row):
@@ -535,9 +533,6 @@ def moe_recipe_facts(row, plan):
             facts.append(f"That config sets the flex token dispatcher with the {'HybridEP' if backend == 'hybridep' else 'DeepEP'} "
                          f"backend (moe_flex_dispatcher_backend {backend}: fused dispatch and combine kernels) instead of "
                          "the alltoall dispatcher assumed here; the experts still run as a grouped GEMM.")
-        if (rel, sysname) in QWEN3_30B_A2A_OVERLAP:
-            facts.append("It also overlaps the expert-parallel all-to-all with another micro-batch's computation "
-                         "(moe_a2a_overlap: overlap_moe_expert_parallel_comm, delay_wgrad_compute), not modelled.")
         facts.append("The recipe forces balanced routing (moe_router_force_load_balancing, set_qwen3_common_configs; "
                      "token-dropless).")
     elif base == OSS:
