@@ -49,7 +49,7 @@ bash scripts/peak-memory.sh build/fasop-cpp search --model $big --out-dir "$out"
 
 
 # Mixtures of experts on 1,024 GPUs of two types (clusters/dgx-h100-b200-1024gpu.yaml): tp, dp,
-# pp, ep (1 and the powers of two dividing the experts, up to 64), ZeRO 0-2, recomputation.
+# pp, ep (1 and the powers of two dividing the experts, up to 64), ZeRO 0-3, recomputation.
 for moe in qwen3-30b-a3b deepseek-v3; do
   spec="$moe --cluster dgx-h100-b200-1024gpu"
   ms=$(best_ms --model $spec)

@@ -60,7 +60,7 @@ What is not Megatron's own code here, and why (CPU, Debian's torch 1.13 on Pytho
     (compute capability 9.0): upstream's validate_args asks the architecture when tp > 1; the
     Transformer Engine stand-in answers version 2.8.0 (TE_VERSION) to its version checks, and
     TransformerConfig's torch >= 2.6 check of the EP all-to-all overlap (a hang of older torch)
-    is answered as torch 2.6;
+    is answered as torch 2.6, and validate_args's torch >= 2.4 check of FSDP2 as torch 2.4;
   - MoELayer.forward's tensor-parallel check runs on an instance made without its __init__
     (which would build the experts and their process groups), holding the parsed config and
     a stand-in tensor-parallel group of tp ranks, in training mode;
@@ -138,6 +138,12 @@ PLANS = [
     # plans it on DGX H100s at pp 16 (uneven: 61 layers) and ep 8.
     ("deepseek-v3-mla-ep8", ["--model", "deepseek-v3", "--cluster", "dgx-h100", "--fix", "tp=1,pp=16,zero=1,ep=8"],
      {"upstream": "check", "fasop": ("refused", "--moe-router-topk")}),
+    # The same at two virtual stages: 61 layers split into no 32 equal chunks, so a layout of
+    # 16 x 2 chunks, the last rank's first one empty (its only unit, the MTP module and the loss,
+    # closes the model).
+    ("deepseek-v3-mla-ep8-v2", ["--model", "deepseek-v3", "--cluster", "dgx-h100", "--fix",
+                                "tp=1,pp=16,zero=1,ep=8,vpp=2"],
+     {"upstream": "check", "fasop": ("refused", "--moe-router-topk")}),
     # fp8 (Transformer Engine's per-tensor current scaling) on H100s, and MXFP8 on B200s.
     ("llama2-7b-fp8", ["--model", "@llama2-7b-fp8.yaml", "--cluster", "aws-h100", "--fix", "tp=2,pp=4,zero=1"],
      {"upstream": "check", "fasop": ("refused", "--swiglu")}),
@@ -151,6 +157,14 @@ PLANS = [
      {"upstream": "check", "fasop": ("refused", "--use-megatron-fsdp")}),
     ("llama2-7b-fsdp-zero3", ["--model", "llama2-7b", "--cluster", "aws-h100", "--fix", "tp=2,pp=2,zero=3"],
      {"upstream": "check", "fasop": ("refused", "--swiglu")}),
+    # Megatron-FSDP of a MoE model: dense weights sharded over dp, each MoE layer's experts over
+    # their expert-data-parallel group (dp 64 / ep 8 = 8), at pp 2 as the plans above.
+    # ZeRO-3 as PyTorch's FSDP2 (schedule --fsdp torch): pp 1, as Megatron-LM asserts, so no
+    # layer can move; the fork has none.
+    ("llama2-7b-torch-fsdp2", ["--model", "llama2-7b", "--cluster", "aws-h100", "--fix", "tp=2,pp=1,zero=3"],
+     {"upstream": "check", "fasop": ("refused", "--swiglu"), "fsdp": "torch"}),
+    ("qwen3-fsdp-zero3-ep8", ["--model", "qwen3-30b-a3b", "--cluster", "aws-h100", "--fix", "tp=1,pp=2,ep=8,zero=3"],
+     {"upstream": "check", "fasop": ("refused", "--moe-router-topk")}),
 ]
 
 # Model files the plans name with '@': written into the work directory. name -> (preset to copy
@@ -352,8 +366,8 @@ def upstream_worker(tree, world, tokens, family):
     t5 = family == "t5"
     set_launch(ENTRY_UPSTREAM[family], world, tokens)
     # As fasop-cpp's launch sets it (plan_environment): 1 where tp or cp > 1, unset under
-    # Megatron-FSDP, which asserts it is not 1.
-    if "--use-megatron-fsdp" in tokens:
+    # Megatron-FSDP and FSDP2, which assert it is not 1.
+    if "--use-megatron-fsdp" in tokens or "--use-torch-fsdp2" in tokens:
         os.environ.pop("CUDA_DEVICE_MAX_CONNECTIONS", None)
     else:
         os.environ["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"
@@ -363,6 +377,11 @@ def upstream_worker(tree, world, tokens, family):
     # torch, not a rule of the layout): that one check answers as torch 2.6 does.
     torch_min = transformer_config.is_torch_min_version
     transformer_config.is_torch_min_version = lambda version, *rest: version == "2.6.0" or torch_min(version, *rest)
+    # validate_args refuses --use-torch-fsdp2 below torch 2.4, which brought FSDP2 (a version,
+    # not a rule of the plan): that one check answers as torch 2.4 does.
+    import megatron.training.arguments as arguments_module
+    args_min = arguments_module.is_torch_min_version
+    arguments_module.is_torch_min_version = lambda version, *rest: version == "2.4.0" or args_min(version, *rest)
     args = parse_args()
     # The entry points' args_defaults.
     validate_args(args, {"tokenizer_type": "GPT2BPETokenizer" if family == "gpt" else "BertWordPieceLowerCase"})
@@ -406,7 +425,8 @@ def _upstream_features(args, config):
             "moe_layers": [int(mlp_class(spec) == "MoELayer") for spec in specs],
             # The data-parallel sharding: the distributed optimizer, and Megatron-FSDP's strategy.
             "distributed_optimizer": bool(args.use_distributed_optimizer),
-            "fsdp": args.data_parallel_sharding_strategy if args.use_megatron_fsdp else None,
+            "fsdp": "torch_fsdp2" if args.use_torch_fsdp2 else
+                    args.data_parallel_sharding_strategy if args.use_megatron_fsdp else None,
             # The EP all-to-all overlap, with the weight gradients delayed as the recipes pair them.
             "ep_overlap": [bool(args.overlap_moe_expert_parallel_comm), bool(args.delay_wgrad_compute)],
             "mtp_layers": config.mtp_num_layers or 0}
@@ -642,8 +662,10 @@ def expected_features(plan, spec):
             "bf16": dtype in ("bf16", "fp8", "mxfp8"), "moe_layers": moe_layers,
             # ZeRO-1 is the distributed optimizer; ZeRO-2 and -3 Megatron-FSDP's optim_grads and
             # optim_grads_params (which keeps the distributed optimizer).
-            "distributed_optimizer": plan.get("zero_stage", 0) >= 1,
-            "fsdp": {2: "optim_grads", 3: "optim_grads_params"}.get(plan.get("zero_stage", 0)),
+            # PyTorch's FSDP2 (schedule --fsdp torch) instead: neither.
+            "distributed_optimizer": plan.get("zero_stage", 0) >= 1 and plan.get("_fsdp") != "torch",
+            "fsdp": "torch_fsdp2" if plan.get("_fsdp") == "torch" and plan.get("zero_stage", 0) == 3 else
+                    {2: "optim_grads", 3: "optim_grads_params"}.get(plan.get("zero_stage", 0)),
             "ep_overlap": [bool(plan.get("overlap_ep_comm", False))] * 2,
             "mtp_layers": spec.get("mtp_layers", 0)}
 
@@ -743,7 +765,8 @@ def interleaved(stages, vp):
     loss in the last (rank pp-1's last). Megatron's even split (as many layers on every stage, v
     dividing them) has v equal chunks of layers; any other partition is written as a layout whose
     chunks split each stage's units (embedding and loss counted) as evenly as they go, the larger
-    chunks first (megatron_partition.h megatron_interleaved_layout)."""
+    chunks first, a last rank with fewer units than chunks leaving its first ones empty
+    (megatron_partition.h megatron_interleaved_layout)."""
     pp = len(stages)
     counts = [len(s["layers"]) for s in stages]
     sizes = {}  # (rank, chunk) -> transformer layers
@@ -752,7 +775,9 @@ def interleaved(stages, vp):
     else:
         for r, s in enumerate(stages):
             units = counts[r] + int(s["embedding"]) + int(s["loss"])
-            chunk = [units // vp + (1 if c < units % vp else 0) for c in range(vp)]
+            # A last rank with fewer units than chunks fills its last ones: the loss closes the model.
+            fill_last = r == pp - 1 and units < vp
+            chunk = [units // vp + (1 if (vp - 1 - c if fill_last else c) < units % vp else 0) for c in range(vp)]
             chunk[0] -= int(s["embedding"])
             chunk[-1] -= int(s["loss"])
             for c in range(vp):
@@ -836,8 +861,12 @@ def moved_layer(tokens, plan):
         out[at] = "-".join(map(str, counts))
     elif "--pipeline-model-parallel-layout" in out:
         at = out.index("--pipeline-model-parallel-layout") + 1
+        # Runs of equal stages, "(t*2|)*14", written out first, as Megatron's parser does.
+        layout = out[at]
+        while "(" in layout:
+            layout = re.sub(r"\(([^()]*)\)\*(\d+)", lambda m: m[1] * int(m[2]), layout)
         # A stage: the embedding, its layers, then the MTP modules and the loss (kept as they are).
-        stages = [re.fullmatch(r"(E?)(?:t(?:\*(\d+))?)?((?:m(?:\*\d+)?)?L?)", stage) for stage in out[at].split("|")]
+        stages = [re.fullmatch(r"(E?)(?:t(?:\*(\d+))?)?((?:m(?:\*\d+)?)?L?)", stage) for stage in layout.split("|")]
         parts = [[m[1], int(m[2] or 1) if "t" in m[0] else 0, m[3]] for m in stages]
         parts[0][1], parts[1][1] = parts[0][1] + 1, parts[1][1] - 1
         out[at] = "|".join(e + ("t" * min(n, 1)) + (f"*{n}" if n > 1 else "") + l for e, n, l in parts)
@@ -998,6 +1027,8 @@ def check_flavour(name, flavour, expect, plan_path, plan, model, tree, fasop_cpp
     cmd = [fasop_cpp, "schedule", "--plan", plan_path, "--format", "megatron"]
     if flavour == "fasop":
         cmd += ["--megatron-flavor", "fasop"]
+    if plan.get("_fsdp"):
+        cmd += ["--fsdp", plan["_fsdp"]]
     emitted = run(cmd)
     if expect != "check":
         return check_refusal(name, flavour, expect[1], emitted, plan_path, plan, units, family, tree, fasop_cpp, work)
@@ -1038,6 +1069,9 @@ def check_built(label, tokens, plan, model, flavour, tree, log_stem):
     if problem:
         print(f"FAIL  {label}: {line}: {problem}")
         return False
+    if plan["pp"] == 1:
+        print(f"ok    {label}: {line}, layers {summary(want)} as planned (one stage: no layer to move)")
+        return True
     # The check sees what Megatron builds, not what it was told: one layer moved from rank 1 to
     # rank 0 must show.
     moved, problem = megatron_builds(flavour, tree, world, family, moved_layer(tokens, plan), f"{log_stem}.{flavour}.moved.log")
@@ -1097,6 +1131,8 @@ def main():
             continue
         edit_plan(searched[name], plan_path, edit[0] if edit else {}, work)
         plan = load_yaml(plan_path)
+        if "fsdp" in expect:  # schedule --fsdp: how a ZeRO-3 plan shards
+            plan["_fsdp"] = expect["fsdp"]
         model = model_units(plan["model"], work)
         for flavour in ("upstream", "fasop"):
             all_ok &= check_flavour(name, flavour, expect[flavour], plan_path, plan, model, trees[flavour],

@@ -2,6 +2,7 @@
 // calculations, analytic layer work against FLOP counts, placements, and bad spec files.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <functional>
 #include <limits>
 #include <random>
@@ -16,6 +17,7 @@
 
 using namespace fasop;
 using fasop::testing::compositions;
+using fasop::testing::made_up_cluster;
 using fasop::testing::made_up_node;
 using fasop::testing::SyntheticPipeline;
 
@@ -296,16 +298,6 @@ TEST_CASE("a GPT model's FLOPs a step are Megatron-LM's closed form", "[analytic
 }
 
 namespace {
-
-/// A cluster of `nodes` nodes of type `node`.
-ClusterSpec made_up_cluster(const NodeType& node, int nodes) {
-  ClusterSpec c;
-  c.name = "made-up";
-  c.source = "test";
-  c.node_types = {node};
-  c.nodes.assign(nodes, 0);
-  return c;
-}
 
 /// Parameters of units [first, first + count) on one GPU at tp 1.
 double params_of(const ModelSpec& m, int first, int count) {
@@ -731,6 +723,22 @@ TEST_CASE("the search space takes Megatron-LM's dimensions where they apply", "[
   CHECK(keys.size() == 72);
   for (const PlanKey& k : keys)
     if (k.virtual_stages == 2) CHECK((64 / k.mbs) % 4 == 0);
+  // Three virtual stages: 12 chunks split 32 layers unevenly, which Megatron's layout places all
+  // the same (as many keys as two give). Nine would make 36 chunks of 32 layers, some empty:
+  // Megatron runs that (recipes leave the embedding or the loss a chunk of its own), but the
+  // search stops at a layer a chunk.
+  space.virtual_stages = {1, 3};
+  CHECK(enumerate_plan_keys(l.model, l.cluster, space).size() == 72);
+  space.virtual_stages = {1, 9};
+  CHECK(enumerate_plan_keys(l.model, l.cluster, space).size() == 42);
+  PlanKey nine = *std::find_if(keys.begin(), keys.end(), [](const PlanKey& k) { return k.mbs == 1; });
+  nine.node_order.assign(l.cluster.num_nodes(), 0);
+  nine.virtual_stages = 9;
+  CHECK_NOTHROW(validate_plan_key(l.model, l.cluster, nine));
+  nine.pp = 1, nine.dp *= 4;
+  CHECK_THAT(fasop::testing::spec_error([&] { validate_plan_key(l.model, l.cluster, nine); }),
+             Catch::Contains("needs pp > 1"));
+  space.virtual_stages = {1, 2};
   // Sequence parallelism only where tp splits something.
   space.fixed.tp = 1;
   space.fixed.pp = 0;

@@ -55,7 +55,7 @@ TEST_CASE("megatron upstream: gpt2xl tp2 pp3 dp2, uneven partition as a layout",
 
 TEST_CASE("megatron upstream: ZeRO 2 and 3 are Megatron-FSDP's optim_grads and optim_grads_params", "[emit][megatron]") {
   ModelSpec model = preset_model("llama2-7b");
-  PlanFile plan = layout_plan(1, 16, 1, 1, 1024, {34}, 0, false);  // tp 1, dp 16, pp 1: the recipes' FSDP layout
+  PlanFile plan = layout_plan(1, 1, 16, 1, 1024, {34}, 0, false);  // tp 1, dp 16, pp 1: the recipes' FSDP layout
   auto tail = [&](int zero) {
     plan.key.zero_stage = zero;
     const std::vector<std::string> args = megatron_args(plan, model, MegatronFlavor::kUpstream);
@@ -71,6 +71,48 @@ TEST_CASE("megatron upstream: ZeRO 2 and 3 are Megatron-FSDP's optim_grads and o
   CHECK(tail(3) == std::vector<std::string>{"--use-distributed-optimizer", "--use-megatron-fsdp",
                                             "--data-parallel-sharding-strategy", "optim_grads_params",
                                             "--ckpt-format", "fsdp_dtensor"});
+}
+
+TEST_CASE("megatron upstream: ZeRO-3 as PyTorch FSDP2 where Megatron-LM runs it", "[emit][megatron]") {
+  ModelSpec model = preset_model("llama2-7b");
+  PlanFile plan = layout_plan(1, 1, 16, 1, 1024, {34}, 0, false);  // tp 1, dp 16, pp 1
+  plan.key.zero_stage = 3;
+  const std::vector<std::string> args = megatron_args(plan, model, MegatronFlavor::kUpstream, FsdpImpl::kTorch);
+  // validate_args: no distributed optimizer, no gradient accumulation fusion, a torch_dist
+  // checkpoint; FSDP2 prefetches itself, so no --overlap-param-gather (which wants the others).
+  const auto at = std::find(args.begin(), args.end(), "--use-torch-fsdp2");
+  REQUIRE(at != args.end());
+  CHECK(std::vector<std::string>(at, args.end()) ==
+        std::vector<std::string>{"--use-torch-fsdp2", "--no-gradient-accumulation-fusion", "--ckpt-format",
+                                 "torch_dist"});
+  for (const char* absent : {"--use-distributed-optimizer", "--overlap-param-gather", "--use-megatron-fsdp"})
+    CHECK(std::find(args.begin(), args.end(), absent) == args.end());
+  CHECK(std::find(args.begin(), args.end(), "--untie-embeddings-and-output-weights") != args.end());
+  // ZeRO 0 and 1 shard nothing FSDP would: the choice changes nothing.
+  plan.key.zero_stage = 1;
+  CHECK(megatron_args(plan, model, MegatronFlavor::kUpstream, FsdpImpl::kTorch) ==
+        megatron_args(plan, model, MegatronFlavor::kUpstream));
+  // What validate_args refuses, refused with the reason and the fix.
+  plan.key.zero_stage = 2;
+  CHECK_THROWS_WITH(megatron_args(plan, model, MegatronFlavor::kUpstream, FsdpImpl::kTorch),
+                    Contains("--fsdp torch") && Contains("ZeRO 2") && Contains("--fsdp megatron"));
+  plan.key.zero_stage = 3;
+  PlanFile pp2 = layout_plan(1, 1, 8, 2, 1024, {17, 17}, 0, false);
+  pp2.key.zero_stage = 3;
+  CHECK_THROWS_WITH(megatron_args(pp2, model, MegatronFlavor::kUpstream, FsdpImpl::kTorch),
+                    Contains("without pipeline parallelism") && Contains("pp 2"));
+  ModelSpec tied = preset_model("gpt2xl");
+  PlanFile gpt = layout_plan(1, 1, 16, 1, 64, {50}, 0, false);
+  gpt.key.zero_stage = 3;
+  CHECK_THROWS_WITH(megatron_args(gpt, tied, MegatronFlavor::kUpstream, FsdpImpl::kTorch),
+                    Contains("--untie-embeddings-and-output-weights") && Contains("'gpt2xl' ties them"));
+  ModelSpec half = model;
+  half.dtype = "fp16";
+  CHECK_THROWS_WITH(megatron_args(plan, half, MegatronFlavor::kUpstream, FsdpImpl::kTorch),
+                    Contains("without fp16") && Contains("bf16"));
+  // FASOP's fork predates FSDP2 (GPT-2 XL: the fork takes the rest of its arguments).
+  CHECK_THROWS_WITH(megatron_args(gpt, tied, MegatronFlavor::kFasop, FsdpImpl::kTorch),
+                    Contains("fork") && Contains("--use-torch-fsdp2"));
 }
 
 TEST_CASE("megatron FASOP fork: gpt2xl's partition as --balance, transformer layers per stage", "[emit][megatron]") {
@@ -279,10 +321,21 @@ TEST_CASE("megatron: interleaved gpt2xl, upstream's v and the fork's layers a ch
   CHECK(layout_units_per_rank(read, 4, 5, 48, 0, &error) == std::vector<int>{13, 12, 12, 13});
   CHECK(read.chunks[0] == "Ett");
   CHECK(read.chunks[19] == "tL");
-  // A stage with fewer units than chunks has no layout.
+  // A stage with fewer units than chunks leaves the rest empty, as Megatron's layout allows:
+  // rank 0 holds the embedding alone in its first chunk and nothing in its second.
   PlanFile thin = layout_plan(1, 1, 2, 4, 64, {1, 23, 12, 14}, 0, false);
   thin.key.virtual_stages = 2;
-  CHECK_THROWS_WITH(megatron_args(thin, model, MegatronFlavor::kUpstream), Contains("stage 0 has 1 units"));
+  const std::string thin_layout = megatron_args(thin, model, MegatronFlavor::kUpstream).back();
+  CHECK(thin_layout == "E|t*12|t*6|t*7||t*11|t*6|t*6L");
+  REQUIRE(parse_pipeline_layout(thin_layout, &read, &error));
+  CHECK(layout_units_per_rank(read, 4, 2, 48, 0, &error) == std::vector<int>{1, 23, 12, 14});
+  // The last rank's empty chunks come first: the loss must close the last model chunk.
+  PlanFile thin_last = layout_plan(1, 1, 2, 4, 64, {14, 23, 12, 1}, 0, false);
+  thin_last.key.virtual_stages = 2;
+  const std::string thin_last_layout = megatron_args(thin_last, model, MegatronFlavor::kUpstream).back();
+  CHECK(thin_last_layout == "Et*6|t*12|t*6||t*7|t*11|t*6|L");
+  REQUIRE(parse_pipeline_layout(thin_last_layout, &read, &error));
+  CHECK(layout_units_per_rank(read, 4, 2, 48, 0, &error) == std::vector<int>{14, 23, 12, 1});
   // The fork asserts pp > 2 for its interleaved schedule: pp 2, 24 layers a stage, 12 a chunk.
   PlanFile pp2 = layout_plan(1, 1, 4, 2, 64, {25, 25}, 0, false);
   pp2.key.virtual_stages = 2;

@@ -305,7 +305,6 @@ TEST_CASE("the search tries cp and ep only where Megatron-LM can run them", "[mo
     CHECK((key.tp * key.cp * key.dp) % key.ep == 0);
     CHECK(m.moe.experts % key.ep == 0);
     CHECK((key.tp == 1 || key.sequence_parallel));
-    CHECK(key.zero_stage != 3);
     CHECK(!key.uneven_dp);
     validate_plan_key(m, cluster, [&] {
       PlanKey placed = key;
@@ -412,4 +411,48 @@ TEST_CASE("EP all-to-all overlap hides both passes' all-to-alls behind both pass
   CHECK(t.forward.seconds == Approx(5.975e-3));
   CHECK(t.backward.ep_comm_s == Approx(2.925e-3));
   CHECK(t.backward.seconds == Approx(6.925e-3));
+}
+
+TEST_CASE("FSDP of a MoE model gathers dense weights over cp x dp and each MoE layer's experts over their own group",
+          "[moe][analytic]") {
+  // small-moe on one made-up node of 8 GPUs (1e12 bit/s, no latency), dp 8, ep 4, ZeRO-3
+  // without prefetch, so every collective waits: the dense ring spans 8 GPUs, the experts'
+  // 8 / ep 4 = 2. A gather is half a ring all-reduce of 2-byte elements, (n - 1) / n x 8 x 2
+  // p bits / bandwidth; the gradients' reduce-scatter (2 bytes) is as long.
+  ModelSpec m = small_moe();
+  m.dtype = "fp16";  // the made-up GPU's precision
+  NodeType node = made_up_node();
+  node.intra_node_latency_s = 0;
+  const double bw = node.intra_node_bandwidth_bits_per_s;
+  ClusterSpec cluster = fasop::testing::made_up_cluster(node, 1);
+  LayerOptions options;
+  options.ep = 4;
+  ProfileSpec profile = analytic_profile(m, node, {1}, {1}, options);
+  AnalyticOptions no_prefetch;
+  no_prefetch.zero3_prefetch = false;
+  AnalyticPolicy policy(no_prefetch);
+  PlanKey key{1, 1, 8, 1, {0}};
+  key.ep = 4, key.zero_stage = 3;
+  validate_plan_key(m, cluster, key);
+  PlanContext ctx = make_plan_context(m, cluster, {&profile}, policy, key);
+  const int n = m.num_units();
+  ctx.unit_compute_s[0].assign(n, 3e-3);
+  ctx.unit_tp_comm_s[0].assign(n, 0);
+  const MemoryModel& memory = *ctx.partition_memory;
+  const double dense = memory.stage_params_prefix(0).back(), experts = memory.expert_params_prefix.back();
+  // Each MoE layer's 2 local experts of 3 x 1024 x 2048; the rest are dense weights.
+  CHECK(experts == 2 * 2 * 3 * 1024.0 * 2048);
+  const double gathers = 7.0 / 8 * 8 * 2 * dense / bw + 1.0 / 2 * 8 * 2 * experts / bw;
+  const std::vector<int> whole{n};
+  std::vector<StageTiming> t = policy.stage_timings(ctx, whole);
+  const double Cf = n * 1e-3;
+  CHECK(t[0].forward_s == Approx(Cf + gathers).epsilon(1e-9));
+  CHECK(t[0].backward_s == Approx(2 * Cf + 2 * gathers).epsilon(1e-9));
+  // Nothing left for after the pipeline: the reduce-scatters ran in the backward passes.
+  CHECK(policy.dp_allreduce_s(ctx, whole)[0] == 0);
+  // The search now plans it too.
+  SearchSpaceOptions space = SearchSpaceOptions::beyond_fasop();
+  space.ep = {4};
+  space.zero_stages = {3};
+  CHECK(!enumerate_plan_keys(m, cluster, space).empty());
 }

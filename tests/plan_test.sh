@@ -72,6 +72,20 @@ grep -q 'PIPELINE_CUTS = \["model.layers.7", "model.layers.15", "model.layers.23
 "$bin" schedule --plan plans/llama.yaml --format slapo > stdout.py && cmp -s stdout.py slapo.py && ok || fail "schedule to stdout differs"
 expect_error "flavor without megatron" "--megatron-flavor" schedule --plan plans/llama.yaml --format slapo --megatron-flavor fasop
 expect_error "FASOP's fork cannot run LLaMA" "swiglu" schedule --plan plans/llama.yaml --format megatron --megatron-flavor fasop
+# ZeRO-3 runs as Megatron-FSDP by default, as PyTorch's FSDP2 with --fsdp torch (no distributed
+# optimizer, no gradient accumulation fusion, a torch_dist checkpoint); FSDP2 wants pp 1.
+"$bin" search --model llama2-7b --cluster aws-h100 --fix tp=2,pp=1,zero=3 --out-dir logs --save-plan plans/fsdp.yaml \
+  --quiet > /dev/null || fail "search a ZeRO-3 plan"
+"$bin" schedule --plan plans/fsdp.yaml --format megatron > fsdp-megatron.sh || fail "schedule ZeRO-3"
+"$bin" schedule --plan plans/fsdp.yaml --format megatron --fsdp torch > fsdp-torch.sh || fail "schedule ZeRO-3 --fsdp torch"
+grep -qxF -- "--use-megatron-fsdp \\" fsdp-megatron.sh && ! grep -q -- "--use-torch-fsdp2" fsdp-megatron.sh &&
+  grep -qxF -- "--use-torch-fsdp2 \\" fsdp-torch.sh && grep -qxF -- "--no-gradient-accumulation-fusion \\" fsdp-torch.sh &&
+  grep -qx -- "--ckpt-format torch_dist" fsdp-torch.sh && ! grep -q -- "--use-distributed-optimizer" fsdp-torch.sh && ok ||
+  fail "ZeRO-3's flags: $(tail -4 fsdp-megatron.sh) / $(tail -4 fsdp-torch.sh)"
+"$bin" search --model llama2-7b --cluster aws-h100 --fix tp=2,pp=2,zero=3 --out-dir logs --save-plan plans/fsdp-pp2.yaml \
+  --quiet > /dev/null || fail "search a ZeRO-3 plan at pp 2"
+expect_error "FSDP2 without pipelines" "without pipeline parallelism" schedule --plan plans/fsdp-pp2.yaml --format megatron --fsdp torch
+expect_error "--fsdp without megatron" "--fsdp needs --format megatron" schedule --plan plans/fsdp.yaml --format slapo --fsdp torch
 # T5, uneven {4, 21, 13, 12}: the fork takes the split rank and every rank's layers (embedding +
 # 3 | 21 | embedding + 12 | 12); upstream cannot pipeline T5 and says so.
 "$bin" search --model t5 --heterogeneous --fix tp=2,pp=4 --out-dir logs --save-plan plans/t5.yaml --quiet > /dev/null ||

@@ -103,6 +103,16 @@ inline NodeType made_up_node() {
   return node;
 }
 
+/// A cluster of `nodes` nodes of type `node`.
+inline ClusterSpec made_up_cluster(const NodeType& node, int nodes) {
+  ClusterSpec c;
+  c.name = "made-up";
+  c.source = "test";
+  c.node_types = {node};
+  c.nodes.assign(nodes, 0);
+  return c;
+}
+
 /// A model preset, loaded as the planner loads it.
 inline ModelSpec preset_model(const std::string& name) {
   MapSource none;

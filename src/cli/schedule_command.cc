@@ -16,6 +16,7 @@ struct ScheduleOptions {
   std::string format;
   std::string output;
   std::string megatron_flavor = "upstream";
+  std::string fsdp = "megatron";
 };
 
 /// The plan in `options.format`.
@@ -25,7 +26,8 @@ std::string emit(const ScheduleOptions& options, const PlanFile& plan, const Mod
   if (options.format == "deepspeed") return deepspeed_config_json(plan, model);
   if (options.format == "deepspeed-pipeline") return deepspeed_pipeline_py(plan, model);
   MegatronFlavor flavor = options.megatron_flavor == "fasop" ? MegatronFlavor::kFasop : MegatronFlavor::kUpstream;
-  return megatron_args_text(plan, model, flavor) + "\n";
+  FsdpImpl fsdp = options.fsdp == "torch" ? FsdpImpl::kTorch : FsdpImpl::kMegatron;
+  return megatron_args_text(plan, model, flavor, fsdp) + "\n";
 }
 
 void run(const ScheduleOptions& options) {
@@ -63,9 +65,14 @@ void add_schedule_command(CLI::App& app) {
                       "with --format megatron: upstream (--pipeline-model-parallel-layout) or fasop (FASOP's "
                       "fork, --balance)")
       ->check(CLI::IsMember({"upstream", "fasop"}));
+  command->add_option("--fsdp", options->fsdp,
+                      "with --format megatron, how a ZeRO-3 plan shards: megatron (Megatron-FSDP, default) or torch "
+                      "(PyTorch FSDP2, --use-torch-fsdp2: pp 1, no experts, an untied output layer)")
+      ->check(CLI::IsMember({"megatron", "torch"}));
   command->callback([options, command] {
     if (command->count("--megatron-flavor") && options->format != "megatron")
       throw SpecError("--megatron-flavor needs --format megatron");
+    if (command->count("--fsdp") && options->format != "megatron") throw SpecError("--fsdp needs --format megatron");
     run(*options);
   });
 }

@@ -106,6 +106,17 @@ Link dp_link(const PlanContext& ctx, int stage) {
   return link;
 }
 
+/// The link of stage `stage`'s expert-data-parallel rings, given its dense rings' `link`: the
+/// experts' rings run one per GPU of an expert group on each node, so they share its network
+/// min(GPUs a node, ep x etp) ways where the dense rings share it tp ways.
+Link expert_dp_link(const PlanContext& ctx, int stage, Link link) {
+  if (link.ring_nodes > 1) {
+    const double gpn = type_of_node(ctx, ctx.node_of(first_rank(ctx, stage))).gpus_per_node;
+    link.bits_per_s *= std::min<double>(ctx.stage_tp(stage), gpn) / std::min<double>(gpn, ctx.key.ep * ctx.key.etp);
+  }
+  return link;
+}
+
 /// A ring all-reduce of `bytes` over `dp` ranks on `link`; a reduce-scatter or all-gather is
 /// half of it.
 double ring_s(const Link& link, int dp, double bytes) {
@@ -422,23 +433,43 @@ void AnalyticPolicy::time_stage(const PlanContext& ctx, const std::vector<int>& 
   parts.compute_s = passes - parts.tp_comm_s;
   parts.gather_s = parts.overlap_s = 0;
   const int dp = ctx.stage_grad_ranks(s);
-  if (k.zero_stage == 3 && dp > 1) {
+  // A MoE stage's routed experts are sharded over their own expert-data-parallel group
+  // (Megatron-FSDP's expert FSDP group, tp x cp x dp / (ep x etp) GPUs).
+  const std::vector<double>& expert_prefix = ctx.partition_memory->expert_params_prefix;
+  const bool experts = !expert_prefix.empty() && expert_prefix[first + count] > expert_prefix[first];
+  const int edp = experts ? expert_data_parallel(k) : 1;
+  if (k.zero_stage == 3 && (dp > 1 || edp > 1)) {
     // FSDP: every unit's 16-bit parameters are gathered before its forward and its backward,
     // its gradients reduce-scattered after its backward, each a unit ahead of the compute:
     // the first unit's collectives wait, the rest hide under the pass as far as it lasts.
-    const Link link = dp_link(ctx, s);
+    const Link link = dp_link(ctx, s), expert_link = expert_dp_link(ctx, s, link);
     const std::vector<double>& prefix = ctx.partition_memory->stage_params_prefix(s);
     const double param_bytes = element_bytes(*ctx.model), grad_bytes = gradient_bytes(ctx.model->dtype);
     // Every unit's ring is affine in its bytes: the units' sum is theirs in one go.
     const CollectiveEfficiency::RingTerms ring =
         link.collective.ring_allreduce_terms(dp, link.ring_step_latency_s(dp), link.bits_per_s);
-    const double params = prefix[first + count] - prefix[first];
-    const double gathers = (count * ring.fixed_s + ring.per_byte_s * param_bytes * params) / 2;
-    const double reduces = (count * ring.fixed_s + ring.per_byte_s * grad_bytes * params) / 2;
+    const CollectiveEfficiency::RingTerms expert_ring = expert_link.collective.ring_allreduce_terms(
+        edp, expert_link.ring_step_latency_s(edp), expert_link.bits_per_s);
     auto params_of_unit = [&](int u) { return prefix[u + 1] - prefix[u]; };
-    const double first_gather = ring_s(link, dp, param_bytes * params_of_unit(first)) / 2;
-    const double first_reduce = ring_s(link, dp, grad_bytes * params_of_unit(first)) / 2;
-    const double last_gather = ring_s(link, dp, param_bytes * params_of_unit(first + count - 1)) / 2;
+    auto experts_of_unit = [&](int u) { return experts ? expert_prefix[u + 1] - expert_prefix[u] : 0.0; };
+    int expert_units = 0;  // the units whose experts' ring runs (MoE layers)
+    for (int u = first; u < first + count; ++u) expert_units += experts_of_unit(u) > 0;
+    // Half a ring: a gather or a reduce-scatter of `bytes` per element, over the span's units.
+    auto span_s = [&](double bytes) {
+      double t = 0;
+      if (dp > 1) t += count * ring.fixed_s + ring.per_byte_s * bytes * (prefix[first + count] - prefix[first]);
+      if (edp > 1)
+        t += expert_units * expert_ring.fixed_s +
+             expert_ring.per_byte_s * bytes * (expert_prefix[first + count] - expert_prefix[first]);
+      return t / 2;
+    };
+    auto unit_s = [&](int u, double bytes) {
+      return ((dp > 1 ? ring_s(link, dp, bytes * params_of_unit(u)) : 0) +
+              (edp > 1 && experts_of_unit(u) > 0 ? ring_s(expert_link, edp, bytes * experts_of_unit(u)) : 0)) / 2;
+    };
+    const double gathers = span_s(param_bytes), reduces = span_s(grad_bytes);
+    const double first_gather = unit_s(first, param_bytes), first_reduce = unit_s(first, grad_bytes);
+    const double last_gather = unit_s(first + count - 1, param_bytes);
     const double slowdown = stage_gpu(ctx, s).overlap_slowdown;
     auto overlap = [&](double comm, double lead, double pass_s, double& pass) {
       const double exposed = options_.zero3_prefetch ? std::max(lead, comm - pass_s) : comm;
@@ -527,13 +558,7 @@ std::vector<StageSync> AnalyticPolicy::stage_syncs(const PlanContext& ctx, const
       const bool bucketed = options_.overlap_dp_allreduce || options_.overlap_param_gather;
       sync.buckets = bucketed ? gradient_buckets(params + experts, dp, options_.bucket_params) : 1;
       const double bucket = params / sync.buckets, expert_bucket = experts / sync.buckets;
-      // The experts' rings run one per GPU of an expert group on each node: they share its
-      // network min(GPUs a node, ep x etp) ways where the dense rings share it tp ways.
-      Link expert_link = link;
-      if (experts > 0 && link.ring_nodes > 1) {
-        const double gpn = type_of_node(ctx, ctx.node_of(first_rank(ctx, s))).gpus_per_node;
-        expert_link.bits_per_s *= std::min<double>(ctx.stage_tp(s), gpn) / std::min<double>(gpn, k.ep * k.etp);
-      }
+      const Link expert_link = experts > 0 ? expert_dp_link(ctx, s, link) : link;
       // ZeRO 0: all-reduce of the gradients; ZeRO 1-2: reduce-scatter, half the ring.
       const double reduce = (ring_s(link, dp, gradient_bytes(model.dtype) * bucket) +
                              (experts > 0 ? ring_s(expert_link, edp, gradient_bytes(model.dtype) * expert_bucket) : 0)) *

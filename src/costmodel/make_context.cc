@@ -66,7 +66,7 @@ void validate_batch_split(const ModelSpec& model, const PlanKey& key) {
 
 }  // namespace
 
-void validate_plan_key(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key, ChunkSplit chunks) {
+void validate_plan_key(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key) {
   for (auto [name, value] : {std::pair{"mbs", key.mbs}, {"tp", key.tp}, {"dp", key.dp}, {"pp", key.pp}})
     if (value <= 0) throw SpecError(std::string("--") + name + ": must be positive, got " + str(value));
   validate_parallel_dims(model, cluster, key);
@@ -90,13 +90,13 @@ void validate_plan_key(const ModelSpec& model, const ClusterSpec& cluster, const
   if (key.virtual_stages < 1)
     throw SpecError("virtual pipeline stages: " + str(key.virtual_stages) + "; use 1 (plain 1F1B) or more");
   if (key.virtual_stages > 1) {
-    // Megatron-LM's interleaved schedule: v equal model chunks on each of pp ranks, and whole
-    // rounds of pp micro-batches.
-    const int chunk_count = key.pp * key.virtual_stages, micro_batches = slowest_replica_microbatches(model.global_batch, key);
-    if (key.pp == 1 || (chunks == ChunkSplit::kEven && model.num_transformer_layers() % chunk_count != 0))
-      throw SpecError("virtual pipeline stages " + str(key.virtual_stages) + ": the interleaved schedule needs pp > 1 "
-                      "and pp x v (" + str(chunk_count) + ") dividing model '" + model.name + "''s " +
-                      str(model.num_transformer_layers()) + " layers");
+    // Megatron-LM's interleaved schedule: v model chunks on each of pp ranks (any split of the
+    // layers, empty chunks included, as its layout places them), and whole rounds of pp
+    // micro-batches.
+    const int micro_batches = slowest_replica_microbatches(model.global_batch, key);
+    if (key.pp == 1)
+      throw SpecError("virtual pipeline stages " + str(key.virtual_stages) +
+                      ": the interleaved schedule needs pp > 1; use 1 virtual stage or more pipeline stages");
     if (micro_batches % key.pp != 0)
       throw SpecError("virtual pipeline stages " + str(key.virtual_stages) + ": the interleaved schedule needs the " +
                       str(micro_batches) + " micro-batches a step to be a multiple of pp " + str(key.pp));

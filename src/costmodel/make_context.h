@@ -7,15 +7,10 @@
 
 namespace fasop {
 
-/// How the interleaved schedule's model chunks get their layers.
-enum class ChunkSplit {
-  kEven,    ///< Megatron's even split: pp x virtual_stages must divide the transformer layers
-  kStated,  ///< a stated layout (Megatron's --pipeline-model-parallel-layout) places each chunk's layers
-};
-
 /// Checks a plan layout against the model and cluster; throws SpecError naming the field.
-void validate_plan_key(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key,
-                       ChunkSplit chunks = ChunkSplit::kEven);
+/// Virtual stages need pp > 1 and whole rounds of pp micro-batches; the chunks need not split
+/// the layers evenly, as Megatron's --pipeline-model-parallel-layout places any split.
+void validate_plan_key(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key);
 
 /// What is wrong with a partition, if anything.
 struct PartitionFault {

@@ -39,8 +39,6 @@ void validate_expert_parallel(const ModelSpec& model, const ClusterSpec& cluster
   if (!moe_tp_has_sequence_parallel(key))
     throw SpecError("--tp: " + str(key.tp) + " on model '" + model.name + "' with experts needs sequence parallelism "
                     "(Megatron-LM asserts it for MoE with tp > 1); pass --sequence-parallel or use tp 1");
-  if (key.zero_stage == 3)
-    throw SpecError("--zero: ZeRO-3 / FSDP of model '" + model.name + "''s experts is not priced yet; use ZeRO 0-2");
 }
 
 }  // namespace

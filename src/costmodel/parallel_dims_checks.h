@@ -25,8 +25,8 @@ std::string context_parallel_fault(const ModelSpec& model, const ClusterSpec& cl
 
 /// Why `key`'s expert groups cannot be laid out (no experts, ep not dividing them, ep x etp not
 /// dividing tp x cp x dp, a non-uniform layout, several zones), as validate_parallel_dims says
-/// it; empty where they can. The degrees only: widths, sequence parallelism and ZeRO-3, which
-/// the search sets per variant, are validate_parallel_dims's alone.
+/// it; empty where they can. The degrees only: widths and sequence parallelism, which the
+/// search sets per variant, are validate_parallel_dims's alone.
 std::string expert_layout_fault(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key);
 
 /// Why `ep` cannot split `model`'s experts (it does not divide them); empty where it can.

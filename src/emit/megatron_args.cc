@@ -21,7 +21,8 @@ std::string num(int v) { return std::to_string(v); }
 /// The argument list as it is written, for one plan and flavour.
 class ArgWriter {
  public:
-  ArgWriter(const PlanFile& plan, MegatronFlavor flavor) : plan_(plan), fasop_(flavor == MegatronFlavor::kFasop) {}
+  ArgWriter(const PlanFile& plan, MegatronFlavor flavor, FsdpImpl fsdp)
+      : plan_(plan), fasop_(flavor == MegatronFlavor::kFasop), torch_fsdp_(fsdp == FsdpImpl::kTorch) {}
 
   /// Appends a flag and, unless empty, its value.
   void flag(const std::string& name, const std::string& value = "") {
@@ -38,11 +39,14 @@ class ArgWriter {
   }
 
   bool fasop() const { return fasop_; }
+  /// Whether the plan's sharding (ZeRO 2 or 3) is to run as PyTorch's FSDP2 rather than Megatron-FSDP.
+  bool torch_fsdp() const { return torch_fsdp_ && plan_.key.zero_stage >= 2; }
   std::vector<std::string>& tokens() { return tokens_; }
 
  private:
   const PlanFile& plan_;
   bool fasop_;
+  bool torch_fsdp_;
   std::vector<std::string> tokens_;
 };
 
@@ -267,9 +271,34 @@ void overlap_flags(ArgWriter& w, const PlanFile& plan) {
   const bool analytic_dp = plan.policy == "analytic" && key.dp > 1 && !w.fasop();
   if (plan.overlap_dp_allreduce && analytic_dp) w.flag("--overlap-grad-reduce");
   // Megatron-LM overlaps the parameter all-gather only for its distributed optimizer (ZeRO-1
-  // here) with the gradient reduction overlapped too.
-  if (plan.overlap_param_gather && analytic_dp && key.zero_stage >= 1 && plan.overlap_dp_allreduce)
+  // here) or Megatron-FSDP, with the gradient reduction overlapped too; FSDP2 prefetches itself.
+  if (plan.overlap_param_gather && analytic_dp && key.zero_stage >= 1 && plan.overlap_dp_allreduce && !w.torch_fsdp())
     w.flag("--overlap-param-gather");
+}
+
+/// ZeRO-3 as PyTorch's FSDP2, with what validate_args asserts for --use-torch-fsdp2: no pipeline
+/// or expert parallelism, an untied output layer, no fp16, no distributed optimizer, no gradient
+/// accumulation fusion, a torch_dist checkpoint and CUDA_DEVICE_MAX_CONNECTIONS not 1 (the
+/// launch leaves it unset for ZeRO 2 and 3: plan_environment).
+void torch_fsdp2_flags(ArgWriter& w, const PlanFile& plan, const ModelSpec& model) {
+  const PlanKey& key = plan.key;
+  w.require_upstream("--use-torch-fsdp2 (PyTorch FSDP2; re-plan with --zero 0 or 1 for the fork)");
+  auto refuse = [&](const std::string& why, const std::string& fix) {
+    throw SpecError(plan_where(plan) + "--fsdp torch: Megatron-LM runs --use-torch-fsdp2 " + why +
+                    " (arguments.py validate_args); " + fix + ", or emit with --fsdp megatron");
+  };
+  if (key.zero_stage != 3)
+    refuse("as ZeRO-3 (parameters resharded after each forward), the plan is ZeRO " + num(key.zero_stage),
+           "re-plan with --zero 3");
+  if (key.pp > 1) refuse("without pipeline parallelism, the plan has pp " + num(key.pp), "re-plan with --fix pp=1");
+  if (key.ep > 1) refuse("without expert parallelism, the plan has ep " + num(key.ep), "re-plan with --ep 1");
+  if (model.tied_embeddings)
+    refuse("only with --untie-embeddings-and-output-weights, model '" + model.name + "' ties them",
+           "untie them in the model file");
+  if (non_gemm_precision(model.dtype) == "fp16") refuse("without fp16, model '" + model.name + "' trains in it", "train in bf16");
+  w.flag("--use-torch-fsdp2");
+  w.flag("--no-gradient-accumulation-fusion");
+  w.flag("--ckpt-format", "torch_dist");
 }
 
 /// ZeRO. ZeRO-1 is Megatron's distributed optimizer (the optimizer state sharded over dp; the
@@ -278,8 +307,12 @@ void overlap_flags(ArgWriter& w, const PlanFile& plan) {
 /// gradients too, optim_grads_params the parameters as well, gathered layer by layer in the
 /// forward and backward passes; it wants the distributed optimizer (Megatron-FSDP 1) and saves
 /// checkpoints as fsdp_dtensor only (arguments.py validate_args). FASOP's fork predates it.
-void zero_flags(ArgWriter& w, const PlanFile& plan) {
+void zero_flags(ArgWriter& w, const PlanFile& plan, const ModelSpec& model) {
   const int zero = plan.key.zero_stage;
+  if (w.torch_fsdp()) {
+    torch_fsdp2_flags(w, plan, model);
+    return;
+  }
   const bool fsdp = runs_megatron_fsdp(plan.key);
   if (fsdp)
     w.require_upstream("--use-megatron-fsdp (Megatron-FSDP, ZeRO stage " + num(zero) +
@@ -294,9 +327,10 @@ void zero_flags(ArgWriter& w, const PlanFile& plan) {
 
 }  // namespace
 
-std::vector<std::string> megatron_args(const PlanFile& plan, const ModelSpec& model, MegatronFlavor flavor) {
+std::vector<std::string> megatron_args(const PlanFile& plan, const ModelSpec& model, MegatronFlavor flavor,
+                                       FsdpImpl fsdp) {
   require_megatron_plan(plan, model);
-  ArgWriter w(plan, flavor);
+  ArgWriter w(plan, flavor, fsdp);
   layout_flags(w, plan, model);
   dimension_flags(w, model);
   architecture_flags(w, model);
@@ -304,14 +338,14 @@ std::vector<std::string> megatron_args(const PlanFile& plan, const ModelSpec& mo
   precision_flags(w, model);
   activation_flags(w, plan.key);
   overlap_flags(w, plan);
-  zero_flags(w, plan);
+  zero_flags(w, plan, model);
   // The partition: which layers each pipeline rank builds (nothing with one stage but T5's checks).
   for (const std::string& token : megatron_partition_args(plan, model, flavor)) w.tokens().push_back(token);
   return w.tokens();
 }
 
-std::string megatron_args_text(const PlanFile& plan, const ModelSpec& model, MegatronFlavor flavor) {
-  const std::vector<std::string> tokens = megatron_args(plan, model, flavor);
+std::string megatron_args_text(const PlanFile& plan, const ModelSpec& model, MegatronFlavor flavor, FsdpImpl fsdp) {
+  const std::vector<std::string> tokens = megatron_args(plan, model, flavor, fsdp);
   std::string text;
   for (size_t i = 0; i < tokens.size(); ++i) {
     // A flag starts a line; its value, when it has one, follows on the same line.

@@ -21,11 +21,14 @@ inline bool runs_megatron_fsdp(const PlanKey& key) { return key.zero_stage >= 2;
 /// {"--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "3", ...}.
 /// Values are bare (no shell quoting). Throws SpecError naming the problem and the fix when that
 /// Megatron cannot run the plan (a partition its flags cannot express, a feature it lacks).
-std::vector<std::string> megatron_args(const PlanFile& plan, const ModelSpec& model, MegatronFlavor flavor);
+/// `fsdp` picks the sharding of a ZeRO-3 plan (ZeRO-2 is Megatron-FSDP's alone).
+std::vector<std::string> megatron_args(const PlanFile& plan, const ModelSpec& model, MegatronFlavor flavor,
+                                       FsdpImpl fsdp = FsdpImpl::kMegatron);
 
 /// The same arguments as a `.sh`-style block to paste after `torchrun ... pretrain_gpt.py \`: one
 /// flag with its value a line, lines joined by " \\\n", values with shell metacharacters
 /// (the layout's '|' and '*') in single quotes; no trailing backslash or newline.
-std::string megatron_args_text(const PlanFile& plan, const ModelSpec& model, MegatronFlavor flavor);
+std::string megatron_args_text(const PlanFile& plan, const ModelSpec& model, MegatronFlavor flavor,
+                               FsdpImpl fsdp = FsdpImpl::kMegatron);
 
 }  // namespace fasop

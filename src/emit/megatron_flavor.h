@@ -15,4 +15,15 @@ enum class MegatronFlavor {
   kFasop,
 };
 
+/// Which sharding Megatron-LM runs a ZeRO-3 plan with; both gather each layer's parameters
+/// before its forward and backward and reduce-scatter its gradients, as the cost model prices.
+enum class FsdpImpl {
+  /// Megatron-FSDP (--use-megatron-fsdp, its optim_grads_params strategy): any pp, experts
+  /// sharded over their own group.
+  kMegatron,
+  /// PyTorch's FSDP2 (--use-torch-fsdp2: fully_shard on every transformer layer); Megatron-LM
+  /// runs it without pipeline or expert parallelism and with an untied output layer.
+  kTorch,
+};
+
 }  // namespace fasop

@@ -221,17 +221,18 @@ std::string megatron_interleaved_layout(const PlanFile& plan, const ModelSpec& m
   const PlanKey& key = plan.key;
   const int pp = key.pp, v = key.virtual_stages;
   // Each rank's units (its embedding or loss among them) split into v chunks as evenly as
-  // they go, the larger chunks first; chunk c of rank r is model chunk c x pp + r.
+  // they go, the larger chunks first; chunk c of rank r is model chunk c x pp + r. A rank with
+  // fewer units than chunks leaves some empty, which Megatron's layout allows (an empty
+  // TransformerBlock passes its input on): the last rank its first ones, so that the loss
+  // still closes the last chunk.
   const auto stages = stage_units(plan, model);
   std::vector<std::string> chunks(static_cast<size_t>(pp) * v);
   for (int r = 0; r < pp; ++r) {
     const int units = static_cast<int>(stages[r].size());
-    if (units < v)
-      throw SpecError(plan_where(plan) + "virtual stages " + std::to_string(v) + ": stage " + std::to_string(r) +
-                      " has " + std::to_string(units) + " units, fewer than its chunks; re-plan with fewer virtual "
-                      "stages (--fix vpp=1)");
+    const bool fill_last = r == pp - 1 && units < v;
     for (int c = 0, next = 0; c < v; ++c) {
-      const int size = units / v + (c < units % v ? 1 : 0);
+      const int larger = fill_last ? v - 1 - c : c;  // the chunk's place in larger-first order
+      const int size = units / v + (larger < units % v ? 1 : 0);
       std::string& chunk = chunks[static_cast<size_t>(c) * pp + r];
       for (int u = next; u < next + size; ++u) chunk += layout_letters(*stages[r][u], model);
       next += size;

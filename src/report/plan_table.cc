@@ -54,7 +54,8 @@ std::string best_plans_table(const ClusterSpec& cluster, const std::vector<Candi
                   placement_runs(cluster, r.plan.key.node_order).c_str(),
                   (partition_text(r.plan.partition) +
                    (r.plan.key.stage_dp.empty() ? "" : " stage dp " + partition_text(r.plan.key.stage_dp)) +
-                   sailor_layout_text(r.plan.key) + context_expert_text(r.plan.key, " "))
+                   sailor_layout_text(r.plan.key) + context_expert_text(r.plan.key, " ") +
+                   (r.plan.key.virtual_stages > 1 ? " v " + std::to_string(r.plan.key.virtual_stages) : ""))
                       .c_str());
     out << line;
   }

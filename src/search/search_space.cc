@@ -189,10 +189,10 @@ std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSp
   const int max_tp = fasop_tp ? std::min(cluster.gpus_per_node(), options.max_tp) : cluster.gpus_per_node();
   const std::vector<std::vector<int>> placements =
       options.placements == PlacementKind::kCyclic ? cyclic_placements(cluster) : type_block_placements(cluster);
-  // Megatron-LM's interleaved schedule: v equal chunks a rank, whole rounds of pp micro-batches.
+  // Megatron-LM's interleaved schedule: v chunks a rank (a layout places any split of the
+  // layers), whole rounds of pp micro-batches.
   auto interleaves = [&](const PlanKey& key, int v) {
-    return v == 1 || (key.pp > 1 && layers % (key.pp * v) == 0 &&
-                      slowest_replica_microbatches(gbs, key) % key.pp == 0);
+    return v == 1 || (key.pp > 1 && key.pp * v <= layers && slowest_replica_microbatches(gbs, key) % key.pp == 0);
   };
   // Every variant of `key` the options ask for (ZeRO, recomputation, sequence parallelism,
   // virtual stages), each passed to `emit`.
@@ -201,7 +201,6 @@ std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSp
     const bool moe = model.moe.enabled();
     for (int zero : options.zero_stages) {
       if (zero > 0 && key.dp * key.cp == 1) continue;  // nothing to shard
-      if (zero == 3 && moe) continue;                  // experts' FSDP: not priced (parallel_dims_checks.h)
       for (RecomputeMode recompute : options.recompute)
         for (bool sp : options.sequence_parallel) {
           if (sp && key.tp == 1) continue;  // nothing to split

@@ -207,7 +207,7 @@ ValidationResult predict_case(const ValidationCase& c) {
     key.sequence_parallel = plan.sequence_parallel;
     key.virtual_stages = plan.virtual_stages;
     try {
-      validate_plan_key(c.model, cluster, key, plan.layout_units.empty() ? ChunkSplit::kEven : ChunkSplit::kStated);
+      validate_plan_key(c.model, cluster, key);
     } catch (const SpecError& e) {
       throw SpecError(c.file + ": field 'plan': " + e.what());
     }
