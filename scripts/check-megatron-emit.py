@@ -163,6 +163,10 @@ PLANS = [
     # layer can move; the fork has none.
     ("llama2-7b-torch-fsdp2", ["--model", "llama2-7b", "--cluster", "aws-h100", "--fix", "tp=2,pp=1,zero=3"],
      {"upstream": "check", "fasop": ("refused", "--swiglu"), "fsdp": "torch"}),
+    # GPT-OSS 120B: sliding-window attention on every other layer (--window-size 128,0
+    # --window-attn-skip-freq 2, the layers Megatron windows compared one by one), ep 8, pp 4.
+    ("gpt-oss-120b-window-ep8", ["--model", "gpt-oss-120b", "--cluster", "dgx-h100", "--fix", "tp=1,pp=4,ep=8,zero=1"],
+     {"upstream": "check", "fasop": ("refused", "--moe-router-topk")}),
     ("qwen3-fsdp-zero3-ep8", ["--model", "qwen3-30b-a3b", "--cluster", "aws-h100", "--fix", "tp=1,pp=2,ep=8,zero=3"],
      {"upstream": "check", "fasop": ("refused", "--moe-router-topk")}),
 ]
@@ -406,6 +410,7 @@ def _upstream_features(args, config):
     attention head and the precision, and which layers get_gpt_decoder_layer_specs makes MoE
     layers (1) or dense (0)."""
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_decoder_layer_specs
+    from megatron.core.transformer.utils import is_layer_window_attention
 
     def mlp_class(spec):
         # A ModuleSpec, a class, or a functools.partial of a class (MoELayer) or of a bound
@@ -429,7 +434,11 @@ def _upstream_features(args, config):
                     args.data_parallel_sharding_strategy if args.use_megatron_fsdp else None,
             # The EP all-to-all overlap, with the weight gradients delayed as the recipes pair them.
             "ep_overlap": [bool(args.overlap_moe_expert_parallel_comm), bool(args.delay_wgrad_compute)],
-            "mtp_layers": config.mtp_num_layers or 0}
+            "mtp_layers": config.mtp_num_layers or 0,
+            # Sliding-window attention: the window, and which layers (1-based) Megatron windows.
+            "window": list(config.window_size) if config.window_size else None,
+            "windowed_layers": [int(is_layer_window_attention(config.window_size, config.window_attn_skip_freq, n))
+                                for n in range(1, config.num_layers + 1)]}
 
 
 def _upstream_rank_groups(args, world):
@@ -645,6 +654,7 @@ def expected_features(plan, spec):
     """What upstream's TransformerConfig must hold for the plan and its model (_upstream_features):
     a dense model's etp is Megatron's default, tp; fp8 is bf16 with Transformer Engine's recipe."""
     moe = spec.get("moe") or {}
+    window = spec.get("sliding_window")
     experts = moe.get("experts")
     dtype = spec.get("dtype")
     moe_layers = []
@@ -667,7 +677,10 @@ def expected_features(plan, spec):
             "fsdp": "torch_fsdp2" if plan.get("_fsdp") == "torch" and plan.get("zero_stage", 0) == 3 else
                     {2: "optim_grads", 3: "optim_grads_params"}.get(plan.get("zero_stage", 0)),
             "ep_overlap": [bool(plan.get("overlap_ep_comm", False))] * 2,
-            "mtp_layers": spec.get("mtp_layers", 0)}
+            "mtp_layers": spec.get("mtp_layers", 0),
+            "window": [window["tokens"], 0] if window else None,
+            "windowed_layers": [int(bool(window) and (not window.get("full_every") or n % window["full_every"] != 0))
+                                for n in range(1, len(moe_layers) + 1)]}
 
 
 def expected_groups(plan):

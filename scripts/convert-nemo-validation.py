@@ -632,10 +632,18 @@ def moe_model_note(row, arch):
                 " Not modelled: QK layernorm (an RMSNorm over each head's queries and keys; negligible).")
     return (f"GPT-OSS 120B ({arch['config_class']}): {common}. The experts' activation is a gated quick_gelu GLU "
             "(clamped at 7.0, GLU offset 1.0): three matrices like SwiGLU, written as activation swiglu. RMSNorm, "
-            f"YaRN RoPE, GQA with {kv} groups, untied output layer." + hd_text + " Not modelled: the sliding-window attention (a window of about 128 tokens) on every other "
-            "layer, so the case counts full causal attention on all "
-            f"{arch['layers']} layers, more attention work than the {int(arch['layers']) // 2} windowed layers do; "
-            "the learnable softmax sinks; the biases of the linear layers (add_bias_linear).")
+            f"YaRN RoPE, GQA with {kv} groups, untied output layer." + hd_text + " Sliding-window attention on "
+            f"every other layer: GPTOSSProvider's window_size ({GPT_OSS_WINDOW[0]}, 0) and window_attn_skip_freq "
+            f"{GPT_OSS_WINDOW[1]} in Megatron-Bridge v0.2.0 to v0.3.1 (the releases of these rows; models.csv, read "
+            "at a later commit, gives (127, 0)), written as sliding_window: each query of layers 1, 3, ... meets "
+            f"itself and the {GPT_OSS_WINDOW[0]} tokens before it. Not modelled: the learnable softmax sinks; the "
+            "biases of the linear layers (add_bias_linear).")
+
+
+# GPT-OSS's sliding window (tokens, full_every) as Megatron-Bridge's GPTOSSProvider sets it in
+# v0.2.0, v0.3.0 and v0.3.1 (src/megatron/bridge/models/gpt_oss/gpt_oss_provider.py:
+# window_size (128, 0), window_attn_skip_freq 2), the releases of the GPT-OSS rows.
+GPT_OSS_WINDOW = (128, 2)
 
 
 def wrap(paragraph):
@@ -812,6 +820,8 @@ def case_of(row, arch, set_name, rows):
     mla_block = "" if not mla else "  mla:\n" + "".join(f"    {k}: {v}\n" for k, v in mla.items())
     if mla and mla_mtp_layers(row):
         mla_block += f"  mtp_layers: {mla_mtp_layers(row)}\n"
+    if moe and moe_base(row["model"]).startswith("GPT"):
+        mla_block += f"  sliding_window: {{tokens: {GPT_OSS_WINDOW[0]}, full_every: {GPT_OSS_WINDOW[1]}}}\n"
     moe_block = "" if not moe else f"""  moe:
     experts: {arch['num_experts']}
     top_k: {arch['top_k']}

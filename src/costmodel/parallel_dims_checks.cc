@@ -52,6 +52,10 @@ std::string context_parallel_fault(const ModelSpec& model, const ClusterSpec& cl
   if (!model.flash_attention)
     return "--cp: context parallelism runs ring attention in fused (flash) kernels; model '" + model.name +
            "' has unfused attention: use cp 1 or attention: flash";
+  // Megatron-Core passes every chunk around the ring whatever the window reads of it (and
+  // GPT-OSS's recipes switch to the all-to-all cp for their sinks): not priced.
+  if (model.sliding_window.enabled())
+    return "--cp: context parallelism with model '" + model.name + "''s sliding-window attention is not priced; use cp 1";
   return uniform_single_zone_fault(cluster, key, "--cp", "context parallelism", false, " or use cp 1", ": use cp 1");
 }
 
@@ -86,6 +90,9 @@ void validate_parallel_dims_policy(const ModelSpec& model, const PlanKey& key, c
   if (model.mtp_layers > 0 && policy == "fasop")
     throw SpecError("--policy: the fasop policy does not price multi-token prediction (model '" + model.name +
                     "''s mtp_layers); use --policy analytic");
+  if (model.sliding_window.enabled() && policy == "fasop")
+    throw SpecError("--policy: the fasop policy does not price sliding-window attention (model '" + model.name +
+                    "''s sliding_window); use --policy analytic");
   if (model.mla.enabled() && policy == "fasop")
     throw SpecError("--policy: the fasop policy does not price multi-head latent attention (model '" + model.name +
                     "''s 'mla' block); use --policy analytic");

@@ -19,7 +19,8 @@ namespace fasop {
 void validate_parallel_dims(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key);
 
 /// Why `key`'s context parallelism cannot run (the first of: 2 x cp not dividing the sequence,
-/// unfused attention, a non-uniform layout, several zones), as validate_parallel_dims says it;
+/// unfused attention, sliding-window attention (not priced), a non-uniform layout, several
+/// zones), as validate_parallel_dims says it;
 /// empty where it can or cp is 1. The search skips such layouts with it.
 std::string context_parallel_fault(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key);
 

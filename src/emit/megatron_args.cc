@@ -125,6 +125,14 @@ void architecture_flags(ArgWriter& w, const ModelSpec& model) {
     w.require_upstream("multi-token prediction (--mtp-num-layers)");
     w.flag("--mtp-num-layers", num(model.mtp_layers));
   }
+  if (model.sliding_window.enabled()) {
+    // Megatron-Core's window (left tokens, right 0: causal) and the layers that keep full
+    // attention (layer_number % full_every == 0), as apply_sliding_window marks them.
+    const SlidingWindow& window = model.sliding_window;
+    w.require_upstream("sliding-window attention (--window-size)");
+    w.flag("--window-size", num(window.tokens) + ",0");
+    if (window.full_every > 0) w.flag("--window-attn-skip-freq", num(window.full_every));
+  }
   if (model.mla.enabled()) {
     // Multi-head latent attention (Megatron-Core's MLASelfAttention), with the widths the model
     // prices; q_lora_rank 0 projects the queries without a latent.

@@ -368,6 +368,9 @@ int profile_layers(const LayerProfileOptions& options) {
   if (model.mtp_layers > 0)
     throw SpecError("--model: model '" + model.name + "' has multi-token prediction (mtp_layers), which the LibTorch "
                     "profiler does not build; time its layers from the GPU's data (--analytic-profiles)");
+  if (model.sliding_window.enabled())
+    throw SpecError("--model: model '" + model.name + "' has sliding-window attention, which the LibTorch profiler "
+                    "does not build; time its layers from the GPU's data (--analytic-profiles)");
   if (model.mla.enabled())
     throw SpecError("--model: model '" + model.name + "' has multi-head latent attention (an 'mla' block), which the "
                     "LibTorch profiler does not build; time its layers from the GPU's data (--analytic-profiles)");

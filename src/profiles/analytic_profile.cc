@@ -10,6 +10,7 @@
 #include "profiles/moe_layer.h"
 #include "profiles/mtp_layer.h"
 #include "specs/precision.h"
+#include "specs/sliding_window.h"
 #include "specs/spec_error.h"
 
 namespace fasop {
@@ -206,12 +207,14 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
   const bool latent = mla.enabled();
   // With context parallelism a GPU's s / cp queries meet all s keys; a causal mask balanced
   // over the ring (Megatron-LM's zigzag split) leaves every GPU half of that, as without cp.
+  // A sliding window leaves each query its window (fused kernels skip the rest; unfused ones
+  // compute the whole matrix and mask it).
   auto attention = [&](bool is_causal) {
     if (m.flash_attention) {
+      const double pairs = is_causal ? causal_pair_share(m.sequence, unit.attention_window) : 1;
       // Q K^T and scores x V: 2 FLOPs a multiply-add over the query/key width and the value width.
-      fw.attention_flops += latent ? 2 * b * s_local * s * local_heads * (mla.q_head_dim() + mla.v_head_dim) *
-                                         (is_causal ? 0.5 : 1)
-                                   : 4 * b * s_local * s * hq / t * (is_causal ? 0.5 : 1);
+      fw.attention_flops += latent ? 2 * b * s_local * s * local_heads * (mla.q_head_dim() + mla.v_head_dim) * pairs
+                                   : 4 * b * s_local * s * hq / t * pairs;
       attention_kernels += 1;
     } else {
       const double qk_width = latent ? mla.q_head_dim() : head_dim, v_width = latent ? mla.v_head_dim : head_dim;

@@ -13,8 +13,17 @@ std::vector<int> ModelSpec::segment_layer_indices() const {
 LayerUnit ModelSpec::mtp_transformer_unit() const {
   LayerUnit last{"mtp_transformer", LayerRole::kTransformer};
   for (const LayerUnit& unit : units)
-    if (unit.role == LayerRole::kTransformer) last.moe = unit.moe;
+    if (unit.role == LayerRole::kTransformer) last.moe = unit.moe, last.attention_window = unit.attention_window;
   return last;
+}
+
+void apply_sliding_window(ModelSpec& model) {
+  int layer_number = 0;
+  for (LayerUnit& unit : model.units) {
+    if (unit.role != LayerRole::kTransformer || !model.sliding_window.windows_layer(++layer_number)) continue;
+    unit.attention_window = model.sliding_window.tokens;
+    unit.type += "_window";
+  }
 }
 
 int ModelSpec::num_transformer_layers() const {

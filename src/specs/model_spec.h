@@ -5,6 +5,7 @@
 
 #include "specs/mla_spec.h"
 #include "specs/moe_spec.h"
+#include "specs/sliding_window.h"
 
 namespace fasop {
 
@@ -18,6 +19,8 @@ struct LayerUnit {
   std::string segment = {};  ///< "" or e.g. "encoder"/"decoder": a stage never spans two segments
   bool cross_attention = false;  ///< a decoder layer that also attends to the encoder (T5)
   bool moe = false;  ///< a transformer layer whose MLP is the model's mixture of experts (ModelSpec::moe)
+  /// Tokens before each query that the layer's attention sees (ModelSpec::sliding_window); 0: all.
+  int attention_window = 0;
 };
 
 /// The MLP's activation: GELU (two matrices), SwiGLU (three, LLaMA) or squared ReLU (two,
@@ -70,6 +73,9 @@ struct ModelSpec {
   /// output head and loss. Field `mtp_layers`; they live with the post-process unit (the loss), as
   /// Megatron places them on the last pipeline stage.
   int mtp_layers = 0;
+  /// Sliding-window attention on some or all transformer layers (field `sliding_window:
+  /// {tokens, full_every}`); apply_sliding_window marks the units it windows.
+  SlidingWindow sliding_window;
   Activation activation = Activation::kGelu;
   Norm norm = Norm::kLayerNorm;
   bool tied_embeddings = true;  ///< the output head shares the input embedding's weights
@@ -101,5 +107,10 @@ struct ModelSpec {
   /// layers from 0, as Hugging Face and `plan show` do: T5's "decoder 0"); -1 for other units.
   std::vector<int> segment_layer_indices() const;
 };
+
+/// Marks the transformer units `model.sliding_window` windows (their attention_window, and
+/// "_window" after their type, so that they get a profile of their own), counting layers from 1
+/// as Megatron-Core does. Loading a model or a validation case calls it once its units are built.
+void apply_sliding_window(ModelSpec& model);
 
 }  // namespace fasop

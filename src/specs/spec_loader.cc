@@ -79,7 +79,7 @@ const std::vector<std::string>& model_dim_fields() {
   static const std::vector<std::string> fields = {"hidden", "heads", "sequence", "vocab", "precision_bits", "dtype",
                                                   "ffn_hidden", "kv_heads", "activation", "norm", "tied_embeddings",
                                                   "attention", "family", "causal", "head_dim", "moe", "mla",
-                                                  "mtp_layers"};
+                                                  "mtp_layers", "sliding_window"};
   return fields;
 }
 
@@ -138,6 +138,15 @@ void parse_model_dims(const Field& root, ModelSpec& model) {
   if (root.child("head_dim").present()) model.head_dim = root.child("head_dim").positive_int(kMaxHidden);
   if (Field moe = root.child("moe"); moe.present()) model.moe = parse_moe(moe);
   if (root.child("mtp_layers").present()) model.mtp_layers = root.child("mtp_layers").positive_int(kMaxMtpLayers);
+  if (Field window = root.child("sliding_window"); window.present()) {
+    window.keys("a mapping {tokens, full_every?}");
+    window.only_keys({"tokens", "full_every"});
+    model.sliding_window.tokens = window.child("tokens").positive_int(kMaxSequence);
+    if (window.child("full_every").present())
+      model.sliding_window.full_every = window.child("full_every").non_negative_int(kMaxUnits);
+    if (!model.causal)
+      window.fail("needs causal attention (each query sees the tokens before it); remove it or set causal: true");
+  }
   if (Field mla = root.child("mla"); mla.present()) {
     model.mla = parse_mla(mla);
     // MLA's heads are widths of their own, each with its own key and value.
@@ -232,6 +241,10 @@ ModelSpec parse_model(const std::string& yaml_text, const std::string& source) {
   const bool decoder_only =
       model.family != ModelFamily::kT5 &&
       std::all_of(model.units.begin(), model.units.end(), [](const LayerUnit& u) { return u.segment.empty(); });
+  if (model.sliding_window.enabled() && !decoder_only)
+    root.child("sliding_window").fail("needs a decoder-only model (Megatron-LM windows its decoder's self-attention); "
+                                      "remove it");
+  apply_sliding_window(model);
   if (model.mtp_layers > 0 && (model.units.back().role != LayerRole::kPostProcess || !decoder_only))
     root.child("mtp_layers").fail("needs a decoder-only model whose last unit is its post_process (the output head and "
                                   "loss), which multi-token prediction shares; remove mtp_layers");

@@ -72,6 +72,7 @@ void parse_model_field(const Field& field, const SpecStore& store, Case& c) {
     model.units.push_back({moe ? "moe_transformer" : "transformer", LayerRole::kTransformer, "", false, moe});
   }
   model.units.push_back({"post_process", LayerRole::kPostProcess, "", false});
+  apply_sliding_window(model);
 }
 
 RecomputeMode parse_recompute(const Field& field) {
