@@ -23,7 +23,8 @@ std::string megatron_pipeline_layout(const PlanFile& plan, const ModelSpec& mode
 /// The --pipeline-model-parallel-layout of an interleaved plan (virtual_stages v > 1) whose
 /// partition is not Megatron's even split: each stage's units split into v chunks as evenly as
 /// they go (larger first), chunk c of stage r written as model chunk c x pp + r, runs of equal
-/// chunks as "(...|)*k". Throws SpecError for a stage with fewer units than chunks.
+/// chunks as "(...|)*k". A stage with fewer units than chunks leaves some empty (the last
+/// stage its first ones, so that the loss closes the model).
 std::string megatron_interleaved_layout(const PlanFile& plan, const ModelSpec& model);
 
 /// FASOP's --balance value: transformer layers per pipeline rank joined by '-', e.g. "17-15-16"
