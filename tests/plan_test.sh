@@ -86,6 +86,11 @@ grep -qxF -- "--use-megatron-fsdp \\" fsdp-megatron.sh && ! grep -q -- "--use-to
   --quiet > /dev/null || fail "search a ZeRO-3 plan at pp 2"
 expect_error "FSDP2 without pipelines" "without pipeline parallelism" schedule --plan plans/fsdp-pp2.yaml --format megatron --fsdp torch
 expect_error "--fsdp without megatron" "--fsdp needs --format megatron" schedule --plan plans/fsdp.yaml --format slapo --fsdp torch
+# The launch runs the same arguments (captured first: grep -q would close the pipe early).
+"$bin" launch --plan plans/fsdp.yaml --backend local --dry-run --fsdp torch > launch-fsdp.txt
+grep -q -- "--use-torch-fsdp2" launch-fsdp.txt && ! grep -q -- "--use-megatron-fsdp" launch-fsdp.txt &&
+  ! grep -q "CUDA_DEVICE_MAX_CONNECTIONS" launch-fsdp.txt && ok || fail "launch --fsdp torch: $(grep -o -- '--use-[a-z-]*fsdp[0-9]*' launch-fsdp.txt)"
+expect_error "--fsdp with another trainer" "--trainer-cmd" launch --plan plans/fsdp.yaml --backend local --dry-run --fsdp torch --trainer-cmd true
 # T5, uneven {4, 21, 13, 12}: the fork takes the split rank and every rank's layers (embedding +
 # 3 | 21 | embedding + 12 | 12); upstream cannot pipeline T5 and says so.
 "$bin" search --model t5 --heterogeneous --fix tp=2,pp=4 --out-dir logs --save-plan plans/t5.yaml --quiet > /dev/null ||

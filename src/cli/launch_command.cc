@@ -28,6 +28,7 @@ struct LaunchOptions {
   std::string trainer_cmd;
   std::string trainer_config;
   std::string megatron_script;
+  std::string fsdp = "megatron";
   std::string runs_dir = "main_logs/runs";
   std::string cluster;
   int master_port = 29500;
@@ -94,7 +95,8 @@ LaunchSettings launch_settings(const LaunchOptions& options, const LoadedPlan& l
   settings.workdir = absolute(".");
   settings.master_port = options.master_port;
   if (options.trainer_cmd.empty()) {
-    MergedTrainerArgs merged = merge_trainer_args(megatron_args(plan, loaded.setup->model, MegatronFlavor::kUpstream),
+    const FsdpImpl fsdp = options.fsdp == "torch" ? FsdpImpl::kTorch : FsdpImpl::kMegatron;
+    MergedTrainerArgs merged = merge_trainer_args(megatron_args(plan, loaded.setup->model, MegatronFlavor::kUpstream, fsdp),
                                                   config, plan, loaded.setup->model);
     const std::string script = !options.megatron_script.empty() ? options.megatron_script
                                : !config.megatron_script.empty() ? config.megatron_script
@@ -263,6 +265,10 @@ void add_launch_command(CLI::App& app) {
                       "megatron-mock: mock data, 50 iterations; `presets show megatron-mock` to start one)");
   command->add_option("--megatron-script", options->megatron_script,
                       "Megatron-LM's training script (default: the trainer config's, else pretrain_gpt.py)");
+  command->add_option("--fsdp", options->fsdp,
+                      "Megatron-LM: how a ZeRO-3 plan shards, megatron (Megatron-FSDP, default) or torch (PyTorch "
+                      "FSDP2), as schedule --fsdp")
+      ->check(CLI::IsMember({"megatron", "torch"}));
   command->add_option("--runs-dir", options->runs_dir,
                       "where run directories go (default main_logs/runs; on a filesystem all nodes share)");
   command->add_option("--cluster", options->cluster, "launch on this cluster file instead of the plan's");
@@ -309,9 +315,11 @@ void add_launch_command(CLI::App& app) {
   });
   logs_command->callback([options] { logs(*options); });
   report_command->callback([options] { report(*options); });
-  command->callback([options, status_command, logs_command, report_command] {
+  command->callback([options, command, status_command, logs_command, report_command] {
     if (status_command->parsed() || logs_command->parsed() || report_command->parsed()) return;
     if (options->plan.empty()) throw SpecError("launch needs --plan PLAN (or: launch status JOB, launch logs JOB, launch report JOB)");
+    if (command->count("--fsdp") && !options->trainer_cmd.empty())
+      throw SpecError("--fsdp picks Megatron-LM's sharding; --trainer-cmd runs another trainer: drop one of them");
     launch(*options);
   });
 }
