@@ -324,7 +324,7 @@ TEST_CASE("the search tries cp and ep only where Megatron-LM can run them", "[mo
   for (const PlanKey& key : enumerate_plan_keys(m, cluster, space)) CHECK(key.cp == 2);
 }
 
-TEST_CASE("a search says why it left context and expert parallelism out", "[cp][search]") {
+TEST_CASE("a search says why it left context and expert parallelism or virtual stages out", "[cp][search]") {
   auto result = [](int cp, int ep, double step_s, bool oom) {
     CandidateResult r;
     r.plan.key.cp = cp, r.plan.key.ep = ep, r.plan.key.tp = 1, r.plan.key.dp = 8 / cp, r.plan.key.pp = 1;
@@ -350,6 +350,15 @@ TEST_CASE("a search says why it left context and expert parallelism out", "[cp][
   space.precisions = {"", "fp8"};
   CHECK(unused_dimension_notes(by_precision, space, "bf16") ==
         "bf16 (the model's): not used: its best plan takes 10 s a step, +25.0% against 8 s\n");
+  // Virtual stages: the best plan runs plain 1F1B, the best interleaved one is 5% slower.
+  space.precisions = {};
+  space.virtual_stages = {1, 2};
+  std::vector<CandidateResult> interleaved = {result(1, 1, 10, false), result(1, 1, 10.5, false)};
+  interleaved[0].plan.key.pp = interleaved[1].plan.key.pp = 2;
+  interleaved[1].plan.key.virtual_stages = 2;
+  CHECK(unused_dimension_notes(interleaved, space, "bf16") ==
+        "v: not used: the best plan with v > 1 (cp 1, ep 1, tp 1, dp 8, pp 2, mbs 1, v 2) takes 10.5 s a step, +5.0% "
+        "against 10 s\n");
 }
 
 TEST_CASE("which GPUs train in a precision, and a plan file keeps the one a search chose", "[precision]") {

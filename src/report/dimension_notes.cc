@@ -8,7 +8,8 @@ namespace {
 
 std::string layout_text(const PlanKey& k) {
   return "cp " + std::to_string(k.cp) + ", ep " + std::to_string(k.ep) + ", tp " + std::to_string(k.tp) + ", dp " +
-         std::to_string(k.dp) + ", pp " + std::to_string(k.pp) + ", mbs " + std::to_string(k.mbs);
+         std::to_string(k.dp) + ", pp " + std::to_string(k.pp) + ", mbs " + std::to_string(k.mbs) +
+         (k.virtual_stages > 1 ? ", v " + std::to_string(k.virtual_stages) : "");
 }
 
 std::string note(const char* name, const std::vector<CandidateResult>& ranked, int (*degree)(const PlanKey&),
@@ -40,6 +41,9 @@ std::string unused_dimension_notes(const std::vector<CandidateResult>& ranked, c
   if (tried(space.ep) && best.ep == 1)
     notes += note("ep", ranked, [](const PlanKey& k) { return k.ep; },
                   "ep must divide the experts and a stage's tp x cp x dp GPUs");
+  if (tried(space.virtual_stages) && best.virtual_stages == 1)
+    notes += note("v", ranked, [](const PlanKey& k) { return k.virtual_stages; },
+                  "the interleaved schedule needs pp > 1 and whole rounds of pp micro-batches");
   // Each precision tried that the best plan does not train in ("": the model's own).
   for (const std::string& precision : space.precisions) {
     if (space.precisions.size() < 2 || precision == best.precision) continue;

@@ -1,6 +1,6 @@
 #pragma once
-// Why a search did not use a dimension it tried: context or expert parallelism beside the
-// fastest plan, as a user weighing them wants to see it.
+// Why a search did not use a dimension it tried: context or expert parallelism, or the
+// interleaved schedule, beside the fastest plan, as a user weighing them wants to see it.
 #include <string>
 #include <vector>
 
@@ -8,7 +8,7 @@
 
 namespace fasop {
 
-/// For cp and ep, where the search tried degrees beyond 1 (`space`) and the first plan of
+/// For cp, ep and virtual stages (v), where the search tried degrees beyond 1 (`space`) and the first plan of
 /// `ranked` (the search's order) has 1: a line with the first plan that uses one, its step time
 /// and how much slower it is, or that no layout with it could run; and for each precision tried
 /// (SearchSpaceOptions::precisions) that the first plan does not train in, its best plan's step
