@@ -157,8 +157,6 @@ PLANS = [
      {"upstream": "check", "fasop": ("refused", "--use-megatron-fsdp")}),
     ("llama2-7b-fsdp-zero3", ["--model", "llama2-7b", "--cluster", "aws-h100", "--fix", "tp=2,pp=2,zero=3"],
      {"upstream": "check", "fasop": ("refused", "--swiglu")}),
-    # Megatron-FSDP of a MoE model: dense weights sharded over dp, each MoE layer's experts over
-    # their expert-data-parallel group (dp 64 / ep 8 = 8), at pp 2 as the plans above.
     # ZeRO-3 as PyTorch's FSDP2 (schedule --fsdp torch): pp 1, as Megatron-LM asserts, so no
     # layer can move; the fork has none.
     ("llama2-7b-torch-fsdp2", ["--model", "llama2-7b", "--cluster", "aws-h100", "--fix", "tp=2,pp=1,zero=3"],
@@ -167,6 +165,8 @@ PLANS = [
     # --window-attn-skip-freq 2, the layers Megatron windows compared one by one), ep 8, pp 4.
     ("gpt-oss-120b-window-ep8", ["--model", "gpt-oss-120b", "--cluster", "dgx-h100", "--fix", "tp=1,pp=4,ep=8,zero=1"],
      {"upstream": "check", "fasop": ("refused", "--moe-router-topk")}),
+    # Megatron-FSDP of a MoE model: dense weights sharded over dp, each MoE layer's experts over
+    # their expert-data-parallel group (dp 64 / ep 8 = 8), at pp 2 as the plans above.
     ("qwen3-fsdp-zero3-ep8", ["--model", "qwen3-30b-a3b", "--cluster", "aws-h100", "--fix", "tp=1,pp=2,ep=8,zero=3"],
      {"upstream": "check", "fasop": ("refused", "--moe-router-topk")}),
 ]

@@ -321,21 +321,25 @@ TEST_CASE("megatron: interleaved gpt2xl, upstream's v and the fork's layers a ch
   CHECK(layout_units_per_rank(read, 4, 5, 48, 0, &error) == std::vector<int>{13, 12, 12, 13});
   CHECK(read.chunks[0] == "Ett");
   CHECK(read.chunks[19] == "tL");
+  // Upstream's layout of a pp 4 partition at v 2, and the units per rank Megatron reads from it.
+  auto v2_layout = [&](std::vector<int> partition) {
+    PlanFile plan_v2 = layout_plan(1, 1, 2, 4, 64, std::move(partition), 0, false);
+    plan_v2.key.virtual_stages = 2;
+    return megatron_args(plan_v2, model, MegatronFlavor::kUpstream).back();
+  };
+  auto units_read = [&](const std::string& text) {
+    REQUIRE(parse_pipeline_layout(text, &read, &error));
+    return layout_units_per_rank(read, 4, 2, 48, 0, &error);
+  };
   // A stage with fewer units than chunks leaves the rest empty, as Megatron's layout allows:
   // rank 0 holds the embedding alone in its first chunk and nothing in its second.
-  PlanFile thin = layout_plan(1, 1, 2, 4, 64, {1, 23, 12, 14}, 0, false);
-  thin.key.virtual_stages = 2;
-  const std::string thin_layout = megatron_args(thin, model, MegatronFlavor::kUpstream).back();
-  CHECK(thin_layout == "E|t*12|t*6|t*7||t*11|t*6|t*6L");
-  REQUIRE(parse_pipeline_layout(thin_layout, &read, &error));
-  CHECK(layout_units_per_rank(read, 4, 2, 48, 0, &error) == std::vector<int>{1, 23, 12, 14});
+  const std::string thin = v2_layout({1, 23, 12, 14});
+  CHECK(thin == "E|t*12|t*6|t*7||t*11|t*6|t*6L");
+  CHECK(units_read(thin) == std::vector<int>{1, 23, 12, 14});
   // The last rank's empty chunks come first: the loss must close the last model chunk.
-  PlanFile thin_last = layout_plan(1, 1, 2, 4, 64, {14, 23, 12, 1}, 0, false);
-  thin_last.key.virtual_stages = 2;
-  const std::string thin_last_layout = megatron_args(thin_last, model, MegatronFlavor::kUpstream).back();
-  CHECK(thin_last_layout == "Et*6|t*12|t*6||t*7|t*11|t*6|L");
-  REQUIRE(parse_pipeline_layout(thin_last_layout, &read, &error));
-  CHECK(layout_units_per_rank(read, 4, 2, 48, 0, &error) == std::vector<int>{14, 23, 12, 1});
+  const std::string thin_last = v2_layout({14, 23, 12, 1});
+  CHECK(thin_last == "Et*6|t*12|t*6||t*7|t*11|t*6|L");
+  CHECK(units_read(thin_last) == std::vector<int>{14, 23, 12, 1});
   // The fork asserts pp > 2 for its interleaved schedule: pp 2, 24 layers a stage, 12 a chunk.
   PlanFile pp2 = layout_plan(1, 1, 4, 2, 64, {25, 25}, 0, false);
   pp2.key.virtual_stages = 2;

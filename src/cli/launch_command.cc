@@ -95,9 +95,9 @@ LaunchSettings launch_settings(const LaunchOptions& options, const LoadedPlan& l
   settings.workdir = absolute(".");
   settings.master_port = options.master_port;
   if (options.trainer_cmd.empty()) {
-    const FsdpImpl fsdp = options.fsdp == "torch" ? FsdpImpl::kTorch : FsdpImpl::kMegatron;
-    MergedTrainerArgs merged = merge_trainer_args(megatron_args(plan, loaded.setup->model, MegatronFlavor::kUpstream, fsdp),
-                                                  config, plan, loaded.setup->model);
+    MergedTrainerArgs merged =
+        merge_trainer_args(megatron_args(plan, loaded.setup->model, MegatronFlavor::kUpstream, fsdp_impl_named(options.fsdp)),
+                           config, plan, loaded.setup->model);
     const std::string script = !options.megatron_script.empty() ? options.megatron_script
                                : !config.megatron_script.empty() ? config.megatron_script
                                                                  : "pretrain_gpt.py";

@@ -26,8 +26,7 @@ std::string emit(const ScheduleOptions& options, const PlanFile& plan, const Mod
   if (options.format == "deepspeed") return deepspeed_config_json(plan, model);
   if (options.format == "deepspeed-pipeline") return deepspeed_pipeline_py(plan, model);
   MegatronFlavor flavor = options.megatron_flavor == "fasop" ? MegatronFlavor::kFasop : MegatronFlavor::kUpstream;
-  FsdpImpl fsdp = options.fsdp == "torch" ? FsdpImpl::kTorch : FsdpImpl::kMegatron;
-  return megatron_args_text(plan, model, flavor, fsdp) + "\n";
+  return megatron_args_text(plan, model, flavor, fsdp_impl_named(options.fsdp)) + "\n";
 }
 
 void run(const ScheduleOptions& options) {

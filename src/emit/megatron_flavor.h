@@ -1,5 +1,6 @@
 #pragma once
 // Which Megatron-LM a plan's arguments are written for.
+#include <string>
 
 namespace fasop {
 
@@ -25,5 +26,8 @@ enum class FsdpImpl {
   /// runs it without pipeline or expert parallelism and with an untied output layer.
   kTorch,
 };
+
+/// The FSDP implementation the command line names: "torch" or "megatron" (checked by the option).
+inline FsdpImpl fsdp_impl_named(const std::string& name) { return name == "torch" ? FsdpImpl::kTorch : FsdpImpl::kMegatron; }
 
 }  // namespace fasop
