@@ -144,6 +144,12 @@ PLANS = [
     ("deepseek-v3-mla-ep8-v2", ["--model", "deepseek-v3", "--cluster", "dgx-h100", "--fix",
                                 "tp=1,pp=16,zero=1,ep=8,vpp=2"],
      {"upstream": "check", "fasop": ("refused", "--moe-router-topk")}),
+    # Selective recomputation of Megatron-Core's modules, as NVIDIA's DeepSeek-V3 recipes name them
+    # (mla_up_proj; moe_act and the shared expert beside it), on DGX B200s, where they fit.
+    ("deepseek-v3-recompute-modules", ["--model", "deepseek-v3", "--cluster", "dgx-b200", "--fix",
+                                       "tp=1,pp=16,zero=1,ep=8,recompute=selective",
+                                       "--recompute-modules", "mla_up_proj,moe_act,shared_experts"],
+     {"upstream": "check", "fasop": ("refused", "--moe-router-topk")}),
     # fp8 (Transformer Engine's per-tensor current scaling) on H100s, and MXFP8 on B200s.
     ("llama2-7b-fp8", ["--model", "@llama2-7b-fp8.yaml", "--cluster", "aws-h100", "--fix", "tp=2,pp=4,zero=1"],
      {"upstream": "check", "fasop": ("refused", "--swiglu")}),
@@ -438,7 +444,10 @@ def _upstream_features(args, config):
             # Sliding-window attention: the window, and which layers (1-based) Megatron windows.
             "window": list(config.window_size) if config.window_size else None,
             "windowed_layers": [int(is_layer_window_attention(config.window_size, config.window_attn_skip_freq, n))
-                                for n in range(1, config.num_layers + 1)]}
+                                for n in range(1, config.num_layers + 1)],
+            # Recomputation: the granularity, and with selective the modules TransformerConfig keeps.
+            "recompute": [config.recompute_granularity,
+                          sorted(config.recompute_modules) if config.recompute_granularity == "selective" else None]}
 
 
 def _upstream_rank_groups(args, world):
@@ -680,7 +689,10 @@ def expected_features(plan, spec):
             "mtp_layers": spec.get("mtp_layers", 0),
             "window": [window["tokens"], 0] if window else None,
             "windowed_layers": [int(bool(window) and (not window.get("full_every") or n % window["full_every"] != 0))
-                                for n in range(1, len(moe_layers) + 1)]}
+                                for n in range(1, len(moe_layers) + 1)],
+            "recompute": [None if plan.get("recompute", "none") == "none" else plan["recompute"],
+                          sorted(plan.get("recompute_modules", ["core_attn"]))
+                          if plan.get("recompute") == "selective" else None]}
 
 
 def expected_groups(plan):

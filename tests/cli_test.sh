@@ -28,6 +28,13 @@ if [ "$rc" -eq 0 ] && [[ "$version" =~ ^fasop-cpp\ [0-9]+\.[0-9]+\.[0-9]+$ ]]; t
 "$bin" presets show dgx-h100 | sed 's/count: 128/count: 2/' > "$work/h100x2.yaml"
 expect_error "--ep not dividing the experts" "--ep: 3 does not divide model 'qwen3-30b-a3b''s 128 experts" \
   search --model qwen3-30b-a3b --cluster "$work/h100x2.yaml" --ep 1,3 --out-dir "$work/a"
+# Selective recomputation's modules: one a model has nothing of, and one --recompute leaves out.
+expect_error "--recompute-modules without the module in the model" "mla_up_proj needs multi-latent attention" \
+  estimate --model llama2-7b --cluster "$work/h100x2.yaml" --policy analytic --mbs 1 --tp 1 --dp 16 --pp 1 \
+  --recompute-modules mla_up_proj
+expect_error "--recompute-modules beside --recompute full" "pass selective in --recompute" \
+  estimate --model llama2-7b --cluster "$work/h100x2.yaml" --policy analytic --mbs 1 --tp 1 --dp 16 --pp 1 \
+  --recompute full --recompute-modules mlp
 printf 'name: x\nnode_types: [\n' > "$work/bad.yaml"
 expect_error "malformed YAML" "$work/bad.yaml" search --model bert --cluster "$work/bad.yaml" --out-dir "$work/a"
 sed 's/gpu: A10$/gpu: L4/' "$(dirname "$0")/../clusters/fasop-bert.yaml" > "$work/l4.yaml"

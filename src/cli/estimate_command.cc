@@ -35,7 +35,7 @@ struct EstimateOptions {
 /// estimate --plan: the saved plan on its specs (or --cluster's, --profile-dir's), estimated again.
 void run_saved(const EstimateOptions& options, CLI::App& command) {
   for (const char* own : {"--model", "--mbs", "--tp", "--dp", "--pp", "--nodes", "--stage-dp", "--stage-tp", "--uneven-dp", "--speed-split", "--placement",
-                          "--partition", "--heterogeneous", "--zero", "--recompute", "--policy"})
+                          "--partition", "--heterogeneous", "--zero", "--recompute", "--recompute-modules", "--policy"})
     if (command.count(own)) throw SpecError(std::string("--plan: the plan gives ") + own + "; leave it out");
   PlanOverrides overrides;
   overrides.cluster = options.planner.cluster;
@@ -125,6 +125,12 @@ void run(EstimateOptions options, CLI::App& command) {
   if (!options.planner.zero_stages.empty()) options.key.zero_stage = options.planner.zero_stages.front();
   // CLI11 admits only none, selective and full.
   if (!options.planner.recompute.empty()) options.key.set_recompute(*recompute_mode_named(options.planner.recompute.front()));
+  if (!options.planner.recompute_modules.empty()) {
+    // CLI11 admits only the modules' names; they mean selective recomputation.
+    // (choose_policy refused them beside another --recompute.)
+    if (options.planner.recompute.empty()) options.key.set_recompute(RecomputeMode::kSelective);
+    options.key.recompute_modules = *recompute_modules_named(options.planner.recompute_modules, nullptr);
+  }
   options.key.sequence_parallel = options.planner.sequence_parallel;
   if (!options.planner.virtual_stages.empty()) options.key.virtual_stages = options.planner.virtual_stages.front();
   options.key.stage_dp = options.stage_dp;

@@ -1,5 +1,6 @@
 #include "cli/planner_options.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <map>
@@ -79,6 +80,11 @@ void PlannerOptions::add_to(CLI::App& command, bool model_required) {
   command.add_option("--recompute", recompute,
                      "analytic: activation recomputation to search: none,selective,full (default none,full)")
       ->delimiter(',')->check(CLI::IsMember({"none", "selective", "full"}));
+  command.add_option("--recompute-modules", recompute_modules,
+                     "analytic: what selective recomputation recomputes, Megatron-Core's --recompute-modules, e.g. "
+                     "mla_up_proj,moe_act (of " + std::string(recompute_module_choices()) +
+                         "; default core_attn); the search tries selective recomputation with them")
+      ->delimiter(',')->check(CLI::IsMember(recompute_module_names(~0u)));
   command.add_flag("--sequence-parallel", sequence_parallel,
                    "analytic: also try Megatron-LM's sequence parallelism where tp > 1");
   command.add_option("--virtual-stages", virtual_stages,
@@ -199,6 +205,8 @@ void choose_policy(const PlannerOptions& options, PlannerSetup& setup) {
   if (policy == "auto") policy = cluster_gives_gpu_specs(setup.cluster) ? "analytic" : "fasop";
   setup.policy_name = policy;
   if (policy == "fasop") {
+    if (!options.recompute_modules.empty())
+      throw SpecError("--recompute-modules: the fasop policy prices no selective recomputation; use --policy analytic");
     if (!setup.cluster.uniform_gpus_per_node())
       throw SpecError(setup.cluster.source + ": field 'node_types': the fasop policy needs one GPUs-per-node count "
                       "for every node type; use --policy analytic (and give the GPUs' specs)");
@@ -217,6 +225,20 @@ void choose_policy(const PlannerOptions& options, PlannerSetup& setup) {
       setup.input.space.recompute.clear();
       // CLI11 admits only none, selective and full.
       for (const std::string& r : options.recompute) setup.input.space.recompute.push_back(*recompute_mode_named(r));
+    }
+    if (!options.recompute_modules.empty()) {
+      // CLI11 admits only the modules' names.
+      setup.input.space.recompute_modules = *recompute_modules_named(options.recompute_modules, nullptr);
+      std::vector<RecomputeMode>& modes = setup.input.space.recompute;
+      if (std::find(modes.begin(), modes.end(), RecomputeMode::kSelective) == modes.end()) {
+        if (!options.recompute.empty())
+          throw SpecError("--recompute-modules: names what selective recomputation recomputes, but --recompute "
+                          "leaves selective out; pass selective in --recompute");
+        modes.push_back(RecomputeMode::kSelective);
+      }
+      if (const std::string fault = recompute_modules_fault(setup.model, setup.input.space.recompute_modules);
+          !fault.empty())
+        throw SpecError("--recompute-modules: " + fault);
     }
     if (options.sequence_parallel) setup.input.space.sequence_parallel = {false, true};
     if (!options.virtual_stages.empty()) setup.input.space.virtual_stages = options.virtual_stages;

@@ -29,6 +29,7 @@ struct PlannerOptions {
   std::string policy = "auto";          ///< fasop, analytic, or auto: fasop unless the cluster specifies its GPUs
   std::vector<int> zero_stages;         ///< ZeRO stages to search (analytic); empty: 0-3
   std::vector<std::string> recompute;   ///< none, selective and/or full (analytic); empty: none and full
+  std::vector<std::string> recompute_modules;  ///< what selective recomputes (Megatron-Core's names); empty: core_attn
   bool sequence_parallel = false;       ///< also try sequence parallelism (analytic)
   std::vector<int> virtual_stages;      ///< interleaved 1F1B's virtual stages to try (analytic); empty: 1
   int max_tp = 0;                       ///< 0: FASOP's 4 (fasop) or the GPUs in a node (analytic)

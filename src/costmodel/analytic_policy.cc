@@ -9,6 +9,7 @@
 #include "costmodel/pipeline_1f1b.h"
 #include "costmodel/speed_split_stage.h"
 #include "costmodel/zone_egress.h"
+#include "profiles/recomputed_flops.h"
 #include "specs/precision.h"
 
 namespace fasop {
@@ -228,7 +229,8 @@ int expert_data_parallel(const PlanKey& key) { return key.tp * key.cp * key.dp /
 ActivationMode activation_mode(const PlanKey& key) { return activation_mode(key, key.tp); }
 
 ActivationMode activation_mode(const PlanKey& key, int tp) {
-  return {key.recompute, key.selective_recompute && !key.recompute, key.sequence_parallel && tp > 1, key.cp, key.etp};
+  const RecomputeModules selective = key.selective_recompute && !key.recompute ? key.recompute_modules : 0;
+  return {key.recompute, selective, key.sequence_parallel && tp > 1, key.cp, key.etp};
 }
 
 namespace {
@@ -237,14 +239,18 @@ namespace {
 /// group (Megatron-Core's MoELayer): the router's fp32 scores (4 bytes an expert a local
 /// token); the busiest GPU's permuted tokens (its experts' input, 2 bytes x hidden) and their
 /// activations as a dense MLP keeps them (SwiGLU: gate, up and product, 6 bytes x the expert's
-/// width; else 4); the shared expert as a dense MLP.
-double moe_activation_bytes(const ModelSpec& m, double tokens, double tp, int etp) {
+/// width; else 4); the shared expert as a dense MLP. Less what selective recomputation drops.
+double moe_activation_bytes(const ModelSpec& m, double tokens, double tp, int etp, RecomputeModules recomputed) {
   const MoeSpec& moe = m.moe;
+  if (recomputed & kRecomputeMoe) return 0;  // checkpointed whole: only its input, the norm's output, stays
   const bool gated = m.activation == Activation::kSwiglu;
   const double expert_tokens = busiest_expert_tokens(moe, tokens, int(tp), etp);
-  return 4 * tokens / tp * moe.experts +
-         expert_tokens * (2.0 * m.hidden + (gated ? 6 : 4) * double(moe.expert_ffn_hidden) / etp) +
-         (gated ? 6 : 4) * tokens * moe.shared_expert_ffn_hidden / tp;
+  // moe_act drops the activation's output (the second GEMM's input, 2 bytes x width) and keeps
+  // the first GEMM's output it is recomputed from.
+  const double expert_mlp = (gated ? 6 : 4) - (recomputed & kRecomputeMoeAct ? 2 : 0);
+  const double shared = recomputed & kRecomputeSharedExperts ? 0 : (gated ? 6 : 4) * tokens * moe.shared_expert_ffn_hidden / tp;
+  return 4 * tokens / tp * moe.experts + expert_tokens * (2.0 * m.hidden + expert_mlp * double(moe.expert_ffn_hidden) / etp) +
+         shared;
 }
 
 /// Bytes an MLA layer's attention keeps for its backward pass, for `tokens` tokens of its
@@ -256,14 +262,18 @@ double moe_activation_bytes(const ModelSpec& m, double tokens, double tp, int et
 /// tokens with sequence parallelism); the rotary key before rotation (2 x qk_rope_head_dim, the
 /// same); the queries, keys and values that flash attention keeps (2 x the heads' (query width
 /// + key width + value width) / tp) and its output, the output projection's input (2 x heads x
-/// v_head_dim / tp). The layer's input, which the down-projections read, is Korthikanti's
+/// v_head_dim / tp); with mla_up_proj recomputed, the output alone. The layer's input, which
+/// the down-projections read, is Korthikanti's
 /// replicated part already; flash attention's softmax statistics (fp32, one per head and query)
 /// are left out, as for dense layers.
-double mla_activation_bytes(const ModelSpec& m, double tokens, double tp, double sp) {
+double mla_activation_bytes(const ModelSpec& m, double tokens, double tp, double sp, RecomputeModules recomputed) {
   const MlaSpec& mla = m.mla;
   const double local_heads = m.heads / tp;
   const double latents = (4.0 * (double(mla.q_lora_rank) + mla.kv_lora_rank) + 2.0 * mla.qk_rope_head_dim) * tokens / sp;
-  return latents + 2 * tokens * local_heads * (2 * mla.q_head_dim() + 2.0 * mla.v_head_dim);
+  // mla_up_proj discards the queries, keys and values after the attention (Megatron-Core's
+  // CheckpointWithoutOutput) and keeps the output.
+  const double qkv = recomputed & kRecomputeMlaUpProj ? 0 : 2 * mla.q_head_dim() + mla.v_head_dim;
+  return latents + 2 * tokens * local_heads * (qkv + mla.v_head_dim);
 }
 
 }  // namespace
@@ -290,11 +300,15 @@ double unit_activation_bytes(const ModelSpec& m, const LayerUnit& unit, int tp, 
       // the 5as^2b/t (softmax output, dropout mask and output) dropped by selective
       // recomputation, and never stored by fused attention. Of the 24/t, the MLP's 16sbh/t
       // generalises to 4sbf/t (GELU) or 6sbf/t (SwiGLU's gate, up and product).
-      const double replicated = 10 * s * b * h / sp;
-      const double attention = m.mla.enabled() ? mla_activation_bytes(m, s * b, t, sp) : 8 * s * b * h / t;
-      const double scores = m.flash_attention || mode.selective ? 0 : 5 * a * s * s * b / t;
+      // Of the 10sbh, the two norms' outputs (4sbh, the QKV and first MLP GEMMs' inputs) go with
+      // layernorm recomputed; mlp and moe keep only their input, the norm's output.
+      const RecomputeModules recomputed = mode.selective;
+      const double replicated = (recomputed & kRecomputeLayernorm ? 6 : 10) * s * b * h / sp;
+      const double attention = m.mla.enabled() ? mla_activation_bytes(m, s * b, t, sp, recomputed) : 8 * s * b * h / t;
+      const double scores = m.flash_attention || (recomputed & kRecomputeCoreAttn) ? 0 : 5 * a * s * s * b / t;
       const bool gated = m.activation == Activation::kSwiglu;
-      const double mlp = unit.moe ? moe_activation_bytes(m, s * b, t, mode.etp) : (gated ? 6 : 4) * s * b * f / t;
+      const double dense_mlp = recomputed & kRecomputeMlp ? 0 : (gated ? 6 : 4) * s * b * f / t;
+      const double mlp = unit.moe ? moe_activation_bytes(m, s * b, t, mode.etp, recomputed) : dense_mlp;
       const double bytes = replicated + attention + scores + mlp;
       return unit.cross_attention ? bytes + replicated + attention + scores : bytes;
     }
@@ -396,14 +410,17 @@ double selective_recompute_s(const ModelSpec& model, double forward_s) {
 double recompute_time_factor(const ModelSpec& model, const ActivationMode& mode) {
   // time_passes's passes for a compute of 1.
   if (mode.full_recompute) return 4.0 / 3;
-  return mode.selective ? 1 + selective_recompute_s(model, 1.0 / 3) : 1;
+  const double core = mode.selective & kRecomputeCoreAttn ? selective_recompute_s(model, 1.0 / 3) : 0;
+  return 1 + core + recomputed_gemm_share(model, mode.selective) / 3;
 }
 
 void AnalyticPolicy::time_passes(const PlanContext& ctx, double compute, StageTiming& timing) {
   const PlanKey& k = ctx.key;
   timing.forward_s = compute / 3;
   timing.backward_s = 2 * compute / 3 + (k.recompute ? compute / 3 : 0);
-  if (activation_mode(k).selective) timing.backward_s += selective_recompute_s(*ctx.model, compute / 3);
+  const RecomputeModules selective = activation_mode(k).selective;
+  if (selective & kRecomputeCoreAttn) timing.backward_s += selective_recompute_s(*ctx.model, compute / 3);
+  if (selective) timing.backward_s += ctx.recomputed_gemm_share * compute / 3;
 }
 
 double AnalyticPolicy::pass_time_factor(const PlanContext& ctx) const {

@@ -220,7 +220,7 @@ bool syncs_tied_embedding(const ModelSpec& model, int pp);
 /// How a plan keeps activations: Megatron-LM's recomputation modes and sequence parallelism.
 struct ActivationMode {
   bool full_recompute = false;     ///< a transformer layer keeps only its input
-  bool selective = false;          ///< attention's softmax and dropout are recomputed, not kept
+  RecomputeModules selective = 0;  ///< selective recomputation's modules (recompute_modules.h); 0: none
   bool sequence_parallel = false;  ///< what tp replicates is split over the sequence
   int cp = 1;                      ///< context parallelism: a GPU holds 1/cp of each sequence
   int etp = 1;                     ///< expert tensor parallelism: each expert's width over etp GPUs
@@ -231,8 +231,8 @@ ActivationMode activation_mode(const PlanKey& key);
 /// The mode on a stage of tensor-parallel degree `tp` (per-stage tp: sequence parallelism only where tp > 1).
 ActivationMode activation_mode(const PlanKey& key, int tp);
 /// Forward + backward time under `mode` over the same without recomputation (full
-/// recomputation repeats the forward, selective attention's core), as AnalyticPolicy times
-/// passes.
+/// recomputation repeats the forward, selective its modules' share of it), as AnalyticPolicy
+/// times passes.
 double recompute_time_factor(const ModelSpec& model, const ActivationMode& mode);
 /// Activation bytes one micro-batch leaves in one GPU's memory for unit `unit` (Korthikanti
 /// et al. 2022, Table 2, per mode; no score matrix with fused attention).

@@ -7,6 +7,7 @@
 #include "costmodel/speed_split_checks.h"
 #include "costmodel/speed_split_stage.h"
 #include "costmodel/stage_tp_checks.h"
+#include "profiles/recomputed_flops.h"
 #include "specs/batch_split.h"
 #include "specs/spec_error.h"
 
@@ -87,6 +88,9 @@ void validate_plan_key(const ModelSpec& model, const ClusterSpec& cluster, const
                     "whole heads: choose a tp that divides both");
   if (key.zero_stage < 0 || key.zero_stage > 3)
     throw SpecError("--zero: ZeRO stage " + str(key.zero_stage) + " does not exist; use 0, 1, 2 or 3");
+  if (key.selective_recompute && !key.recompute)
+    if (const std::string fault = recompute_modules_fault(model, key.recompute_modules); !fault.empty())
+      throw SpecError("--recompute-modules: " + fault);
   if (key.virtual_stages < 1)
     throw SpecError("virtual pipeline stages: " + str(key.virtual_stages) + "; use 1 (plain 1F1B) or more");
   if (key.virtual_stages > 1) {
@@ -164,6 +168,8 @@ PlanContext make_layout_context(const ModelSpec& model, const ClusterSpec& clust
   ctx.model = &model;
   ctx.num_microbatches = slowest_replica_microbatches(model.global_batch, key);
   ctx.partition_memory = policy.memory_model(ctx);
+  if (key.selective_recompute && !key.recompute)
+    ctx.recomputed_gemm_share = recomputed_gemm_share(model, key.recompute_modules);
   return ctx;
 }
 

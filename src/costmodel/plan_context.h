@@ -20,6 +20,9 @@ struct PlanContext {
   const ModelSpec* model = nullptr;
   const ClusterSpec* cluster = nullptr;
   PlanKey key;
+  /// With selective recomputation, the share of a forward pass its backward repeats beyond
+  /// attention's core (recomputed_gemm_share, once per layout: it sums the model's layers).
+  double recomputed_gemm_share = 0;
   int num_microbatches = 0;  ///< global batch / (dp * mbs), the ceiling with uneven dp (batch_split.h)
   /// Forward+backward seconds of one micro-batch through each unit, per node type.
   std::vector<std::vector<double>> unit_compute_s;

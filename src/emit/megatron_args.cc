@@ -238,9 +238,15 @@ void activation_flags(ArgWriter& w, const PlanKey& key) {
     w.flag("--recompute-method", "uniform");
     w.flag("--recompute-num-layers", "1");
   } else if (key.selective_recompute) {
-    // Korthikanti et al.'s selective recomputation: attention's core only.
+    // Selective recomputation: Korthikanti et al.'s attention core (Megatron-Core's default
+    // module), or the modules the plan names.
     w.require_upstream("selective recomputation");
     w.flag("--recompute-granularity", "selective");
+    if (key.recompute_modules != kDefaultRecomputeModules) {
+      w.require_upstream("--recompute-modules");
+      w.flag("--recompute-modules");  // nargs='+': a token per module
+      for (const std::string& name : recompute_module_names(key.recompute_modules)) w.tokens().push_back(name);
+    }
   }
   if (key.sequence_parallel && key.tp > 1) {
     w.require_upstream("--sequence-parallel");

@@ -124,7 +124,7 @@ void append_fasop_csv_row(std::string& row, const ClusterSpec& cluster, const Ca
     row += ',' + std::to_string(k.zero_stage);
     // Sequence parallelism and virtual stages ride on the recomputation column ("full+sp+v2"),
     // which keeps the columns of the tables FASOP's tools read.
-    row += std::string(",") + recompute_name(k.recompute_mode()) + (k.sequence_parallel ? "+sp" : "") +
+    row += std::string(",") + recompute_text(k) + (k.sequence_parallel ? "+sp" : "") +
            (k.virtual_stages > 1 ? "+v" + std::to_string(k.virtual_stages) : "") + ",";
     // Per-stage tp, uneven dp and the speed split ride on the stage_dp column ("[2, 1] tp [1, 4]
     // uneven speed"), which keeps the columns as they were.

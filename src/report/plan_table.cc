@@ -23,6 +23,13 @@ std::string fixed_trimmed(double value) {
 
 /// " stage tp [..]", " uneven dp" and " speed split" where the plan has them (Sailor's and
 /// Metis's layouts); else nothing, so that other plans read as before.
+/// " rc mla_up_proj,moe_act" where selective recomputation names modules other than Megatron-
+/// Core's default (attention's core); "" otherwise.
+std::string recompute_modules_suffix(const PlanKey& k) {
+  if (k.recompute_mode() != RecomputeMode::kSelective || k.recompute_modules == kDefaultRecomputeModules) return "";
+  return " rc " + recompute_modules_text(k.recompute_modules);
+}
+
 std::string sailor_layout_text(const PlanKey& k) {
   return (k.stage_tp.empty() ? "" : " stage tp " + partition_text(k.stage_tp)) + (k.uneven_dp ? " uneven dp" : "") +
          (k.speed_split ? " speed split" : "");
@@ -55,7 +62,8 @@ std::string best_plans_table(const ClusterSpec& cluster, const std::vector<Candi
                   (partition_text(r.plan.partition) +
                    (r.plan.key.stage_dp.empty() ? "" : " stage dp " + partition_text(r.plan.key.stage_dp)) +
                    sailor_layout_text(r.plan.key) + context_expert_text(r.plan.key, " ") +
-                   (r.plan.key.virtual_stages > 1 ? " v " + std::to_string(r.plan.key.virtual_stages) : ""))
+                   (r.plan.key.virtual_stages > 1 ? " v " + std::to_string(r.plan.key.virtual_stages) : "") +
+                   recompute_modules_suffix(r.plan.key))
                       .c_str());
     out << line;
   }
@@ -73,7 +81,8 @@ std::string plan_summary(const ClusterSpec& inventory, const CandidateResult& r)
          std::to_string(k.dp) + " pp " + std::to_string(k.pp) + context_expert_text(k, " ") + " mbs " +
          std::to_string(k.mbs) +
          (k.zero_stage ? " ZeRO-" + std::to_string(k.zero_stage) : "") + (k.recompute ? " recompute" : "") +
-         (k.selective_recompute && !k.recompute ? " selective recompute" : "") + (k.sequence_parallel ? " SP" : "") +
+         (k.selective_recompute && !k.recompute ? " selective recompute" : "") + recompute_modules_suffix(k) +
+         (k.sequence_parallel ? " SP" : "") +
          (k.virtual_stages > 1 ? " v" + std::to_string(k.virtual_stages) : "") +
          (k.stage_dp.empty() ? "" : " stage dp " + partition_text(k.stage_dp)) + sailor_layout_text(k) +
          ", placement " +

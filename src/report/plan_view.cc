@@ -61,7 +61,7 @@ std::string plan_view_text(const PlanFile& plan, const ModelSpec& model, const C
       << "layout: tp " << key.tp << ", dp " << key.dp << ", pp " << key.pp << context_expert_text(key, ", ")
       << ", micro-batch " << key.mbs << " ("
       << slowest_replica_microbatches(model.global_batch, key) << " micro-batches of the global batch "
-      << model.global_batch << (key.uneven_dp ? " on the replica with the most, dp uneven" : "") << "), ZeRO " << key.zero_stage << ", recomputation " << recompute_name(key.recompute_mode())
+      << model.global_batch << (key.uneven_dp ? " on the replica with the most, dp uneven" : "") << "), ZeRO " << key.zero_stage << ", recomputation " << recompute_text(key, ", ")
       << (key.sequence_parallel ? ", sequence parallelism" : "")
       << (key.virtual_stages > 1 ? ", " + std::to_string(key.virtual_stages) + " virtual stages a rank" : "")
       << (key.stage_tp.empty() ? "" : ", tp per stage " + partition_text(key.stage_tp))

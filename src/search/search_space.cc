@@ -215,6 +215,7 @@ std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSp
             if (!interleaves(key, v)) continue;
             key.zero_stage = zero;
             key.set_recompute(recompute);
+            key.recompute_modules = options.recompute_modules;
             key.sequence_parallel = sp;
             key.virtual_stages = v;
             if (options.ep_comm_overlap && key.ep > 1 && !ep_overlap_runs(key)) continue;

@@ -35,6 +35,8 @@ struct SearchSpaceOptions {
   int max_tp = 4;  ///< FASOP: tp divides min(GPUs per node, 4); 0: up to the GPUs in a node
   std::vector<int> zero_stages = {0};
   std::vector<RecomputeMode> recompute = {RecomputeMode::kNone};
+  /// What selective recomputation recomputes where `recompute` tries it (--recompute-modules).
+  RecomputeModules recompute_modules = kDefaultRecomputeModules;
   std::vector<bool> sequence_parallel = {false};  ///< true is tried only where tp > 1
   std::vector<int> virtual_stages = {1};          ///< v > 1 only where the interleaved schedule fits
   /// Context-parallel degrees (PlanKey::cp): cp > 1 only where 2 x cp splits the sequence, the

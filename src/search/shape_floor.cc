@@ -73,9 +73,10 @@ double least_layer_time_s(const std::vector<const NodeTypeProfiles*>& sets, size
   return least;
 }
 
-/// The activations a recomputation mode keeps, with or without sequence parallelism.
-ActivationMode activation_mode_of(RecomputeMode recompute, bool sequence_parallel) {
-  return {recompute == RecomputeMode::kFull, recompute == RecomputeMode::kSelective, sequence_parallel};
+/// The activations a recomputation mode keeps (selective: the search's modules), with or
+/// without sequence parallelism.
+ActivationMode activation_mode_of(RecomputeMode recompute, bool sequence_parallel, RecomputeModules modules) {
+  return {recompute == RecomputeMode::kFull, recompute == RecomputeMode::kSelective ? modules : 0, sequence_parallel};
 }
 
 /// `values` ascending, each once.
@@ -114,7 +115,8 @@ LayerFootprint layer_footprint(const ModelSpec& model, const SearchSpaceOptions&
     const double unit_p = unit_params(model, unit, tp);
     double unit_a = kInf;
     for (bool sp : space.sequence_parallel)
-      unit_a = std::min(unit_a, unit_activation_bytes(model, unit, tp, 1, activation_mode_of(recompute, sp && tp > 1)));
+      unit_a = std::min(unit_a, unit_activation_bytes(model, unit, tp, 1,
+                                                       activation_mode_of(recompute, sp && tp > 1, space.recompute_modules)));
     all_params += unit_p;
     all_activations += unit_a;
     if (unit.role != LayerRole::kTransformer) continue;
@@ -255,7 +257,8 @@ void ShapeFloor::add_config_floors(const SearchInput& input, const std::vector<i
   const LinkFloorLimits limits = link_floor_limits(*inventory_);
   for (RecomputeMode recompute : modes_) {
     // A hair under the policy's factor: its passes round differently.
-    const double factor = analytic ? recompute_time_factor(model, activation_mode_of(recompute, false)) * (1 - 1e-12) : 1;
+    const ActivationMode mode = activation_mode_of(recompute, false, input.space.recompute_modules);
+    const double factor = analytic ? recompute_time_factor(model, mode) * (1 - 1e-12) : 1;
     for (size_t i = 0; i < tps_; ++i) {
       const int tp = tps[i];
       double all_params = 0;

@@ -31,11 +31,14 @@ inline bool moe_tp_has_sequence_parallel(const PlanKey& key) { return key.tp == 
 
 /// Megatron-Core's EP all-to-all overlap (--overlap-moe-expert-parallel-comm) runs one
 /// micro-batch's forward beside another's backward: TransformerConfig asserts virtual stages
-/// where pp > 1 and no full recomputation (and ep > 1, which a plan without experts' all-to-alls
-/// does not need).
-inline bool ep_overlap_runs(int pp, int virtual_stages, bool full_recompute) {
-  return (pp == 1 || virtual_stages > 1) && !full_recompute;
+/// where pp > 1, no full recomputation and no recomputation of the whole MoE block (and ep > 1,
+/// which a plan without experts' all-to-alls does not need).
+inline bool ep_overlap_runs(int pp, int virtual_stages, bool full_recompute, bool recomputes_moe = false) {
+  return (pp == 1 || virtual_stages > 1) && !full_recompute && !recomputes_moe;
 }
-inline bool ep_overlap_runs(const PlanKey& key) { return ep_overlap_runs(key.pp, key.virtual_stages, key.recompute); }
+inline bool ep_overlap_runs(const PlanKey& key) {
+  const bool recomputes_moe = key.selective_recompute && !key.recompute && (key.recompute_modules & kRecomputeMoe);
+  return ep_overlap_runs(key.pp, key.virtual_stages, key.recompute, recomputes_moe);
+}
 
 }  // namespace fasop

@@ -4,6 +4,8 @@
 #include <utility>
 #include <vector>
 
+#include "specs/recompute_modules.h"
+
 namespace fasop {
 
 /// Activation recomputation as Megatron-LM names it.
@@ -30,9 +32,13 @@ struct PlanKey {
   std::vector<int> node_order;  ///< node type of each node, in rank order
   int zero_stage = 0;      ///< ZeRO 0-3: what of optimizer state, gradients, parameters dp shards
   bool recompute = false;  ///< full activation recomputation: keep each layer's input, redo its forward
-  /// Megatron-LM's selective recomputation (Korthikanti et al. 2022): only attention's
-  /// softmax, its dropout and the attention over values are recomputed (ignored with `recompute`).
+  /// Megatron-LM's selective recomputation: the modules of recompute_modules are recomputed, by
+  /// default Korthikanti et al.'s (2022) attention core, its softmax, dropout and attention over
+  /// values (ignored with `recompute`).
   bool selective_recompute = false;
+  /// With selective_recompute: the modules Megatron-Core recomputes (--recompute-modules,
+  /// recompute_modules.h); core attention alone by default, as Megatron-Core's default.
+  RecomputeModules recompute_modules = kDefaultRecomputeModules;
   /// Megatron-LM's sequence parallelism: tp's all-reduces become reduce-scatters and
   /// all-gathers, and the norms and dropouts work on 1/tp of the sequence.
   bool sequence_parallel = false;
@@ -80,6 +86,16 @@ struct PlanKey {
     selective_recompute = mode == RecomputeMode::kSelective;
   }
 };
+
+/// A plan's recomputation as text: none, full, selective, or with modules other than Megatron-
+/// Core's default the modules after a colon, joined by `separator`: "selective:mla_up_proj/moe_act".
+inline std::string recompute_text(const PlanKey& key, const std::string& separator = "/") {
+  const RecomputeMode mode = key.recompute_mode();
+  std::string text = recompute_name(mode);
+  if (mode == RecomputeMode::kSelective && key.recompute_modules != kDefaultRecomputeModules)
+    text += ":" + recompute_modules_text(key.recompute_modules, separator);
+  return text;
+}
 
 /// The degrees beyond tp, dp and pp that are above 1, by name: cp, ep, etp in this order. What
 /// prints a plan's layout shows these, so that a plan without them reads as before.

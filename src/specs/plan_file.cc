@@ -81,6 +81,8 @@ std::string plan_file_yaml(const PlanFile& plan) {
   if (!plan.key.precision.empty()) out << "precision: " << plan.key.precision << "    # the training precision the search chose\n";
   out << "zero_stage: " << plan.key.zero_stage << "\n"
       << "recompute: " << recompute_name(plan.key.recompute_mode()) << "\n";
+  if (plan.key.recompute_mode() == RecomputeMode::kSelective && plan.key.recompute_modules != kDefaultRecomputeModules)
+    out << "recompute_modules: [" << recompute_modules_text(plan.key.recompute_modules, ", ") << "]\n";
   if (plan.key.sequence_parallel) out << "sequence_parallel: true\n";
   if (plan.key.virtual_stages > 1) out << "virtual_stages: " << plan.key.virtual_stages << "\n";
   if (!plan.key.stage_dp.empty()) out << "stage_dp: " << flow_list(plan.key.stage_dp) << "\n";
@@ -116,7 +118,7 @@ PlanFile parse_plan_file(const std::string& yaml_text, const std::string& source
   plan.source = source;
   root.only_keys({"version", "model", "cluster", "profile_dir", "policy", "overlap_dp_allreduce", "overlap_tp_comm", "overlap_ep_comm", "cp", "ep", "etp", "precision",
                   "overlap_param_gather", "nodes", "global_batch", "micro_batch", "tp", "dp", "pp", "zero_stage",
-                  "recompute", "sequence_parallel", "virtual_stages", "stage_dp", "stage_tp", "uneven_dp", "speed_split", "node_order", "partition", "stages",
+                  "recompute", "recompute_modules", "sequence_parallel", "virtual_stages", "stage_dp", "stage_tp", "uneven_dp", "speed_split", "node_order", "partition", "stages",
                   "estimate"});
   if (int version = root.child("version").as<int>("a whole number"); version != 1)
     root.child("version").fail("unknown version " + std::to_string(version) + "; this fasop-cpp reads version 1");
@@ -161,6 +163,11 @@ PlanFile parse_plan_file(const std::string& yaml_text, const std::string& source
   std::optional<RecomputeMode> recompute = recompute_mode_named(root.child("recompute").text());
   if (!recompute) root.child("recompute").fail("use none, selective or full");
   plan.key.set_recompute(*recompute);
+  if (const Field modules = root.child("recompute_modules"); modules.present()) {
+    if (*recompute != RecomputeMode::kSelective)
+      modules.fail("names what selective recomputation recomputes; set recompute: selective, or drop it");
+    plan.key.recompute_modules = recompute_modules_field(modules);
+  }
   if (root.child("sequence_parallel").present())
     plan.key.sequence_parallel = root.child("sequence_parallel").as<bool>("true or false");
   if (root.child("virtual_stages").present())

@@ -112,7 +112,7 @@ void parse_micro_batch(const Field& field, ValidationPlan& plan) {
 void parse_plan_field(const Field& field, ValidationPlan& plan) {
   require_map(field, "{gpus, tp, pp, dp, global_batch, micro_batch?, recompute, ...}");
   field.only_keys({"gpus", "tp", "pp", "dp", "cp", "ep", "etp", "global_batch", "micro_batch", "micro_batch_assumed",
-                              "micro_batch_assumption", "micro_batch_range", "recompute", "sequence_parallel",
+                              "micro_batch_assumption", "micro_batch_range", "recompute", "recompute_modules", "sequence_parallel",
                               "virtual_stages", "pipeline_layout", "distributed_optimizer", "overlap_grad_reduce", "overlap_tp_comm", "overlap_ep_comm",
                               "overlap_param_gather", "fsdp"});
   plan.gpus = field.child("gpus").positive_int(kMaxNodes);
@@ -125,6 +125,11 @@ void parse_plan_field(const Field& field, ValidationPlan& plan) {
   plan.global_batch = field.child("global_batch").positive_int(kMaxGlobalBatch);
   parse_micro_batch(field, plan);
   plan.recompute = parse_recompute(field.child("recompute"));
+  if (const Field modules = field.child("recompute_modules"); modules.present()) {
+    if (plan.recompute != RecomputeMode::kSelective)
+      modules.fail("names what selective recomputation recomputes; set recompute: selective, or drop it");
+    plan.recompute_modules = recompute_modules_field(modules);
+  }
   plan.sequence_parallel = optional_bool(field.child("sequence_parallel"), false);
   if (field.child("virtual_stages").present()) plan.virtual_stages = field.child("virtual_stages").positive_int(kMaxUnits);
   if (field.child("pipeline_layout").present()) plan.pipeline_layout = field.child("pipeline_layout").text();
@@ -186,10 +191,12 @@ void check_case(const Field& root, ValidationCase& c) {
     const Field overlap = plan.child("overlap_ep_comm");
     const bool full_recompute = p.recompute == RecomputeMode::kFull;
     if (p.ep <= 1) overlap.fail("needs expert parallelism (ep > 1); set it false");
-    if (!ep_overlap_runs(p.pp, p.virtual_stages, full_recompute))
-      overlap.fail(full_recompute ? "does not run with full recomputation; set it false"
-                                  : "needs the interleaved schedule (virtual_stages > 1) with pp > 1, as Megatron-Core "
-                                    "asserts; set it false or state virtual_stages");
+    const bool recomputes_moe = p.recompute == RecomputeMode::kSelective && (p.recompute_modules & kRecomputeMoe);
+    if (!ep_overlap_runs(p.pp, p.virtual_stages, full_recompute, recomputes_moe))
+      overlap.fail(full_recompute    ? "does not run with full recomputation; set it false"
+                   : recomputes_moe ? "does not run while the MoE block is recomputed (recompute_modules moe); set it false"
+                                    : "needs the interleaved schedule (virtual_stages > 1) with pp > 1, as Megatron-Core "
+                                      "asserts; set it false or state virtual_stages");
   }
   int layers = c.model.num_transformer_layers();
   if (!p.pipeline_layout.empty()) {

@@ -39,6 +39,8 @@ struct ValidationPlan {
   std::string micro_batch_assumption;  ///< why, where not stated
   int micro_batch_min = 0, micro_batch_max = 0;  ///< field micro_batch_range: [MIN, MAX]
   RecomputeMode recompute = RecomputeMode::kNone;
+  /// With selective recomputation: Megatron-Core's --recompute-modules (core attention by default).
+  RecomputeModules recompute_modules = kDefaultRecomputeModules;
   bool sequence_parallel = false;
   int virtual_stages = 1;  ///< interleaved 1F1B's model chunks per pipeline rank (1: plain 1F1B)
   /// Megatron's --pipeline-model-parallel-layout where the run placed its layers unevenly (field

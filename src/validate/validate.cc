@@ -204,6 +204,7 @@ ValidationResult predict_case(const ValidationCase& c) {
     key.zero_stage = plan.fsdp ? 3 : plan.distributed_optimizer ? 1 : 0;
     key.recompute = plan.recompute == RecomputeMode::kFull;
     key.selective_recompute = plan.recompute == RecomputeMode::kSelective;
+    key.recompute_modules = plan.recompute_modules;
     key.sequence_parallel = plan.sequence_parallel;
     key.virtual_stages = plan.virtual_stages;
     try {
