@@ -18,7 +18,9 @@ left out):
   nemo-moe          mixture-of-experts rows (models.csv has num_experts) of the models the case format
                     can state: Qwen3 30B-A3B and 235B-A22B (also 25.09's "(tokendrop)" rows) and GPT-OSS
                     120B, and DeepSeek-V3 and Kimi K2 (multi-head latent attention: the model an mla block
-                    besides), every release; the plan states ep (and etp where not 1), the model a moe block.
+                    besides), every release; the plan states ep (and etp where not 1), the model a moe block,
+                    and the selective recomputation the release's perf config runs (recompute selective,
+                    recompute_modules; table MOE_RECOMPUTE).
                     DeepSeek-V3 rows price one multi-token-prediction module (mtp_layers 1, the recipe's
                     default) unless the table says "(w/o MTP)". Left out: Nemotron 3 Nano (hybrid Mamba), models without an architecture in models.csv, and
                     DeepSeek-V3 and Kimi K2 rows whose pp x vp their recipe's layout map lacks: their 61
@@ -460,7 +462,8 @@ def moe_recipe_config(row):
                 "scripts/performance/configs/gpt_oss/gpt_oss_workload_base_configs.py")
     if rel == "25.11":
         return f"QWEN3_{size}_{gpu}_{prec}_BASE_CONFIG in scripts/performance/configs/qwen3/workload_base_configs.py"
-    return (f"QWEN3_{size}_PRETRAIN_CONFIG_{gpu}_{prec}_V1 in "
+    variant = "V2" if base == Q235 else "V1"  # 235B's V2: GBS 8192, the rows'; 30B has V1 only
+    return (f"QWEN3_{size}_PRETRAIN_CONFIG_{gpu}_{prec}_{variant} in "
             "scripts/performance/configs/qwen/qwen3_workload_base_configs.py")
 
 
@@ -494,6 +497,168 @@ def layout_doubt(row, rows):
             + f" that the config above does not have, is {100.0 * (ours / theirs - 1):+.1f}%."]
 
 
+# ---- Recomputation of the MoE rows ------------------------------------------------------------------
+# What Megatron-Core recomputes in each converted MoE row's run, as the release's Megatron-Bridge perf
+# scripts set it (tag: RELEASE_TAG). Megatron-Core acts on recompute_modules only when
+# recompute_granularity is 'selective' (megatron/core/transformer: transformer_layer.py, moe/experts.py,
+# multi_latent_attention.py check both), so both fields are followed to the run:
+#   25.09 (v0.1.0rc4): DeepSeek-V3: scripts/performance/run_script.py sets recipe.model.recompute_modules by
+#     GPU (h100 [mla_up_proj, mlp]; b200 [mla_up_proj]; gb200 [mla_up_proj] with token dropping, its default on
+#     b200 and gb200, else [mla_up_proj, mlp]) and configs/deepseek/deepseek_v3_llm_pretrain.yaml sets
+#     recompute_granularity selective (also the default of recipes/deepseek/deepseek_v3.py). Qwen3:
+#     configs/qwen3/qwen3_{30b_a3b,235b_a22b}_llm_pretrain.yaml set recompute_granularity, recompute_method and
+#     recompute_num_layers null (undoing recipes/qwen/qwen3_30b_a3b.py's full recomputation, uniform, 1 layer),
+#     and their perf_matrix names no recompute_num_layers (utils/helpers.py set_recompute_overrides).
+#   25.11 (v0.2.0): the *_BASE_CONFIG of configs/<model>/workload_base_configs.py; utils/helpers.py
+#     set_workload_base_configs -> set_recompute_overrides copies recompute_modules when the config names them
+#     (WorkloadBaseConfig in utils/utils.py: None keeps the recipe's) and recompute_num_layers (full, block),
+#     and leaves recompute_granularity as it is: DeepSeek-V3 has selective from set_deepseek_v3_common_configs
+#     (configs/deepseek/deepseek_llm_pretrain.py); GPT-OSS keeps its recipe's None (recipes/gpt_oss/gpt_oss.py
+#     sets none, GPTOSSProvider's default), so its configs' [layernorm, moe_act] recompute nothing; Qwen3:
+#     set_qwen3_common_configs (configs/qwen3/qwen3_llm_pretrain.py) sets None.
+#   26.02 (v0.3.0), 26.02.01 (v0.3.1): configs/<model>/<model>_workload_base_configs.py, looked up as
+#     <RECIPE>_PRETRAIN_CONFIG_<GPU>_<PRECISION>_<VARIANT> (utils/utils.py get_workload_base_config; the
+#     scripts' default --config_variant v2, falling back to v1, then to the unversioned name); the variant is
+#     the one whose GBS is the row's. utils/overrides.py _set_recompute_overrides sets recompute_modules and
+#     recompute_granularity selective when the config names modules; DeepSeek-V3's and Kimi K2's
+#     set_*_common_configs (configs/deepseek/deepseek_llm_pretrain.py, configs/kimi/kimi_llm_pretrain.py) set
+#     selective too; Qwen3's set_qwen3_common_configs (configs/qwen/qwen3_llm_pretrain.py) sets None, and no
+#     Qwen3 config names modules; GPT-OSS's recipe leaves None (v0.3.1 recipes/gpt_oss/gpt_oss.py sets it).
+# No converted MoE row's config recomputes in full (recompute_num_layers); such a row would keep recompute
+# none with a note ('full' below).
+# Key: (release, system, model base: mla_model() or moe_base(), precision as in the table: '' for 25.09,
+# whose main and parenthesised values ran the same recomputation). Value: (recompute_granularity the run
+# ends with, recompute_modules as the config lists them, the config, its file, how the granularity came about).
+_MB_DS_RUN = "scripts/performance/run_script.py (recipe.model.recompute_modules)"
+_MB_DS_0_2 = "scripts/performance/configs/deepseek/workload_base_configs.py"
+_MB_DS_0_3 = "scripts/performance/configs/deepseek/deepseek_workload_base_configs.py"
+_MB_KIMI = "scripts/performance/configs/kimi/kimi_workload_base_configs.py"
+_MB_OSS_0_2 = "scripts/performance/configs/gpt_oss/workload_base_configs.py"
+_MB_OSS_0_3 = "scripts/performance/configs/gpt_oss/gpt_oss_workload_base_configs.py"
+_MB_Q_0_2 = "scripts/performance/configs/qwen3/workload_base_configs.py"
+_MB_Q_0_3 = "scripts/performance/configs/qwen/qwen3_workload_base_configs.py"
+_HOW_DS_0_1 = ("recompute_granularity selective: configs/deepseek/deepseek_v3_llm_pretrain.yaml, as the recipe "
+               "deepseek_v3.py's default")
+_HOW_Q30_0_1 = ("the YAML's ConfigContainer sets recompute_granularity, recompute_method and recompute_num_layers "
+                "null, undoing the qwen3_30b_a3b recipe's full recomputation of 1 layer (uniform), and its perf_matrix "
+                "names no recompute_num_layers")
+_HOW_Q235_0_1 = ("the YAML's ConfigContainer sets recompute_granularity, recompute_method and recompute_num_layers "
+                 "null, and its perf_matrix names no recompute_num_layers")
+_HOW_DS_0_2 = ("recompute_granularity selective: set_deepseek_v3_common_configs in "
+               "configs/deepseek/deepseek_llm_pretrain.py")
+_HOW_OSS_0_2 = ("v0.2.0's set_recompute_overrides in scripts/performance/utils/helpers.py sets only recompute_modules "
+                "and GPT-OSS's recipe (recipes/gpt_oss/gpt_oss.py, GPTOSSProvider) leaves recompute_granularity None")
+_HOW_OSS_NONE = ("it names no recompute_modules or recompute_num_layers, which keeps the recipe's settings, and "
+                 "GPT-OSS's recipe in recipes/gpt_oss/gpt_oss.py leaves recompute_granularity None")
+_HOW_Q30_0_2 = ("set_qwen3_common_configs in configs/qwen3/qwen3_llm_pretrain.py sets recompute_granularity, "
+                "recompute_method and recompute_num_layers None, undoing the qwen3_30b_a3b recipe's full "
+                "recomputation of 1 layer (uniform), and the config names no recompute_modules or recompute_num_layers")
+_HOW_Q235_0_2 = ("set_qwen3_common_configs in configs/qwen3/qwen3_llm_pretrain.py sets recompute_granularity, "
+                 "recompute_method and recompute_num_layers None, and the config names no recompute_modules or "
+                 "recompute_num_layers")
+_HOW_DS_0_3 = ("recompute_granularity selective: _set_recompute_overrides in scripts/performance/utils/overrides.py "
+               "sets it with the modules, as set_deepseek_v3_common_configs in configs/deepseek/deepseek_llm_pretrain.py "
+               "does")
+_HOW_KIMI = ("recompute_granularity selective: _set_recompute_overrides in scripts/performance/utils/overrides.py sets "
+             "it with the modules, as set_kimi_k2_common_configs in configs/kimi/kimi_llm_pretrain.py does")
+_HOW_OSS_0_3 = ("recompute_granularity selective: _set_recompute_overrides in scripts/performance/utils/overrides.py "
+                "sets it with the modules")
+_HOW_Q30_0_3 = _HOW_Q30_0_2.replace("configs/qwen3/", "configs/qwen/")
+_HOW_Q235_0_3 = _HOW_Q235_0_2.replace("configs/qwen3/", "configs/qwen/")
+_SEL, _MLA, _LN_ACT = "selective", ("mla_up_proj",), ("layernorm", "moe_act")
+DS, KIMI = "DeepSeekV3", "Kimi_K2"
+MOE_RECOMPUTE = {
+    # 25.09, Megatron-Bridge v0.1.0rc4
+    ("25.09", "DGX-GB200", DS, ""): (_SEL, _MLA, "for DeepSeek-V3 on gb200 with token dropping (its default there)",
+                                     _MB_DS_RUN, _HOW_DS_0_1),
+    ("25.09", "DGX-B200", DS, ""): (_SEL, _MLA, "for DeepSeek-V3 on b200", _MB_DS_RUN, _HOW_DS_0_1),
+    ("25.09", "DGX-H100", DS, ""): (_SEL, ("mla_up_proj", "mlp"), "for DeepSeek-V3 on h100 (token-dropless, its "
+                                    "default there)", _MB_DS_RUN, _HOW_DS_0_1),
+    ("25.09", "DGX-GB200", Q30, ""): (None, (), "perf_matrix gb200",
+                                      "scripts/performance/configs/qwen3/qwen3_30b_a3b_llm_pretrain.yaml", _HOW_Q30_0_1),
+    ("25.09", "DGX-B200", Q30, ""): (None, (), "perf_matrix b200",
+                                     "scripts/performance/configs/qwen3/qwen3_30b_a3b_llm_pretrain.yaml", _HOW_Q30_0_1),
+    ("25.09", "DGX-H100", Q30, ""): (None, (), "perf_matrix h100",
+                                     "scripts/performance/configs/qwen3/qwen3_30b_a3b_llm_pretrain.yaml", _HOW_Q30_0_1),
+    ("25.09", "DGX-GB200", Q235, ""): (None, (), "perf_matrix gb200",
+                                       "scripts/performance/configs/qwen3/qwen3_235b_a22b_llm_pretrain.yaml",
+                                       _HOW_Q235_0_1),
+    ("25.09", "DGX-B200", Q235, ""): (None, (), "perf_matrix b200",
+                                      "scripts/performance/configs/qwen3/qwen3_235b_a22b_llm_pretrain.yaml",
+                                      _HOW_Q235_0_1),
+    ("25.09", "DGX-H100", Q235, ""): (None, (), "perf_matrix h100",
+                                      "scripts/performance/configs/qwen3/qwen3_235b_a22b_llm_pretrain.yaml",
+                                      _HOW_Q235_0_1),
+    # 25.11, Megatron-Bridge v0.2.0
+    ("25.11", "DGX-GB200", DS, "bf16"): (_SEL, _MLA, "DEEPSEEK_V3_GB200_BF16_BASE_CONFIG (= DEEPSEEK_V3_GB200_BASE_CONFIG)",
+                                         _MB_DS_0_2, _HOW_DS_0_2),
+    ("25.11", "DGX-B200", DS, "fp8-mx"): (_SEL, _MLA, "DEEPSEEK_V3_B200_FP8_MX_BASE_CONFIG (= DEEPSEEK_V3_B200_BASE_CONFIG)",
+                                          _MB_DS_0_2, _HOW_DS_0_2),
+    ("25.11", "DGX-GB300", OSS, "bf16"): (None, (), "GPT_OSS_120B_GB300_BF16_BASE_CONFIG", _MB_OSS_0_2, _HOW_OSS_NONE),
+    ("25.11", "DGX-GB200", OSS, "bf16"): (None, _LN_ACT, "GPT_OSS_120B_GB200_BF16_BASE_CONFIG", _MB_OSS_0_2, _HOW_OSS_0_2),
+    ("25.11", "DGX-B200", OSS, "bf16"): (None, _LN_ACT, "GPT_OSS_120B_B200_BF16_BASE_CONFIG", _MB_OSS_0_2, _HOW_OSS_0_2),
+    ("25.11", "DGX-H100", OSS, "bf16"): (None, _LN_ACT, "GPT_OSS_120B_H100_BF16_BASE_CONFIG", _MB_OSS_0_2, _HOW_OSS_0_2),
+    ("25.11", "DGX-GB300", Q30, "fp8-mx"): (None, (), "QWEN3_30B_A3B_GB300_FP8_MX_BASE_CONFIG", _MB_Q_0_2, _HOW_Q30_0_2),
+    ("25.11", "DGX-GB200", Q30, "fp8-mx"): (None, (), "QWEN3_30B_A3B_GB200_FP8_MX_BASE_CONFIG", _MB_Q_0_2, _HOW_Q30_0_2),
+    ("25.11", "DGX-B200", Q30, "fp8-mx"): (None, (), "QWEN3_30B_A3B_B200_FP8_MX_BASE_CONFIG", _MB_Q_0_2, _HOW_Q30_0_2),
+    ("25.11", "DGX-H100", Q30, "fp8-cs"): (None, (), "QWEN3_30B_A3B_H100_FP8_CS_BASE_CONFIG", _MB_Q_0_2, _HOW_Q30_0_2),
+    ("25.11", "DGX-GB200", Q235, "bf16"): (None, (), "QWEN3_235B_A22B_GB200_BF16_BASE_CONFIG", _MB_Q_0_2, _HOW_Q235_0_2),
+    ("25.11", "DGX-B200", Q235, "fp8-mx"): (None, (), "QWEN3_235B_A22B_B200_FP8_MX_BASE_CONFIG", _MB_Q_0_2,
+                                            _HOW_Q235_0_2),
+    ("25.11", "DGX-H100", Q235, "fp8-cs"): (None, (), "QWEN3_235B_A22B_H100_FP8_CS_BASE_CONFIG", _MB_Q_0_2,
+                                            _HOW_Q235_0_2),
+    # 26.02.01, Megatron-Bridge v0.3.1: Kimi K2 (no versioned config: the unversioned name)
+    ("26.02.01", "DGX-GB300", KIMI, "mxfp8"): (_SEL, _MLA, "KIMI_K2_PRETRAIN_CONFIG_GB300_FP8_MX (= "
+                                               "KIMI_K2_PRETRAIN_CONFIG_GB300)", _MB_KIMI, _HOW_KIMI),
+}
+# 26.02 (v0.3.0) and 26.02.01 (v0.3.1) give the converted rows the same recomputation (v0.3.1 changes only
+# DEEPSEEK_V3_PRETRAIN_CONFIG_B300_BF16_V2's, no row's config). DeepSeek-V3 rows: GBS 4096, the V2 configs;
+# GPT-OSS: GBS 1280, V2; Qwen3 235B: GBS 8192, V2; Qwen3 30B has V1 only (GBS 512, H100 1024).
+for _rel in ("26.02", "26.02.01"):
+    for _gpu in ("GB300", "GB200", "B300", "B200"):
+        _alias = f"DEEPSEEK_V3_PRETRAIN_CONFIG_{_gpu}_V2"
+        MOE_RECOMPUTE[(_rel, f"DGX-{_gpu}", DS, "mxfp8")] = (
+            _SEL, _MLA, f"DEEPSEEK_V3_PRETRAIN_CONFIG_{_gpu}_FP8_MX_V2 (= {_alias})", _MB_DS_0_3, _HOW_DS_0_3)
+        MOE_RECOMPUTE[(_rel, f"DGX-{_gpu}", Q30, "mxfp8")] = (
+            None, (), f"QWEN3_30B_A3B_PRETRAIN_CONFIG_{_gpu}_FP8_MX_V1", _MB_Q_0_3, _HOW_Q30_0_3)
+        MOE_RECOMPUTE[(_rel, f"DGX-{_gpu}", Q235, "mxfp8")] = (
+            None, (), f"QWEN3_235B_A22B_PRETRAIN_CONFIG_{_gpu}_FP8_MX_V2", _MB_Q_0_3, _HOW_Q235_0_3)
+    for _gpu in ("GB300", "GB200", "B300", "B200", "H100"):
+        _mods = () if _gpu in ("GB300", "B300") else _LN_ACT
+        MOE_RECOMPUTE[(_rel, f"DGX-{_gpu}", OSS, "bf16")] = (
+            _SEL if _mods else None, _mods, f"GPT_OSS_120B_PRETRAIN_CONFIG_{_gpu}_BF16_V2", _MB_OSS_0_3,
+            _HOW_OSS_0_3 if _mods else _HOW_OSS_NONE)
+    MOE_RECOMPUTE[(_rel, "DGX-H100", Q30, "fp8")] = (
+        None, (), "QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1", _MB_Q_0_3, _HOW_Q30_0_3)
+    MOE_RECOMPUTE[(_rel, "DGX-H100", Q235, "fp8")] = (
+        None, (), "QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_V2", _MB_Q_0_3, _HOW_Q235_0_3)
+
+
+def moe_recompute(row):
+    """(plan.recompute, plan.recompute_modules or (), the note saying where they come from) of a MoE row."""
+    base = mla_model(row["model"]) or moe_base(row["model"])
+    key = (row["release"], row["system"], base, row["precision"])
+    if key not in MOE_RECOMPUTE:
+        raise SystemExit(f"{key}: no entry in MOE_RECOMPUTE (the perf config's recomputation of this row)")
+    granularity, modules, config, path, how = MOE_RECOMPUTE[key]
+    if not mla_model(row["model"]):  # the same config as the layout note's (moe_recipe_config)
+        named = moe_recipe_config(row)
+        assert (path if row["release"] == "25.09" else config.split(" ")[0]) in named, (key, named)
+    source = f"Megatron-Bridge {RELEASE_TAG[row['release']]}'s perf config {config} in {path}"
+    listed = ", ".join(modules)
+    if granularity == "selective":
+        return ("selective", modules, f"Recomputation: {source} recomputes {listed} selectively (recompute_modules; "
+                f"{how}): priced as such.")
+    if granularity == "full":
+        return ("none", (), f"Recomputation: {source} recomputes whole layers in full ({how}), which the case does "
+                "not state: recompute is left at none.")
+    if modules:
+        return ("none", (), f"Recomputation: {source} names recompute_modules {listed}, but {how}, and Megatron-Core "
+                "recomputes those modules only at recompute_granularity selective: the run recomputed nothing, "
+                "recompute none.")
+    return ("none", (), f"Recomputation: none. {source} recomputes nothing ({how}).")
+
+
 def moe_recipe_facts(row, plan):
     """The perf recipe's MoE settings and layout, compared with the row (plan: the case's values)."""
     rel, sysname, base = row["release"], row["system"], moe_base(row["model"])
@@ -503,11 +668,10 @@ def moe_recipe_facts(row, plan):
         return facts
     if mla_model(row["model"]):
         return [f"Megatron-Bridge's {MLA_MODELS[mla_model(row['model'])]} perf configs (as at v0.3.0, "
-                "scripts/performance/configs/deepseek/deepseek_workload_base_configs.py for DeepSeek-V3) recompute "
-                "modules selectively (recompute_modules such as mla_up_proj, moe_act or mlp; not modelled: recompute "
-                "is left at none), use the flex token dispatcher with the HybridEP backend on some systems (the "
-                "alltoall dispatcher is assumed here), force balanced routing, and place the layers with an explicit "
-                "pipeline_model_parallel_layout (the case splits them evenly)."]
+                "scripts/performance/configs/deepseek/deepseek_workload_base_configs.py for DeepSeek-V3) use the flex "
+                "token dispatcher with the HybridEP backend on some systems (the alltoall dispatcher is assumed here), "
+                "force balanced routing, and place the layers with an explicit pipeline_model_parallel_layout (the "
+                "case splits them evenly).", moe_recompute(row)[2]]
     config = moe_recipe_config(row)
     layout = MOE_RECIPE_LAYOUTS.get((rel, sysname, base))
     if layout:
@@ -539,10 +703,7 @@ def moe_recipe_facts(row, plan):
         facts.append(f"GPT-OSS's provider (Megatron-Bridge {tag}) sets the alltoall token dispatcher, grouped GEMM and "
                      "fused permutation, as assumed here, and the perf recipe forces balanced routing "
                      "(moe_router_force_load_balancing, set_gpt_oss_common_configs; token-dropless).")
-        if sysname in ("DGX-GB200", "DGX-B200", "DGX-H100"):
-            facts.append("That config recomputes the layer norms and the experts' activation in the backward pass "
-                         "(recompute_modules layernorm, moe_act: element-wise work, not modelled); recompute is left "
-                         "at none.")
+    facts.append(moe_recompute(row)[2])
     return facts
 
 
@@ -746,8 +907,7 @@ def case_of(row, arch, set_name, rows):
                      + "the loss after the last chunk's.")
         notes.append(f"Not stated by the table and not modelled, as Megatron-Bridge {RELEASE_TAG[row['release']]}'s perf "
                      "configs of this model set them by GPU: the flex token dispatcher (DeepEP or HybridEP) in place of "
-                     "the all-to-all one, CUDA graphs of parts of the layer, recomputation of the latent "
-                     "up-projections (mla_up_proj) and on some GPUs of the MLP or the experts' activation.")
+                     "the all-to-all one, and CUDA graphs of parts of the layer.")
     elif layout:
         notes.append(f"Pipeline layout: Megatron-Bridge's recipe counts the embedding and the loss as pipeline "
                      f"layers (account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split), so "
@@ -831,6 +991,9 @@ def case_of(row, arch, set_name, rows):
     token_drop: {'true' if token_drop(row['model']) else 'false'}
 """
     layout_line = f"  pipeline_layout: '{layout}'\n" if layout else ""
+    recompute, recompute_modules, _ = moe_recompute(row) if moe else ("none", (), None)
+    recompute_lines = f"  recompute: {recompute}\n" + (
+        f"  recompute_modules: [{', '.join(recompute_modules)}]\n" if recompute_modules else "")
     overlap_ep_line = "  overlap_ep_comm: true\n" if overlap_ep else ""
     parallel_lines = "".join(f"  {name}: {value}\n" for name, value in (("cp", cp), ("ep", ep), ("etp", etp))
                              if value != 1)
@@ -864,8 +1027,7 @@ model:
   dp: {dp}
 {parallel_lines}  global_batch: {gbs}
   micro_batch: {mbs}
-  recompute: none
-  sequence_parallel: {'true' if tp > 1 else 'false'}
+{recompute_lines}  sequence_parallel: {'true' if tp > 1 else 'false'}
   virtual_stages: {vp}
 {layout_line}  distributed_optimizer: {'false' if fsdp else 'true'}
   overlap_grad_reduce: true
