@@ -29,6 +29,8 @@ double unit_recomputed_flops(const ModelSpec& m, const LayerUnit& unit, Recomput
 }  // namespace
 
 double recomputed_gemm_share(const ModelSpec& model, RecomputeModules modules) {
+  // Core attention alone (selective's default) repeats no GEMM: no need to sum the model.
+  if (!(modules & (kRecomputeMlaUpProj | kRecomputeMlp | kRecomputeMoe | kRecomputeSharedExperts))) return 0;
   const double forward = model_flops_per_step(model, 1) / 3;
   if (forward <= 0) return 0;
   double recomputed = 0;
