@@ -229,8 +229,7 @@ int expert_data_parallel(const PlanKey& key) { return key.tp * key.cp * key.dp /
 ActivationMode activation_mode(const PlanKey& key) { return activation_mode(key, key.tp); }
 
 ActivationMode activation_mode(const PlanKey& key, int tp) {
-  const RecomputeModules selective = key.selective_recompute && !key.recompute ? key.recompute_modules : 0;
-  return {key.recompute, selective, key.sequence_parallel && tp > 1, key.cp, key.etp};
+  return {key.recompute, key.recomputed_modules(), key.sequence_parallel && tp > 1, key.cp, key.etp};
 }
 
 namespace {
@@ -418,9 +417,8 @@ void AnalyticPolicy::time_passes(const PlanContext& ctx, double compute, StageTi
   const PlanKey& k = ctx.key;
   timing.forward_s = compute / 3;
   timing.backward_s = 2 * compute / 3 + (k.recompute ? compute / 3 : 0);
-  const RecomputeModules selective = activation_mode(k).selective;
-  if (selective & kRecomputeCoreAttn) timing.backward_s += selective_recompute_s(*ctx.model, compute / 3);
-  if (selective) timing.backward_s += ctx.recomputed_gemm_share * compute / 3;
+  if (k.recomputed_modules() & kRecomputeCoreAttn) timing.backward_s += selective_recompute_s(*ctx.model, compute / 3);
+  timing.backward_s += ctx.recomputed_gemm_share * compute / 3;  // 0 without module recomputation
 }
 
 double AnalyticPolicy::pass_time_factor(const PlanContext& ctx) const {

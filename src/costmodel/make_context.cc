@@ -88,7 +88,7 @@ void validate_plan_key(const ModelSpec& model, const ClusterSpec& cluster, const
                     "whole heads: choose a tp that divides both");
   if (key.zero_stage < 0 || key.zero_stage > 3)
     throw SpecError("--zero: ZeRO stage " + str(key.zero_stage) + " does not exist; use 0, 1, 2 or 3");
-  if (key.selective_recompute && !key.recompute)
+  if (key.recomputed_modules())
     if (const std::string fault = recompute_modules_fault(model, key.recompute_modules); !fault.empty())
       throw SpecError("--recompute-modules: " + fault);
   if (key.virtual_stages < 1)
@@ -168,8 +168,7 @@ PlanContext make_layout_context(const ModelSpec& model, const ClusterSpec& clust
   ctx.model = &model;
   ctx.num_microbatches = slowest_replica_microbatches(model.global_batch, key);
   ctx.partition_memory = policy.memory_model(ctx);
-  if (key.selective_recompute && !key.recompute)
-    ctx.recomputed_gemm_share = recomputed_gemm_share(model, key.recompute_modules);
+  ctx.recomputed_gemm_share = recomputed_gemm_share(model, key.recomputed_modules());
   return ctx;
 }
 

@@ -93,8 +93,7 @@ void validate_parallel_dims_policy(const ModelSpec& model, const PlanKey& key, c
   if (model.sliding_window.enabled() && policy == "fasop")
     throw SpecError("--policy: the fasop policy does not price sliding-window attention (model '" + model.name +
                     "''s sliding_window); use --policy analytic");
-  if (key.selective_recompute && !key.recompute && key.recompute_modules != kDefaultRecomputeModules &&
-      policy == "fasop")
+  if (key.names_recompute_modules() && policy == "fasop")
     throw SpecError("--policy: the fasop policy recomputes attention's core only, not --recompute-modules " +
                     recompute_modules_text(key.recompute_modules) + "; use --policy analytic");
   if (model.mla.enabled() && policy == "fasop")
@@ -107,7 +106,7 @@ std::string ep_overlap_fault(const PlanKey& key) {
   if (key.recompute)
     return "--ep-comm-overlap: Megatron-Core does not run the EP all-to-all overlap with full recomputation "
            "(TransformerConfig asserts it); recompute selectively or not at all, or drop --ep-comm-overlap";
-  if (key.selective_recompute && (key.recompute_modules & kRecomputeMoe))
+  if (key.recomputed_modules() & kRecomputeMoe)
     return "--ep-comm-overlap: Megatron-Core does not run the EP all-to-all overlap while it recomputes the MoE block "
            "(TransformerConfig asserts it); drop moe from --recompute-modules, or drop --ep-comm-overlap";
   return "--ep-comm-overlap: with pp " + std::to_string(key.pp) + " Megatron-Core runs the EP all-to-all overlap only "

@@ -242,7 +242,7 @@ void activation_flags(ArgWriter& w, const PlanKey& key) {
     // module), or the modules the plan names.
     w.require_upstream("selective recomputation");
     w.flag("--recompute-granularity", "selective");
-    if (key.recompute_modules != kDefaultRecomputeModules) {
+    if (key.names_recompute_modules()) {
       w.require_upstream("--recompute-modules");
       w.flag("--recompute-modules");  // nargs='+': a token per module
       for (const std::string& name : recompute_module_names(key.recompute_modules)) w.tokens().push_back(name);

@@ -1,6 +1,10 @@
 #include "profiles/recomputed_flops.h"
 
+#include <map>
+#include <string>
+
 #include "profiles/model_flops.h"
+#include "profiles/moe_layer.h"
 
 namespace fasop {
 
@@ -15,13 +19,12 @@ double unit_recomputed_flops(const ModelSpec& m, const LayerUnit& unit, Recomput
     flops += 2 * s * m.heads * (mla.q_lora_rank * mla.q_head_dim() + mla.kv_lora_rank * double(mla.qk_head_dim + mla.v_head_dim));
   }
   if ((modules & kRecomputeMlp) && !unit.moe) flops += 2 * s * h * matrices * m.ffn_hidden;
-  if (unit.moe) {
-    const MoeSpec& moe = m.moe;
-    const double shared = 2 * s * h * matrices * moe.shared_expert_ffn_hidden;
-    if (modules & kRecomputeMoe)
-      flops += 2 * s * h * moe.experts + 2 * busiest_expert_tokens(moe, s, 1, 1) * h * matrices * moe.expert_ffn_hidden + shared;
-    else if (modules & kRecomputeSharedExperts)
-      flops += shared;
+  if (unit.moe && (modules & kRecomputeMoe)) {
+    // The whole MoE block: its GEMMs as the layer model counts them (router, experts at the
+    // busiest expert's tokens, shared expert).
+    for (const Gemm& gemm : moe_mlp_work(m, s, 1, LayerOptions{}).gemms) flops += gemm.flops();
+  } else if (unit.moe && (modules & kRecomputeSharedExperts)) {
+    flops += 2 * s * h * matrices * m.moe.shared_expert_ffn_hidden;
   }
   return flops;
 }
@@ -33,9 +36,15 @@ double recomputed_gemm_share(const ModelSpec& model, RecomputeModules modules) {
   if (!(modules & (kRecomputeMlaUpProj | kRecomputeMlp | kRecomputeMoe | kRecomputeSharedExperts))) return 0;
   const double forward = model_flops_per_step(model, 1) / 3;
   if (forward <= 0) return 0;
+  // Units of one type do the same work (model_flops_per_step's assumption too).
+  std::map<std::string, double> type_recomputed;
   double recomputed = 0;
-  for (const LayerUnit& unit : model.units)
-    if (unit.role == LayerRole::kTransformer) recomputed += unit_recomputed_flops(model, unit, modules);
+  for (const LayerUnit& unit : model.units) {
+    if (unit.role != LayerRole::kTransformer) continue;
+    auto [at, added] = type_recomputed.try_emplace(unit.type, 0.0);
+    if (added) at->second = unit_recomputed_flops(model, unit, modules);
+    recomputed += at->second;
+  }
   return recomputed / forward;
 }
 

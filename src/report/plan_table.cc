@@ -21,15 +21,14 @@ std::string fixed_trimmed(double value) {
   return text;
 }
 
-/// " stage tp [..]", " uneven dp" and " speed split" where the plan has them (Sailor's and
-/// Metis's layouts); else nothing, so that other plans read as before.
 /// " rc mla_up_proj,moe_act" where selective recomputation names modules other than Megatron-
 /// Core's default (attention's core); "" otherwise.
 std::string recompute_modules_suffix(const PlanKey& k) {
-  if (k.recompute_mode() != RecomputeMode::kSelective || k.recompute_modules == kDefaultRecomputeModules) return "";
-  return " rc " + recompute_modules_text(k.recompute_modules);
+  return k.names_recompute_modules() ? " rc " + recompute_modules_text(k.recompute_modules) : "";
 }
 
+/// " stage tp [..]", " uneven dp" and " speed split" where the plan has them (Sailor's and
+/// Metis's layouts); else nothing, so that other plans read as before.
 std::string sailor_layout_text(const PlanKey& k) {
   return (k.stage_tp.empty() ? "" : " stage tp " + partition_text(k.stage_tp)) + (k.uneven_dp ? " uneven dp" : "") +
          (k.speed_split ? " speed split" : "");

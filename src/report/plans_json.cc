@@ -40,7 +40,7 @@ std::string plan_json(const ClusterSpec& cluster, const CandidateResult& r, size
       << ", \"tp\": " << k.tp << ", \"dp\": " << k.dp << ", \"pp\": " << k.pp << context_expert_json(k)
       << ", \"zero_stage\": " << k.zero_stage
       << ", \"recompute\": \"" << (k.recompute ? "full" : k.selective_recompute ? "selective" : "none") << "\"";
-  if (k.recompute_mode() == RecomputeMode::kSelective && k.recompute_modules != kDefaultRecomputeModules) {
+  if (k.names_recompute_modules()) {
     out << ", \"recompute_modules\": [";
     const std::vector<std::string> names = recompute_module_names(k.recompute_modules);
     for (size_t i = 0; i < names.size(); ++i) out << (i ? ", " : "") << "\"" << names[i] << "\"";

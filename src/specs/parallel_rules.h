@@ -37,8 +37,7 @@ inline bool ep_overlap_runs(int pp, int virtual_stages, bool full_recompute, boo
   return (pp == 1 || virtual_stages > 1) && !full_recompute && !recomputes_moe;
 }
 inline bool ep_overlap_runs(const PlanKey& key) {
-  const bool recomputes_moe = key.selective_recompute && !key.recompute && (key.recompute_modules & kRecomputeMoe);
-  return ep_overlap_runs(key.pp, key.virtual_stages, key.recompute, recomputes_moe);
+  return ep_overlap_runs(key.pp, key.virtual_stages, key.recompute, key.recomputed_modules() & kRecomputeMoe);
 }
 
 }  // namespace fasop

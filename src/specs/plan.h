@@ -81,6 +81,16 @@ struct PlanKey {
   RecomputeMode recompute_mode() const {
     return recompute ? RecomputeMode::kFull : selective_recompute ? RecomputeMode::kSelective : RecomputeMode::kNone;
   }
+  /// The modules recomputed in this plan: recompute_modules under selective recomputation,
+  /// none without it or under full recomputation.
+  RecomputeModules recomputed_modules() const {
+    return recompute_mode() == RecomputeMode::kSelective ? recompute_modules : 0;
+  }
+  /// Whether the plan recomputes modules other than Megatron-Core's default (attention's core
+  /// alone), which --recompute-modules and the reports then name.
+  bool names_recompute_modules() const {
+    return recomputed_modules() != 0 && recomputed_modules() != kDefaultRecomputeModules;
+  }
   void set_recompute(RecomputeMode mode) {
     recompute = mode == RecomputeMode::kFull;
     selective_recompute = mode == RecomputeMode::kSelective;
@@ -90,10 +100,8 @@ struct PlanKey {
 /// A plan's recomputation as text: none, full, selective, or with modules other than Megatron-
 /// Core's default the modules after a colon, joined by `separator`: "selective:mla_up_proj/moe_act".
 inline std::string recompute_text(const PlanKey& key, const std::string& separator = "/") {
-  const RecomputeMode mode = key.recompute_mode();
-  std::string text = recompute_name(mode);
-  if (mode == RecomputeMode::kSelective && key.recompute_modules != kDefaultRecomputeModules)
-    text += ":" + recompute_modules_text(key.recompute_modules, separator);
+  std::string text = recompute_name(key.recompute_mode());
+  if (key.names_recompute_modules()) text += ":" + recompute_modules_text(key.recompute_modules, separator);
   return text;
 }
 

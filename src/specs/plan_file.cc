@@ -81,7 +81,7 @@ std::string plan_file_yaml(const PlanFile& plan) {
   if (!plan.key.precision.empty()) out << "precision: " << plan.key.precision << "    # the training precision the search chose\n";
   out << "zero_stage: " << plan.key.zero_stage << "\n"
       << "recompute: " << recompute_name(plan.key.recompute_mode()) << "\n";
-  if (plan.key.recompute_mode() == RecomputeMode::kSelective && plan.key.recompute_modules != kDefaultRecomputeModules)
+  if (plan.key.names_recompute_modules())
     out << "recompute_modules: [" << recompute_modules_text(plan.key.recompute_modules, ", ") << "]\n";
   if (plan.key.sequence_parallel) out << "sequence_parallel: true\n";
   if (plan.key.virtual_stages > 1) out << "virtual_stages: " << plan.key.virtual_stages << "\n";
