@@ -155,7 +155,9 @@ PLANS = [
      {"upstream": "check", "fasop": ("refused", "--swiglu")}),
     ("gpt2xl-fp8", ["--model", "@gpt2xl-fp8.yaml", "--cluster", "aws-h100", "--fix", "tp=2,pp=4"],
      {"upstream": "check", "fasop": ("refused", "--fp8-format")}),
-    ("llama2-7b-mxfp8", ["--model", "@llama2-7b-mxfp8.yaml", "--cluster", "dgx-b200", "--fix", "tp=2,pp=4,zero=1"],
+    # (MXFP8 with bf16 gradients, as Megatron-Bridge's recipes reduce them: --grad-reduce-in-bf16.)
+    ("llama2-7b-mxfp8", ["--model", "@llama2-7b-mxfp8.yaml", "--cluster", "dgx-b200", "--fix", "tp=2,pp=4,zero=1",
+                         "--grad-reduce-in-bf16"],
      {"upstream": "check", "fasop": ("refused", "--swiglu")}),
     # ZeRO 2 and 3 are Megatron-FSDP (optim_grads, optim_grads_params), which the fork predates.
     # At pp 2 (NVIDIA's FSDP recipes run pp 1, where no layer can move between ranks).
@@ -433,6 +435,8 @@ def _upstream_features(args, config):
             "shared_expert_ffn_hidden": config.moe_shared_expert_intermediate_size or 0,
             "capacity_factor": config.moe_expert_capacity_factor, "kv_channels": config.kv_channels,
             "fp8": config.fp8, "fp8_recipe": config.fp8_recipe if config.fp8 else None, "bf16": bool(config.bf16),
+            # The gradients' precision: fp32 for bf16 training unless --grad-reduce-in-bf16.
+            "grad_reduce_fp32": bool(args.accumulate_allreduce_grads_in_fp32),
             "moe_layers": [int(mlp_class(spec) == "MoELayer") for spec in specs],
             # The data-parallel sharding: the distributed optimizer, and Megatron-FSDP's strategy.
             "distributed_optimizer": bool(args.use_distributed_optimizer),
@@ -679,6 +683,7 @@ def expected_features(plan, spec):
             "fp8": {"fp8": "hybrid", "mxfp8": "e4m3"}.get(dtype),
             "fp8_recipe": {"fp8": "tensorwise", "mxfp8": "mxfp8"}.get(dtype),
             "bf16": dtype in ("bf16", "fp8", "mxfp8"), "moe_layers": moe_layers,
+            "grad_reduce_fp32": dtype in ("bf16", "fp8", "mxfp8") and not plan.get("grad_reduce_in_bf16", False),
             # ZeRO-1 is the distributed optimizer; ZeRO-2 and -3 Megatron-FSDP's optim_grads and
             # optim_grads_params (which keeps the distributed optimizer).
             # PyTorch's FSDP2 (schedule --fsdp torch) instead: neither.

@@ -283,6 +283,23 @@ def mla_dims(arch):
 # The Megatron-Bridge release that ran each NeMo container's perf recipes.
 RELEASE_TAG = {"25.09": "v0.1.0rc4", "25.11": "v0.2.0", "26.02": "v0.3.0", "26.02.01": "v0.3.1"}
 
+# Gradients in bf16: every perf config of the Megatron-Bridge releases above sets
+# grad_reduce_in_fp32 false for the models of these rows (v0.1.0rc4: grad_reduce_in_fp32: false in
+# each configs/<family>/<model>_llm_pretrain.yaml; v0.2.0, v0.3.0, v0.3.1: cfg.ddp and
+# cfg.mixed_precision.grad_reduce_in_fp32 = False in the set_<model>_common_configs every
+# <model>_pretrain_config_<gpu> of configs/<family>/<family>_llm_pretrain.py calls). NeMo 24.07's
+# launcher configs are left at Megatron's fp32 (their setting was not read).
+GRAD_BF16_CONFIG = {"v0.1.0rc4": "configs/<family>/<model>_llm_pretrain.yaml (grad_reduce_in_fp32: false)"}
+
+
+def grad_reduce_note(row):
+    """The note on the gradients' precision of a Megatron-Bridge row."""
+    tag = RELEASE_TAG[row["release"]]
+    where = GRAD_BF16_CONFIG.get(tag, "set_<model>_common_configs in configs/<family>/<family>_llm_pretrain.py "
+                                      "(cfg.ddp.grad_reduce_in_fp32 = False)")
+    return (f"Gradients: Megatron-Bridge {tag}'s perf scripts keep and reduce them in bf16 ({where} under "
+            "scripts/performance/), priced as Megatron's --grad-reduce-in-bf16: 2 bytes a parameter, not fp32's 4.")
+
 
 def moe_base(model):
     """'Qwen3_30B_a3B (tokendrop)' -> 'Qwen3_30B_a3B'."""
@@ -945,6 +962,8 @@ def case_of(row, arch, set_name, rows):
                                         "over the data-parallel group (FSDP column = dp; the recipe also sets "
                                         "use_distributed_optimizer, which Megatron-FSDP requires, but the sharding is "
                                         "FSDP's: distributed_optimizer false here)" if fsdp else "") + ".")
+    if row["release"] in RELEASE_TAG:
+        notes.append(grad_reduce_note(row))
     if cp > 1:
         notes.append(f"Context parallelism, assumed as Megatron-Core does it: each sequence split over the cp {cp} "
                      f"GPUs in 2 x cp chunks balanced for the causal mask, keys and values passed around the cp "
@@ -995,6 +1014,7 @@ def case_of(row, arch, set_name, rows):
     recompute_lines = f"  recompute: {recompute}\n" + (
         f"  recompute_modules: [{', '.join(recompute_modules)}]\n" if recompute_modules else "")
     overlap_ep_line = "  overlap_ep_comm: true\n" if overlap_ep else ""
+    grad_line = "  grad_reduce_in_bf16: true\n" if row["release"] in RELEASE_TAG else ""
     parallel_lines = "".join(f"  {name}: {value}\n" for name, value in (("cp", cp), ("ep", ep), ("etp", etp))
                              if value != 1)
     text = HEADER + f"""set: {set_name}
@@ -1034,7 +1054,7 @@ model:
   overlap_param_gather: true
   overlap_tp_comm: {'true' if tp > 1 else 'false'}
 {overlap_ep_line}  fsdp: {'true' if fsdp else 'false'}
-measurement:
+{grad_line}measurement:
   tokens_per_s_per_gpu: {tokens}
 notes: >-
 """ + "\n".join(wrap(n) for n in notes) + "\n"

@@ -120,3 +120,7 @@ fit gb300 mxfp8 gemm_peak_share llama3-70b-gb300-64gpu-mxfp8-26.02.01 validation
 REPORT=b200-host fit b200 mxfp8 dispatch_s.megatron qwen3-30b-a3b-b200-8gpu-mxfp8-26.02 validation/nemo-moe
 REPORT=gb200-host fit gb200 mxfp8 dispatch_s.megatron qwen3-30b-a3b-gb200-8gpu-mxfp8-26.02.01 validation/nemo-moe
 REPORT=h100-host fit h100 fp8 dispatch_s.megatron qwen3-30b-a3b-h100-16gpu-fp8-26.02 validation/nemo-moe
+# Blackwell's BF16 GEMMs: no dense BF16 row on Blackwell, so a MoE row of GB200 (Qwen3 235B at
+# pp 8, ep 32, BF16, NeMo 25.11), after the host's cost above; B200, B300 and GB300 take it
+# (scripts/sync-gpu-data.py TRANSFERS). Held out: the other BF16 rows of GB200.
+fit gb200 bf16 gemm_peak_share qwen3-235b-a22b-gb200-256gpu-bf16-25.11 validation/nemo-moe

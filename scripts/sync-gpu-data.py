@@ -40,10 +40,9 @@ TRANSFERS = {
     ("a10", "fp16"): ("a10g", "fp16"),             # the same GA102 die
     ("a100-40gb", "fp16"): ("a100-80gb", "fp16"),  # the same chip
     ("a100-80gb", "fp32"): ("a100-40gb", "tf32"),
-    ("b200", "bf16"): ("h100", "bf16"),            # no BF16 dense row without cp/ep on Blackwell
-    ("b300", "bf16"): ("h100", "bf16"),
-    ("gb200", "bf16"): ("h100", "bf16"),
-    ("gb300", "bf16"): ("h100", "bf16"),
+    ("b200", "bf16"): ("gb200", "bf16"),           # the same generation: GB200's BF16 MoE fit
+    ("b300", "bf16"): ("gb200", "bf16"),
+    ("gb300", "bf16"): ("gb200", "bf16"),
     ("b300", "fp8"): ("b200", "fp8"),
     ("b300", "mxfp8"): ("b200", "mxfp8"),
     ("h200", "bf16"): ("h100", "bf16"),            # the same GH100 die

@@ -234,6 +234,18 @@ TEST_CASE("the distributed optimizer's bytes per parameter are Megatron-LM's", "
   }
   CHECK(AnalyticPolicy::gradient_bytes("fp16") == 2);  // Megatron reduces fp16 gradients as fp16
   CHECK(AnalyticPolicy::gradient_bytes("bf16") == 4);  // and bf16 ones in fp32
+  // --grad-reduce-in-bf16: bf16 gradients, 2 + 2 + 12 = 16 bytes, 4 + 12/d with the distributed
+  // optimizer, 16/d with ZeRO-3; fp8 training's gradients are its bf16 parameters'; fp16's
+  // already are 2 bytes and fp32 training has no bf16 to reduce in.
+  for (int d : {1, 2, 8, 64}) {
+    CHECK(AnalyticPolicy::bytes_per_param(0, d, "bf16", true) == 16.0);
+    CHECK(AnalyticPolicy::bytes_per_param(1, d, "bf16", true) == 4 + 12.0 / d);
+    CHECK(AnalyticPolicy::bytes_per_param(3, d, "mxfp8", true) == 16.0 / d);
+    CHECK(AnalyticPolicy::bytes_per_param(1, d, "fp16", true) == 4 + 16.0 / d);
+  }
+  CHECK(AnalyticPolicy::gradient_bytes("bf16", true) == 2);
+  CHECK(AnalyticPolicy::gradient_bytes("fp8", true) == 2);
+  CHECK(AnalyticPolicy::gradient_bytes("fp32", true) == 4);
 }
 
 TEST_CASE("the interleaved schedule's bubble is (pp - 1) / (v m)", "[analytic][pipeline]") {
@@ -474,6 +486,15 @@ TEST_CASE("gradients are reduced in buckets under the last backward pass", "[ana
   CHECK(zero1[0].gather_s == Approx(2e-3).epsilon(1e-12));
   CHECK(zero1[0].gather_exposed_s == Approx(2e-3).epsilon(1e-12));
   CHECK(zero1[0].gather_overlap_s == 0);
+  // bf16 training reduces fp32 gradients, 4 bytes: twice the bytes, 2 ms a bucket, 8 ms in all;
+  // with --grad-reduce-in-bf16 2 bytes again, 4 ms, and the parameter gather (bf16) unchanged.
+  key.zero_stage = 0;
+  m.dtype = "bf16";
+  CHECK(policy.stage_syncs(make_plan_context(m, cluster, {&profile}, policy, key), whole, &timings)[0].reduce_s ==
+        Approx(8e-3).epsilon(1e-12));
+  m.grad_reduce_in_bf16 = true;
+  CHECK(policy.stage_syncs(make_plan_context(m, cluster, {&profile}, policy, key), whole, &timings)[0].reduce_s ==
+        Approx(4e-3).epsilon(1e-12));
 }
 
 TEST_CASE("a data-parallel ring pays the network's latency only where it crosses nodes", "[analytic][step]") {

@@ -35,6 +35,11 @@ expect_error "--recompute-modules without the module in the model" "mla_up_proj 
 expect_error "--recompute-modules beside --recompute full" "pass selective in --recompute" \
   estimate --model llama2-7b --cluster "$work/h100x2.yaml" --policy analytic --mbs 1 --tp 1 --dp 16 --pp 1 \
   --recompute full --recompute-modules mlp
+# bf16 gradients for a model trained in fp16, and under FASOP's policy.
+expect_error "--grad-reduce-in-bf16 under fp16" "whose gradients have no bf16 to reduce in" \
+  estimate --model gpt2xl --cluster "$work/h100x2.yaml" --policy analytic --mbs 1 --tp 1 --dp 16 --pp 1 --grad-reduce-in-bf16
+expect_error "--grad-reduce-in-bf16 with the fasop policy" "use --policy analytic" \
+  search --model gpt2xl --heterogeneous --grad-reduce-in-bf16 --out-dir "$work/a"
 printf 'name: x\nnode_types: [\n' > "$work/bad.yaml"
 expect_error "malformed YAML" "$work/bad.yaml" search --model bert --cluster "$work/bad.yaml" --out-dir "$work/a"
 sed 's/gpu: A10$/gpu: L4/' "$(dirname "$0")/../clusters/fasop-bert.yaml" > "$work/l4.yaml"

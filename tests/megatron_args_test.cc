@@ -209,6 +209,26 @@ TEST_CASE("megatron: fp8 training is bf16 with Transformer Engine's fp8 recipe",
   CHECK(tail("tf32").empty());  // fp32 training: Megatron's default, TF32 GEMMs PyTorch's
 }
 
+TEST_CASE("megatron: bf16 gradients are --grad-reduce-in-bf16, upstream's alone", "[emit][megatron]") {
+  ModelSpec model = preset_model("llama2-7b");  // bf16
+  PlanFile plan = llama_plan();
+  plan.grad_reduce_in_bf16 = true;
+  auto has = [](const std::vector<std::string>& args) {
+    return std::find(args.begin(), args.end(), "--grad-reduce-in-bf16") != args.end();
+  };
+  CHECK(has(megatron_args(plan, model, MegatronFlavor::kUpstream)));
+  CHECK_FALSE(has(megatron_args(llama_plan(), model, MegatronFlavor::kUpstream)));
+  model.dtype = "mxfp8";  // fp8 training keeps bf16 parameters and gradients
+  CHECK(has(megatron_args(plan, model, MegatronFlavor::kUpstream)));
+  ModelSpec gpt2xl = preset_model("gpt2xl");  // what the fork builds, in bf16: the fork has no such flag
+  gpt2xl.dtype = "bf16";
+  PlanFile fork_plan = gpt2xl_plan();
+  fork_plan.grad_reduce_in_bf16 = true;
+  CHECK_THROWS_WITH(megatron_args(fork_plan, gpt2xl, MegatronFlavor::kFasop), Contains("--grad-reduce-in-bf16"));
+  gpt2xl.dtype = "fp16";  // fp16 gradients are fp16 already: nothing to write
+  CHECK_FALSE(has(megatron_args(fork_plan, gpt2xl, MegatronFlavor::kUpstream)));
+}
+
 // T5 in FASOP's fork (Megatron-LM-2): ranks below --pipeline-model-parallel-split-rank build the
 // encoder, the others the decoder, and every rank builds balance[its pipeline rank] layers
 // (transformer.py _get_num_layers; FASOP's _00_conf.sh runs "11-13-11-13" with split rank 2).

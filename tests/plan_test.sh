@@ -59,6 +59,19 @@ grep -q "^overlap_param_gather: true$" plans/llama-gather.yaml && ok || fail "pl
   fail "megatron arguments lack --overlap-param-gather"
 "$bin" schedule --plan plans/llama.yaml --format megatron | grep -q -- "--overlap-param-gather" &&
   fail "--overlap-param-gather written for a plan without it" || ok
+# --grad-reduce-in-bf16: kept in the plan file, re-estimated alike (its gradients at 2 bytes, the
+# plan's memory below the fp32-gradient plan's), and written for Megatron-LM.
+"$bin" search --model llama2-7b --cluster aws-h100 --fix tp=2,pp=4,mbs=2,recompute=none,zero=1 --grad-reduce-in-bf16 \
+  --out-dir logs --save-plan plans/llama-bf16-grads.yaml --quiet > bf16.out || fail "search --grad-reduce-in-bf16: $(tail -3 bf16.out)"
+grep -q "^grad_reduce_in_bf16: true" plans/llama-bf16-grads.yaml && ok || fail "plan file lacks grad_reduce_in_bf16"
+"$bin" estimate --plan plans/llama-bf16-grads.yaml | grep -q "note: the estimate differs" && fail "grad_reduce_in_bf16 round trip changed" || ok
+"$bin" schedule --plan plans/llama-bf16-grads.yaml --format megatron | grep -q -- "--grad-reduce-in-bf16" && ok ||
+  fail "megatron arguments lack --grad-reduce-in-bf16"
+"$bin" schedule --plan plans/llama-gather.yaml --format megatron | grep -q -- "--grad-reduce-in-bf16" &&
+  fail "--grad-reduce-in-bf16 written for a plan without it" || ok
+peak() { "$bin" estimate --plan "$1" --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["oom_gpumem"])'; }
+python3 -c "import sys; sys.exit(not float(sys.argv[1]) < float(sys.argv[2]))" "$(peak plans/llama-bf16-grads.yaml)" \
+  "$(peak plans/llama-gather.yaml)" && ok || fail "bf16 gradients did not lower the plan's peak memory"
 "$bin" schedule --plan plans/llama.yaml --format deepspeed -o ds.json > /dev/null || fail "schedule deepspeed"
 python3 -c 'import json, sys; c = json.load(open("ds.json")); sys.exit(not (c["gradient_accumulation_steps"] == 32 and c["pipeline"] == {"activation_checkpoint_interval": 0}))' &&
   ok || fail "deepspeed config: $(cat ds.json)"

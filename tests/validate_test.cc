@@ -181,6 +181,10 @@ TEST_CASE("Bad validation cases name the file and the field", "[validate]") {
     std::string message = error_of(replace(kInlineCase, "recompute: full", "recompute: none, overlap_ep_comm: true"));
     CHECK_THAT(message, Catch::Contains("'plan.overlap_ep_comm'") && Catch::Contains("ep > 1"));
   }
+  SECTION("bf16 gradients for a model that trains in fp16") {
+    std::string message = error_of(replace(kInlineCase, "recompute: full", "recompute: full, grad_reduce_in_bf16: true"));
+    CHECK_THAT(message, Catch::Contains("'plan.grad_reduce_in_bf16'") && Catch::Contains("trains in fp16"));
+  }
   SECTION("a typo in a field name") {
     std::string message = error_of(replace(kInlineCase, "recompute: full", "recompute: full, sequence_paralel: true"));
     CHECK_THAT(message, Catch::Contains("'plan.sequence_paralel'") && Catch::Contains("unknown field"));

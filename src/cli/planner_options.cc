@@ -105,6 +105,9 @@ void PlannerOptions::add_to(CLI::App& command, bool model_required) {
                    "analytic: MoE all-to-alls run beside another micro-batch's compute (Megatron-Core's "
                    "--overlap-moe-expert-parallel-comm); with ep > 1 it needs virtual stages where pp > 1 and no "
                    "full recomputation, and the search keeps only such layouts");
+  command.add_flag("--grad-reduce-in-bf16", grad_reduce_in_bf16,
+                   "analytic: bf16 and fp8 training keep and reduce their gradients in bf16, 2 bytes a parameter "
+                   "instead of fp32's 4 (Megatron-LM's --grad-reduce-in-bf16, as Megatron-Bridge's recipes run)");
   command.add_flag("--analytic-profiles", analytic_profiles,
                    "time the layers with the analytic model from the GPU's data even where a measured profile "
                    "exists (which context and expert parallelism need)");
@@ -207,6 +210,8 @@ void choose_policy(const PlannerOptions& options, PlannerSetup& setup) {
   if (policy == "fasop") {
     if (!options.recompute_modules.empty())
       throw SpecError("--recompute-modules: the fasop policy prices no selective recomputation; use --policy analytic");
+    if (options.grad_reduce_in_bf16)
+      throw SpecError("--grad-reduce-in-bf16: the fasop policy prices FASOP's fixed gradient bytes; use --policy analytic");
     if (!setup.cluster.uniform_gpus_per_node())
       throw SpecError(setup.cluster.source + ": field 'node_types': the fasop policy needs one GPUs-per-node count "
                       "for every node type; use --policy analytic (and give the GPUs' specs)");
@@ -243,6 +248,14 @@ void choose_policy(const PlannerOptions& options, PlannerSetup& setup) {
     if (options.sequence_parallel) setup.input.space.sequence_parallel = {false, true};
     if (!options.virtual_stages.empty()) setup.input.space.virtual_stages = options.virtual_stages;
     setup.input.space.ep_comm_overlap = options.ep_comm_overlap;
+    if (options.grad_reduce_in_bf16) {
+      const std::vector<std::string>& named = options.fasop.precision_names;
+      const std::vector<std::string> trained = named.empty() ? std::vector<std::string>{setup.model.dtype} : named;
+      if (std::none_of(trained.begin(), trained.end(), [](const std::string& d) { return non_gemm_precision(d) == "bf16"; }))
+        throw SpecError("--grad-reduce-in-bf16: model '" + setup.model.name + "' trains in " + trained.front() +
+                        ", whose gradients have no bf16 to reduce in; pass --precision bf16 (or fp8), or drop the flag");
+      setup.model.grad_reduce_in_bf16 = true;
+    }
   }
   if (options.max_tp > 0) setup.input.space.max_tp = options.max_tp;
   apply_fixed_dims(options.fix, setup.input.space);

@@ -315,14 +315,16 @@ double unit_activation_bytes(const ModelSpec& m, const LayerUnit& unit, int tp, 
   return 0;
 }
 
-double AnalyticPolicy::bytes_per_param(int zero_stage, int dp, const std::string& dtype) {
+double AnalyticPolicy::bytes_per_param(int zero_stage, int dp, const std::string& dtype, bool bf16_gradients) {
   // Megatron-LM's table (docs/source/api-guide/distrib_optimizer.md), mixed-precision Adam:
   // bf16 (and fp32-gradient) training keeps 2 (bf16 weights) + 4 (fp32 gradients) + 12 (fp32
   // master weights and moments) = 18; fp16 training 2 (weights) + 2 (fp16 gradients) + 16
-  // (fp32 master weights and gradients, moments) = 20. ZeRO-1 (the distributed optimizer)
-  // shards the optimizer's part over dp, ZeRO-2 the gradients too, ZeRO-3 everything.
+  // (fp32 master weights and gradients, moments) = 20. With bf16 gradients (--grad-reduce-in-bf16)
+  // bf16 training keeps 2 + 2 + 12 = 16: the optimizer's fp32 copy of its shard's gradients
+  // lives only during the step, when the activations are gone. ZeRO-1 (the distributed
+  // optimizer) shards the optimizer's part over dp, ZeRO-2 the gradients too, ZeRO-3 everything.
   const bool fp16 = dtype == "fp16";
-  const double weights = 2, gradients = fp16 ? 2 : 4, optimizer = fp16 ? 16 : 12;
+  const double weights = 2, gradients = gradient_bytes(dtype, bf16_gradients), optimizer = fp16 ? 16 : 12;
   switch (zero_stage) {
     case 0: return weights + gradients + optimizer;
     case 1: return weights + gradients + optimizer / dp;
@@ -331,10 +333,15 @@ double AnalyticPolicy::bytes_per_param(int zero_stage, int dp, const std::string
   }
 }
 
-double AnalyticPolicy::gradient_bytes(const std::string& dtype) {
+double AnalyticPolicy::gradient_bytes(const std::string& dtype, bool bf16_gradients) {
   // Megatron-LM reduces gradients in the training precision for fp16 (its grad buffer is
-  // params_dtype unless --accumulate-allreduce-grads-in-fp32) and in fp32 for bf16 (forced).
-  return dtype == "fp16" ? 2 : 4;
+  // params_dtype unless --accumulate-allreduce-grads-in-fp32) and in fp32 for bf16 unless
+  // --grad-reduce-in-bf16 (then in bf16, as Megatron-Bridge's perf recipes run).
+  return dtype == "fp16" || (bf16_gradients && non_gemm_precision(dtype) == "bf16") ? 2 : 4;
+}
+
+double AnalyticPolicy::gradient_bytes(const ModelSpec& model) {
+  return gradient_bytes(model.dtype, model.grad_reduce_in_bf16);
 }
 
 std::vector<int> AnalyticPolicy::stage_node_types(const PlanContext& ctx) const {
@@ -459,7 +466,7 @@ void AnalyticPolicy::time_stage(const PlanContext& ctx, const std::vector<int>& 
     // the first unit's collectives wait, the rest hide under the pass as far as it lasts.
     const Link link = dp_link(ctx, s), expert_link = expert_dp_link(ctx, s, link);
     const std::vector<double>& prefix = ctx.partition_memory->stage_params_prefix(s);
-    const double param_bytes = element_bytes(*ctx.model), grad_bytes = gradient_bytes(ctx.model->dtype);
+    const double param_bytes = element_bytes(*ctx.model), grad_bytes = gradient_bytes(*ctx.model);
     // Every unit's ring is affine in its bytes: the units' sum is theirs in one go.
     const CollectiveEfficiency::RingTerms ring =
         link.collective.ring_allreduce_terms(dp, link.ring_step_latency_s(dp), link.bits_per_s);
@@ -575,8 +582,8 @@ std::vector<StageSync> AnalyticPolicy::stage_syncs(const PlanContext& ctx, const
       const double bucket = params / sync.buckets, expert_bucket = experts / sync.buckets;
       const Link expert_link = experts > 0 ? expert_dp_link(ctx, s, link) : link;
       // ZeRO 0: all-reduce of the gradients; ZeRO 1-2: reduce-scatter, half the ring.
-      const double reduce = (ring_s(link, dp, gradient_bytes(model.dtype) * bucket) +
-                             (experts > 0 ? ring_s(expert_link, edp, gradient_bytes(model.dtype) * expert_bucket) : 0)) *
+      const double reduce = (ring_s(link, dp, gradient_bytes(model) * bucket) +
+                             (experts > 0 ? ring_s(expert_link, edp, gradient_bytes(model) * expert_bucket) : 0)) *
                             (sharded ? 0.5 : 1.0);
       sync.reduce_s = sync.buckets * reduce;
       sync.reduce_exposed_s = options_.overlap_dp_allreduce
@@ -727,13 +734,13 @@ std::optional<MemoryModel> AnalyticPolicy::memory_model(const PlanContext& ctx) 
     model.expert_params_prefix.assign(m.units.size() + 1, 0);
     for (size_t u = 0; u < m.units.size(); ++u)
       model.expert_params_prefix[u + 1] = model.expert_params_prefix[u] + unit_expert_params(m, m.units[u], k.ep, k.etp);
-    model.expert_bytes_per_param.assign(k.pp, bytes_per_param(k.zero_stage, expert_data_parallel(k), m.dtype));
+    model.expert_bytes_per_param.assign(k.pp, bytes_per_param(k.zero_stage, expert_data_parallel(k), m.dtype, m.grad_reduce_in_bf16));
   }
   for (int s = 0; s < k.pp; ++s) {
     // A speed-split stage holds the activations of its busiest replica's share. The activation
     // prefixes hold a whole sample's on a GPU (its 1/cp share with context parallelism).
     const double samples = ctx.splits_stage(s) ? ctx.split_memory_samples[s] : ctx.stage_mbs(s);
-    model.bytes_per_param.push_back(bytes_per_param(k.zero_stage, ctx.stage_grad_ranks(s), m.dtype));
+    model.bytes_per_param.push_back(bytes_per_param(k.zero_stage, ctx.stage_grad_ranks(s), m.dtype, m.grad_reduce_in_bf16));
     model.in_flight.push_back(std::min(k.pp - s, ctx.num_microbatches) * samples);
     model.fixed_bytes.push_back(kReservedGpuBytes + working_layer[s] * samples);
     double memory_gib = std::numeric_limits<double>::infinity();
@@ -748,7 +755,7 @@ std::vector<StageMemory> AnalyticPolicy::stage_memory(const PlanContext& ctx, co
   const MemoryModel& model = *ctx.partition_memory;
   std::vector<StageMemory> stages;
   for (int s = 0, first = 0; s < ctx.pp(); first += partition[s], ++s) {
-    const double zero3_per_param = bytes_per_param(3, ctx.stage_grad_ranks(s), ctx.model->dtype);
+    const double zero3_per_param = bytes_per_param(3, ctx.stage_grad_ranks(s), ctx.model->dtype, ctx.model->grad_reduce_in_bf16);
     StageMemory mem;
     int end = first + partition[s];
     mem.gib = model.stage_bytes(s, first, end) / kGib;
@@ -757,7 +764,7 @@ std::vector<StageMemory> AnalyticPolicy::stage_memory(const PlanContext& ctx, co
                                  (model.bytes_per_param[s] - zero3_per_param) / kGib;
     if (!model.expert_params_prefix.empty()) {
       const double experts = model.expert_params_prefix[end] - model.expert_params_prefix[first];
-      const double expert_zero3 = bytes_per_param(3, expert_data_parallel(ctx.key), ctx.model->dtype);
+      const double expert_zero3 = bytes_per_param(3, expert_data_parallel(ctx.key), ctx.model->dtype, ctx.model->grad_reduce_in_bf16);
       mem.zero_gib -= experts * (model.expert_bytes_per_param[s] - expert_zero3) / kGib;
     }
     mem.limit_gib = model.limit_bytes[s] / kGib;

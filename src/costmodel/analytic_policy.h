@@ -161,11 +161,14 @@ class AnalyticPolicy : public CostPolicy {
   std::vector<StageSync> stage_syncs(const PlanContext& ctx, const std::vector<int>& partition,
                                      const std::vector<StageTiming>* timings = nullptr) const;
 
-  /// Bytes a parameter costs on one GPU when training in `dtype`: weights, gradients and
-  /// optimizer state, the parts ZeRO stage `zero_stage` shards over `dp` divided by it.
-  static double bytes_per_param(int zero_stage, int dp, const std::string& dtype = "bf16");
-  /// Bytes a gradient all-reduce moves per parameter when training in `dtype`.
-  static double gradient_bytes(const std::string& dtype);
+  /// Bytes a parameter costs on one GPU when training in `dtype`: weights, gradients (bf16
+  /// with `bf16_gradients`, Megatron's --grad-reduce-in-bf16) and optimizer state, the parts
+  /// ZeRO stage `zero_stage` shards over `dp` divided by it.
+  static double bytes_per_param(int zero_stage, int dp, const std::string& dtype = "bf16", bool bf16_gradients = false);
+  /// Bytes a gradient takes, and its all-reduce moves, per parameter when training in `dtype`.
+  static double gradient_bytes(const std::string& dtype, bool bf16_gradients = false);
+  /// The same for `model`'s precision and its grad_reduce_in_bf16.
+  static double gradient_bytes(const ModelSpec& model);
   /// Megatron-Core's gradient buckets of `params` parameters at data-parallel degree `dp`:
   /// ceil(params / B), B = `bucket_params`, or where 0 its default max(40e6, 1e6 x dp).
   static int gradient_buckets(double params, int dp, double bucket_params = 0);

@@ -56,7 +56,7 @@ SyncFloorParts sync_floor_parts(const ModelSpec& model, const AnalyticOptions& o
   const double local = zero_stage >= 1 ? params / dp : params;
   if (bandwidth > 0) parts.optimizer_s = AnalyticPolicy::kOptimizerBytesPerParam * local / bandwidth;
   if (dp <= 1) return parts;
-  const double gradient = AnalyticPolicy::gradient_bytes(model.dtype), element = activation_bytes(model.dtype);
+  const double gradient = AnalyticPolicy::gradient_bytes(model), element = activation_bytes(model.dtype);
   auto ring = [&](double bytes) { return ring_floor_s(type, limits, tp, dp, bytes); };
   if (zero_stage == 3) {
     // Every unit's gathers twice and its reduce-scatter once a micro-batch (half rings each);

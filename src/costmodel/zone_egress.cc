@@ -66,7 +66,7 @@ std::vector<ZoneTraffic> zone_traffic(const PlanContext& ctx, const std::vector<
 }
 
 double ring_edge_bytes(const ModelSpec& model, int zero_stage, int dp, int microbatches, double params) {
-  const double element = activation_bytes(model.dtype), gradient = AnalyticPolicy::gradient_bytes(model.dtype);
+  const double element = activation_bytes(model.dtype), gradient = AnalyticPolicy::gradient_bytes(model);
   const double d = dp, m = microbatches;
   if (zero_stage == 0) return 2 * (d - 1) / d * params * gradient;
   if (zero_stage < 3) return (d - 1) / d * params * (gradient + element);

@@ -172,7 +172,8 @@ void architecture_flags(ArgWriter& w, const ModelSpec& model) {
 /// Precision: fp32 is Megatron's default and has no flag (tf32 is PyTorch's default for its
 /// GEMMs). fp8 training is bf16 with Transformer Engine's fp8 GEMMs: per-tensor current
 /// scaling (tensorwise, NeMo's FP8-CS) with e4m3 forward and e5m2 gradients, or MXFP8 blocks.
-void precision_flags(ArgWriter& w, const ModelSpec& model) {
+/// bf16 gradients where the plan was priced with them (Megatron reduces bf16's in fp32 unless told).
+void precision_flags(ArgWriter& w, const PlanFile& plan, const ModelSpec& model) {
   // The fork's Transformer Engine fp8 (--fp8-hybrid) predates the recipes the model prices.
   if (is_fp8(model.dtype)) w.require_upstream("--fp8-format/--fp8-recipe (dtype " + model.dtype + ")");
   const std::string non_gemm = non_gemm_precision(model.dtype);
@@ -180,6 +181,10 @@ void precision_flags(ArgWriter& w, const ModelSpec& model) {
   if (non_gemm == "bf16") w.flag("--bf16");
   if (model.dtype == "fp8") w.flag("--fp8-format", "hybrid"), w.flag("--fp8-recipe", "tensorwise");
   if (model.dtype == "mxfp8") w.flag("--fp8-format", "e4m3"), w.flag("--fp8-recipe", "mxfp8");
+  if (plan.grad_reduce_in_bf16 && non_gemm == "bf16") {
+    w.require_upstream("--grad-reduce-in-bf16");
+    w.flag("--grad-reduce-in-bf16");
+  }
 }
 
 /// Megatron-LM's --moe-layer-freq pattern of the model's transformer layers, 1 for a MoE layer
@@ -349,7 +354,7 @@ std::vector<std::string> megatron_args(const PlanFile& plan, const ModelSpec& mo
   dimension_flags(w, model);
   architecture_flags(w, model);
   moe_flags(w, plan, model);
-  precision_flags(w, model);
+  precision_flags(w, plan, model);
   activation_flags(w, plan.key);
   overlap_flags(w, plan);
   zero_flags(w, plan, model);

@@ -124,7 +124,7 @@ LayerFootprint layer_footprint(const ModelSpec& model, const SearchSpaceOptions&
     params = std::min(params, unit_p);
     activations = std::min(activations, unit_a);
   }
-  const double per_param = AnalyticPolicy::bytes_per_param(zero, dp, model.dtype);
+  const double per_param = AnalyticPolicy::bytes_per_param(zero, dp, model.dtype, model.grad_reduce_in_bf16);
   fp.state_bytes = params * per_param;
   fp.activation_bytes = activations * mbs;
   fp.whole_bytes = all_params * per_param + all_activations * mbs;
@@ -225,7 +225,7 @@ ShapeFloor::ShapeFloor(const SearchInput& input, bool stage_type_is_slowest_rank
     for (int zero : input.space.zero_stages)
       for (int dp : divisors(model.global_batch))
         for (const std::string& precision : input.space.precisions)
-          bytes = std::min(bytes, AnalyticPolicy::bytes_per_param(zero, dp, precision.empty() ? model.dtype : precision) * dp);
+          bytes = std::min(bytes, AnalyticPolicy::bytes_per_param(zero, dp, precision.empty() ? model.dtype : precision, model.grad_reduce_in_bf16) * dp);
     min_state_bytes_ = params * bytes;
   }
   if (types <= kTabulatedTypes) {

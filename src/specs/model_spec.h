@@ -58,6 +58,11 @@ struct ModelSpec {
   int global_batch = 0;
   int precision_bits = 16;
   std::string dtype = "fp16";  ///< training precision of the GEMMs: fp16, bf16 or fp32
+  /// Megatron's --grad-reduce-in-bf16 (Megatron-Bridge's grad_reduce_in_fp32 false): bf16 (and
+  /// fp8) training keeps and reduces its gradients in bf16, 2 bytes a parameter, not fp32's 4. A
+  /// run's choice, not the architecture's: search and estimate --grad-reduce-in-bf16, a plan
+  /// file's or a validation plan's field grad_reduce_in_bf16 set it.
+  bool grad_reduce_in_bf16 = false;
   int ffn_hidden = 0;          ///< MLP inner width (4 x hidden unless given)
   int kv_heads = 0;            ///< key/value heads: heads, or fewer with grouped-query attention
   /// Width of one attention head: hidden / heads unless given (Qwen3-30B-A3B: 128 where hidden

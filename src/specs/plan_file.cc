@@ -66,6 +66,7 @@ std::string plan_file_yaml(const PlanFile& plan) {
   if (plan.overlap_tp_comm) out << "overlap_tp_comm: true\n";
   if (plan.overlap_param_gather) out << "overlap_param_gather: true\n";
   if (plan.overlap_ep_comm) out << "overlap_ep_comm: true\n";
+  if (plan.grad_reduce_in_bf16) out << "grad_reduce_in_bf16: true    # gradients kept and reduced in bf16\n";
   out << "nodes: {";
   for (size_t i = 0; i < plan.nodes.size(); ++i)
     out << (i ? ", " : "") << quoted(plan.nodes[i].first) << ": " << plan.nodes[i].second;
@@ -116,7 +117,7 @@ PlanFile parse_plan_file(const std::string& yaml_text, const std::string& source
   Field root = load_root(yaml_text, source);
   PlanFile plan;
   plan.source = source;
-  root.only_keys({"version", "model", "cluster", "profile_dir", "policy", "overlap_dp_allreduce", "overlap_tp_comm", "overlap_ep_comm", "cp", "ep", "etp", "precision",
+  root.only_keys({"version", "model", "cluster", "profile_dir", "policy", "overlap_dp_allreduce", "overlap_tp_comm", "overlap_ep_comm", "grad_reduce_in_bf16", "cp", "ep", "etp", "precision",
                   "overlap_param_gather", "nodes", "global_batch", "micro_batch", "tp", "dp", "pp", "zero_stage",
                   "recompute", "recompute_modules", "sequence_parallel", "virtual_stages", "stage_dp", "stage_tp", "uneven_dp", "speed_split", "node_order", "partition", "stages",
                   "estimate"});
@@ -136,6 +137,11 @@ PlanFile parse_plan_file(const std::string& yaml_text, const std::string& source
     plan.overlap_param_gather = root.child("overlap_param_gather").as<bool>("true or false");
   if (root.child("overlap_ep_comm").present())
     plan.overlap_ep_comm = root.child("overlap_ep_comm").as<bool>("true or false");
+  if (const Field bf16 = root.child("grad_reduce_in_bf16"); bf16.present()) {
+    plan.grad_reduce_in_bf16 = bf16.as<bool>("true or false");
+    if (plan.grad_reduce_in_bf16 && plan.policy != "analytic")
+      bf16.fail("the fasop policy prices FASOP's fixed gradient bytes; use policy: analytic, or drop it");
+  }
   Field nodes = root.child("nodes");
   for (const std::string& type : nodes.keys("a mapping of node type to count, e.g. {A100: 1, A10: 7}")) {
     const long long count = nodes.child(type).as<long long>("a whole number");

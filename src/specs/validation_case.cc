@@ -4,6 +4,7 @@
 
 #include "specs/parallel_rules.h"
 #include "specs/pipeline_layout.h"
+#include "specs/precision.h"
 #include "specs/spec_error.h"
 #include "specs/spec_loader.h"
 #include "specs/yaml_field.h"
@@ -114,7 +115,7 @@ void parse_plan_field(const Field& field, ValidationPlan& plan) {
   field.only_keys({"gpus", "tp", "pp", "dp", "cp", "ep", "etp", "global_batch", "micro_batch", "micro_batch_assumed",
                               "micro_batch_assumption", "micro_batch_range", "recompute", "recompute_modules", "sequence_parallel",
                               "virtual_stages", "pipeline_layout", "distributed_optimizer", "overlap_grad_reduce", "overlap_tp_comm", "overlap_ep_comm",
-                              "overlap_param_gather", "fsdp"});
+                              "overlap_param_gather", "fsdp", "grad_reduce_in_bf16"});
   plan.gpus = field.child("gpus").positive_int(kMaxNodes);
   plan.tp = field.child("tp").positive_int(kMaxGpusPerNode);
   plan.pp = field.child("pp").positive_int(kMaxUnits);
@@ -139,6 +140,7 @@ void parse_plan_field(const Field& field, ValidationPlan& plan) {
   plan.overlap_ep_comm = optional_bool(field.child("overlap_ep_comm"), false);
   plan.overlap_param_gather = optional_bool(field.child("overlap_param_gather"), false);
   plan.fsdp = optional_bool(field.child("fsdp"), false);
+  plan.grad_reduce_in_bf16 = optional_bool(field.child("grad_reduce_in_bf16"), false);
 }
 
 void parse_measurement_field(const Field& field, ValidationMeasurement& m) {
@@ -291,6 +293,10 @@ ValidationCase parse_validation_case(const std::string& yaml_text, const std::st
   parse_case_header(root, source, store, c);
   parse_plan_field(root.child("plan"), c.plan);
   c.model.global_batch = c.plan.global_batch;
+  if (c.plan.grad_reduce_in_bf16 && non_gemm_precision(c.model.dtype) != "bf16")
+    root.child("plan").child("grad_reduce_in_bf16").fail("the model trains in " + c.model.dtype +
+                                                          ", whose gradients have no bf16 to reduce in; remove it");
+  c.model.grad_reduce_in_bf16 = c.plan.grad_reduce_in_bf16;
   parse_measurement_field(root.child("measurement"), c.measurement);
   if (root.child("notes").present()) c.notes = root.child("notes").text();
   check_case(root, c);

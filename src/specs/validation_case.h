@@ -53,6 +53,7 @@ struct ValidationPlan {
   bool overlap_ep_comm = false;        ///< MoE all-to-alls overlap another micro-batch's compute (Megatron's EP A2A overlap)
   bool overlap_param_gather = false;   ///< the distributed optimizer's all-gather overlaps the next forward
   bool fsdp = false;                   ///< parameters, gradients and optimizer sharded over dp (ZeRO-3, FSDP)
+  bool grad_reduce_in_bf16 = false;    ///< gradients kept and reduced in bf16 (Megatron's --grad-reduce-in-bf16)
 };
 
 /// What was measured: a step time, or a throughput with the FLOP formula that turns it into one
