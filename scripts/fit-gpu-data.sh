@@ -92,6 +92,11 @@ fit a10g fp16 gemm_peak_share,memory_share,dispatch_s.megatron gpt2xl-a10g valid
 # (gpt2xl's small layers are host-bound: they fix the dispatch cost); every sharded degree of both
 # models held out.
 gemm_fit h100 bf16 validation/gemm/h100-grid.yaml,validation/gemm/h100-model-shapes.yaml
+# FP8's GEMM shape curve (gemm_half_dim: narrow FP8 GEMMs fall further below the peak than BF16's)
+# from the same sweep's FP8 GEMMs; its peak share is fitted to NeMo's steps below (casts and
+# scaling included), which scripts/sync-gpu-data.py lets win, and Blackwell's FP8 and MXFP8 take
+# the curve (SHAPE_TRANSFERS there).
+gemm_fit h100 fp8 validation/gemm/h100-grid.yaml
 fit h100 bf16 memory_share,dispatch_s.libtorch \
   gpt2xl-h100-tp1,llama3-8b-h100-tp1 validation/layers/fasop-cpp-h100
 # H100, fp8 (NeMo's published throughput): every other H100 case by size; the rest held out.

@@ -50,6 +50,17 @@ TRANSFERS = {
     ("gh200", "bf16"): ("h100", "bf16"),           # the same GH100 die
     ("gh200", "fp8"): ("h100", "fp8"),
 }
+# (gpu, precision) <- (gpu, precision): the GEMM shape curve alone (gemm_half_dim), where the
+# GPU's peak share is fitted to its own rows but no GEMM sweep of it exists: Blackwell's FP8 and
+# MXFP8 take the H100's FP8 sweep's (applied before TRANSFERS, which may copy them on).
+SHAPE_TRANSFERS = {
+    ("b200", "fp8"): ("h100", "fp8"),
+    ("b200", "mxfp8"): ("h100", "fp8"),
+    ("gb200", "fp8"): ("h100", "fp8"),
+    ("gb200", "mxfp8"): ("h100", "fp8"),
+    ("gb300", "fp8"): ("h100", "fp8"),
+    ("gb300", "mxfp8"): ("h100", "fp8"),
+}
 LAUNCH_TRANSFERS = {
     ("a10", "megatron"): ("a10g", "megatron"),
     ("b300", "megatron"): ("b200", "megatron"),    # DGX B300's host is a DGX B200's (x86)
@@ -78,7 +89,13 @@ def fitted():
         # <gpu>-host.txt (the host's dispatch cost, no precision's own)
         gpu, precision = os.path.basename(path)[:-4].removesuffix(".gemm").rsplit("-", 1)
         head = open(path).read().split("\n\n")[0].split("\n")[1:]
-        out.setdefault((gpu, precision), {}).update(line.strip().split(": ") for line in head if ": " in line)
+        values = dict(line.strip().split(": ") for line in head if ": " in line)
+        if path.endswith(".gemm.txt"):
+            # A step fit of the same GPU and precision wins over a GEMM sweep for what both give
+            # (H100 FP8: the sweep's shape curve, the steps' peak share with casts and scaling).
+            out.setdefault((gpu, precision), {}).update({k: v for k, v in values.items() if k not in out.get((gpu, precision), {})})
+        else:
+            out.setdefault((gpu, precision), {}).update(values)
     return out
 
 
@@ -128,7 +145,10 @@ def main():
     for (gpu, precision), values in fitted().items():
         for name, value in values.items():
             files.set(gpu, precision, name, value, f"fit {gpu}-{precision}.txt")
-    # Transfers, then "as" lines (which may copy a transferred precision).
+    # Shape transfers, transfers, then "as" lines (which may copy a transferred precision).
+    for (gpu, precision), (source, source_precision) in SHAPE_TRANSFERS.items():
+        files.set(gpu, precision, "gemm_half_dim", files.get(source, source_precision, "gemm_half_dim"),
+                  f"shape as {source} {source_precision}")
     for (gpu, precision), (source, source_precision) in TRANSFERS.items():
         for name in GEMM_MODEL:
             value = files.get(source, source_precision, name)
