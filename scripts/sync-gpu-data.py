@@ -61,6 +61,11 @@ SHAPE_TRANSFERS = {
     ("gb300", "fp8"): ("h100", "fp8"),
     ("gb300", "mxfp8"): ("h100", "fp8"),
 }
+# gpu <- gpu: the network's bus share (inter_node.bus_share), fitted with H100 FP8's rows, for the
+# DGX systems whose nodes talk over the same InfiniBand NICs: DGX B200's 8 x 400 Gb/s ConnectX-7
+# are DGX H100's; DGX B300's 8 x 800 Gb/s ConnectX-8 are taken to reach the same share. (GB200's
+# and GB300's inter_node is the NVL72's NVLink switches, not a NIC: they keep their own.)
+NETWORK_TRANSFERS = {"b200": "h100", "b300": "h100"}
 LAUNCH_TRANSFERS = {
     ("a10", "megatron"): ("a10g", "megatron"),
     ("b300", "megatron"): ("b200", "megatron"),    # DGX B300's host is a DGX B200's (x86)
@@ -154,6 +159,8 @@ def main():
             value = files.get(source, source_precision, name)
             if value is not None:
                 files.set(gpu, precision, name, value, f"as {source} {source_precision}")
+    for gpu, source in NETWORK_TRANSFERS.items():
+        files.set(gpu, "", "network.bus_share", files.get(source, "", "network.bus_share"), f"as {source}")
     for (gpu, stack), (source, source_stack) in LAUNCH_TRANSFERS.items():
         files.set(gpu, "", f"dispatch_s.{stack}", files.get(source, "", f"dispatch_s.{source_stack}"), f"as {source}")
     for gpu in files.text:
