@@ -6,7 +6,8 @@ Three kinds of number are kept in step, each by a rule written here, not by hand
 - "as <precision>" lines: a precision that shares another's GEMM model on the same GPU (bf16 and
   fp16 on the same tensor cores) takes its GEMM and memory shares;
 - TRANSFERS below: a GPU without its own measurement takes another GPU's values (same die or
-  generation), as the line's comment says.
+  generation), as the line's comment says; SHAPE_TRANSFERS the GEMM shape curve alone, and
+  NETWORK_TRANSFERS the network's bus share of a system with the same NICs.
 
 Usage: scripts/sync-gpu-data.py [--apply] [--fits DIR] [--gpus DIR]. Without --apply it lists what
 differs and exits 1 if anything does (tests/gpu_data_test.sh runs it so, on fits it has just
