@@ -251,9 +251,9 @@ void choose_policy(const PlannerOptions& options, PlannerSetup& setup) {
     if (options.grad_reduce_in_bf16) {
       const std::vector<std::string>& named = options.fasop.precision_names;
       const std::vector<std::string> trained = named.empty() ? std::vector<std::string>{setup.model.dtype} : named;
-      if (std::none_of(trained.begin(), trained.end(), [](const std::string& d) { return non_gemm_precision(d) == "bf16"; }))
-        throw SpecError("--grad-reduce-in-bf16: model '" + setup.model.name + "' trains in " + trained.front() +
-                        ", whose gradients have no bf16 to reduce in; pass --precision bf16 (or fp8), or drop the flag");
+      if (std::none_of(trained.begin(), trained.end(), has_bf16_gradients))
+        throw SpecError("--grad-reduce-in-bf16: model '" + setup.model.name + "' " + no_bf16_gradients_text(trained.front()) +
+                        "; pass --precision bf16 (or fp8), or drop the flag");
       setup.model.grad_reduce_in_bf16 = true;
     }
   }

@@ -95,7 +95,7 @@ PlanFile make_plan_file(const PlannerOptions& options, const PlannerSetup& setup
   plan.overlap_ep_comm = options.ep_comm_overlap && key.ep > 1;  // only where it has all-to-alls to hide
   // Only where the plan's precision has bf16 gradients to reduce (a search may try fp16 too).
   const std::string trained = key.precision.empty() ? setup.model.dtype : key.precision;
-  plan.grad_reduce_in_bf16 = setup.model.grad_reduce_in_bf16 && non_gemm_precision(trained) == "bf16";
+  plan.grad_reduce_in_bf16 = setup.model.grad_reduce_in_bf16 && has_bf16_gradients(trained);
   for (size_t type = 0; type < setup.cluster.node_types.size(); ++type)
     plan.nodes.emplace_back(setup.cluster.node_types[type].name,
                             static_cast<int>(std::count(key.node_order.begin(), key.node_order.end(), int(type))));
@@ -156,9 +156,9 @@ LoadedPlan load_plan(const std::string& path, const PlanOverrides& overrides) {
   }
   PlannerSetup& setup = *loaded.setup;
   if (!plan.key.precision.empty()) setup.model.dtype = plan.key.precision;
-  if (plan.grad_reduce_in_bf16 && non_gemm_precision(setup.model.dtype) != "bf16")
-    throw SpecError(path + ": field 'grad_reduce_in_bf16': the plan trains in " + setup.model.dtype +
-                    ", whose gradients have no bf16 to reduce in; remove it");
+  if (plan.grad_reduce_in_bf16 && !has_bf16_gradients(setup.model.dtype))
+    throw SpecError(path + ": field 'grad_reduce_in_bf16': the plan " + no_bf16_gradients_text(setup.model.dtype) +
+                    "; remove it");
   setup.model.grad_reduce_in_bf16 = plan.grad_reduce_in_bf16;
   check_model_fits_plan(plan, setup.model);
   std::vector<int> counts = plan_node_counts(plan, setup.cluster);

@@ -333,11 +333,15 @@ double AnalyticPolicy::bytes_per_param(int zero_stage, int dp, const std::string
   }
 }
 
+double AnalyticPolicy::bytes_per_param(int zero_stage, int dp, const ModelSpec& model) {
+  return bytes_per_param(zero_stage, dp, model.dtype, model.grad_reduce_in_bf16);
+}
+
 double AnalyticPolicy::gradient_bytes(const std::string& dtype, bool bf16_gradients) {
   // Megatron-LM reduces gradients in the training precision for fp16 (its grad buffer is
   // params_dtype unless --accumulate-allreduce-grads-in-fp32) and in fp32 for bf16 unless
   // --grad-reduce-in-bf16 (then in bf16, as Megatron-Bridge's perf recipes run).
-  return dtype == "fp16" || (bf16_gradients && non_gemm_precision(dtype) == "bf16") ? 2 : 4;
+  return dtype == "fp16" || (bf16_gradients && has_bf16_gradients(dtype)) ? 2 : 4;
 }
 
 double AnalyticPolicy::gradient_bytes(const ModelSpec& model) {
@@ -734,13 +738,13 @@ std::optional<MemoryModel> AnalyticPolicy::memory_model(const PlanContext& ctx) 
     model.expert_params_prefix.assign(m.units.size() + 1, 0);
     for (size_t u = 0; u < m.units.size(); ++u)
       model.expert_params_prefix[u + 1] = model.expert_params_prefix[u] + unit_expert_params(m, m.units[u], k.ep, k.etp);
-    model.expert_bytes_per_param.assign(k.pp, bytes_per_param(k.zero_stage, expert_data_parallel(k), m.dtype, m.grad_reduce_in_bf16));
+    model.expert_bytes_per_param.assign(k.pp, bytes_per_param(k.zero_stage, expert_data_parallel(k), m));
   }
   for (int s = 0; s < k.pp; ++s) {
     // A speed-split stage holds the activations of its busiest replica's share. The activation
     // prefixes hold a whole sample's on a GPU (its 1/cp share with context parallelism).
     const double samples = ctx.splits_stage(s) ? ctx.split_memory_samples[s] : ctx.stage_mbs(s);
-    model.bytes_per_param.push_back(bytes_per_param(k.zero_stage, ctx.stage_grad_ranks(s), m.dtype, m.grad_reduce_in_bf16));
+    model.bytes_per_param.push_back(bytes_per_param(k.zero_stage, ctx.stage_grad_ranks(s), m));
     model.in_flight.push_back(std::min(k.pp - s, ctx.num_microbatches) * samples);
     model.fixed_bytes.push_back(kReservedGpuBytes + working_layer[s] * samples);
     double memory_gib = std::numeric_limits<double>::infinity();
@@ -755,7 +759,7 @@ std::vector<StageMemory> AnalyticPolicy::stage_memory(const PlanContext& ctx, co
   const MemoryModel& model = *ctx.partition_memory;
   std::vector<StageMemory> stages;
   for (int s = 0, first = 0; s < ctx.pp(); first += partition[s], ++s) {
-    const double zero3_per_param = bytes_per_param(3, ctx.stage_grad_ranks(s), ctx.model->dtype, ctx.model->grad_reduce_in_bf16);
+    const double zero3_per_param = bytes_per_param(3, ctx.stage_grad_ranks(s), *ctx.model);
     StageMemory mem;
     int end = first + partition[s];
     mem.gib = model.stage_bytes(s, first, end) / kGib;
@@ -764,7 +768,7 @@ std::vector<StageMemory> AnalyticPolicy::stage_memory(const PlanContext& ctx, co
                                  (model.bytes_per_param[s] - zero3_per_param) / kGib;
     if (!model.expert_params_prefix.empty()) {
       const double experts = model.expert_params_prefix[end] - model.expert_params_prefix[first];
-      const double expert_zero3 = bytes_per_param(3, expert_data_parallel(ctx.key), ctx.model->dtype, ctx.model->grad_reduce_in_bf16);
+      const double expert_zero3 = bytes_per_param(3, expert_data_parallel(ctx.key), *ctx.model);
       mem.zero_gib -= experts * (model.expert_bytes_per_param[s] - expert_zero3) / kGib;
     }
     mem.limit_gib = model.limit_bytes[s] / kGib;

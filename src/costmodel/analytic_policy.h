@@ -165,6 +165,8 @@ class AnalyticPolicy : public CostPolicy {
   /// with `bf16_gradients`, Megatron's --grad-reduce-in-bf16) and optimizer state, the parts
   /// ZeRO stage `zero_stage` shards over `dp` divided by it.
   static double bytes_per_param(int zero_stage, int dp, const std::string& dtype = "bf16", bool bf16_gradients = false);
+  /// The same for `model`'s precision and its grad_reduce_in_bf16.
+  static double bytes_per_param(int zero_stage, int dp, const ModelSpec& model);
   /// Bytes a gradient takes, and its all-reduce moves, per parameter when training in `dtype`.
   static double gradient_bytes(const std::string& dtype, bool bf16_gradients = false);
   /// The same for `model`'s precision and its grad_reduce_in_bf16.

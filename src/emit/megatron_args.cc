@@ -181,7 +181,7 @@ void precision_flags(ArgWriter& w, const PlanFile& plan, const ModelSpec& model)
   if (non_gemm == "bf16") w.flag("--bf16");
   if (model.dtype == "fp8") w.flag("--fp8-format", "hybrid"), w.flag("--fp8-recipe", "tensorwise");
   if (model.dtype == "mxfp8") w.flag("--fp8-format", "e4m3"), w.flag("--fp8-recipe", "mxfp8");
-  if (plan.grad_reduce_in_bf16 && non_gemm == "bf16") {
+  if (plan.grad_reduce_in_bf16 && has_bf16_gradients(model.dtype)) {
     w.require_upstream("--grad-reduce-in-bf16");
     w.flag("--grad-reduce-in-bf16");
   }

@@ -124,7 +124,7 @@ LayerFootprint layer_footprint(const ModelSpec& model, const SearchSpaceOptions&
     params = std::min(params, unit_p);
     activations = std::min(activations, unit_a);
   }
-  const double per_param = AnalyticPolicy::bytes_per_param(zero, dp, model.dtype, model.grad_reduce_in_bf16);
+  const double per_param = AnalyticPolicy::bytes_per_param(zero, dp, model);
   fp.state_bytes = params * per_param;
   fp.activation_bytes = activations * mbs;
   fp.whole_bytes = all_params * per_param + all_activations * mbs;

@@ -169,11 +169,8 @@ PlanFile parse_plan_file(const std::string& yaml_text, const std::string& source
   std::optional<RecomputeMode> recompute = recompute_mode_named(root.child("recompute").text());
   if (!recompute) root.child("recompute").fail("use none, selective or full");
   plan.key.set_recompute(*recompute);
-  if (const Field modules = root.child("recompute_modules"); modules.present()) {
-    if (*recompute != RecomputeMode::kSelective)
-      modules.fail("names what selective recomputation recomputes; set recompute: selective, or drop it");
-    plan.key.recompute_modules = recompute_modules_field(modules);
-  }
+  if (const Field modules = root.child("recompute_modules"); modules.present())
+    plan.key.recompute_modules = recompute_modules_field(modules, *recompute == RecomputeMode::kSelective);
   if (root.child("sequence_parallel").present())
     plan.key.sequence_parallel = root.child("sequence_parallel").as<bool>("true or false");
   if (root.child("virtual_stages").present())

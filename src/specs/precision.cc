@@ -26,4 +26,10 @@ std::string non_gemm_precision(const std::string& dtype) {
 
 std::string peak_precision(const std::string& dtype) { return dtype == "mxfp8" ? "fp8" : dtype; }
 
+bool has_bf16_gradients(const std::string& dtype) { return non_gemm_precision(dtype) == "bf16"; }
+
+std::string no_bf16_gradients_text(const std::string& dtype) {
+  return "trains in " + dtype + ", whose gradients have no bf16 to reduce in";
+}
+
 }  // namespace fasop

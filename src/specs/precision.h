@@ -24,5 +24,11 @@ double gemm_input_bytes(const std::string& dtype);
 std::string non_gemm_precision(const std::string& dtype);
 /// The datasheet peak a precision's GEMMs run against: MXFP8 runs on the fp8 tensor cores.
 std::string peak_precision(const std::string& dtype);
+/// Whether training in `dtype` has bf16 gradients to keep and reduce (Megatron's
+/// --grad-reduce-in-bf16): bf16, and fp8 with its bf16 parameters.
+bool has_bf16_gradients(const std::string& dtype);
+/// Why --grad-reduce-in-bf16 does not apply to training in `dtype`, for error messages:
+/// "trains in fp16, whose gradients have no bf16 to reduce in".
+std::string no_bf16_gradients_text(const std::string& dtype);
 
 }  // namespace fasop

@@ -47,7 +47,8 @@ std::optional<RecomputeModules> recompute_modules_named(const std::vector<std::s
 
 const char* recompute_module_choices() { return "core_attn, moe_act, layernorm, mla_up_proj, mlp, moe, shared_experts"; }
 
-RecomputeModules recompute_modules_field(const Field& field) {
+RecomputeModules recompute_modules_field(const Field& field, bool selective) {
+  if (!selective) field.fail("names what selective recomputation recomputes; set recompute: selective, or drop it");
   std::vector<std::string> names;
   for (const Field& item : field.items("a list of module names, e.g. [mla_up_proj, moe_act]", true))
     names.push_back(item.text());

@@ -38,8 +38,9 @@ std::optional<RecomputeModules> recompute_modules_named(const std::vector<std::s
 const char* recompute_module_choices();
 
 /// The modules a YAML list names (plan files, validation cases: recompute_modules:
-/// [mla_up_proj, moe_act]); fails naming the field on an unknown name or an empty list.
-RecomputeModules recompute_modules_field(const Field& field);
+/// [mla_up_proj, moe_act]); fails naming the field on an unknown name or an empty list, and
+/// where the plan's recomputation is not `selective` (the modules name what it recomputes).
+RecomputeModules recompute_modules_field(const Field& field, bool selective);
 
 /// Why `modules` cannot be recomputed as given in `model`, "" if they can: Megatron-Core refuses
 /// mla_up_proj without multi-latent attention; moe_act, moe and shared_experts recompute nothing

@@ -126,11 +126,8 @@ void parse_plan_field(const Field& field, ValidationPlan& plan) {
   plan.global_batch = field.child("global_batch").positive_int(kMaxGlobalBatch);
   parse_micro_batch(field, plan);
   plan.recompute = parse_recompute(field.child("recompute"));
-  if (const Field modules = field.child("recompute_modules"); modules.present()) {
-    if (plan.recompute != RecomputeMode::kSelective)
-      modules.fail("names what selective recomputation recomputes; set recompute: selective, or drop it");
-    plan.recompute_modules = recompute_modules_field(modules);
-  }
+  if (const Field modules = field.child("recompute_modules"); modules.present())
+    plan.recompute_modules = recompute_modules_field(modules, plan.recompute == RecomputeMode::kSelective);
   plan.sequence_parallel = optional_bool(field.child("sequence_parallel"), false);
   if (field.child("virtual_stages").present()) plan.virtual_stages = field.child("virtual_stages").positive_int(kMaxUnits);
   if (field.child("pipeline_layout").present()) plan.pipeline_layout = field.child("pipeline_layout").text();
@@ -293,9 +290,8 @@ ValidationCase parse_validation_case(const std::string& yaml_text, const std::st
   parse_case_header(root, source, store, c);
   parse_plan_field(root.child("plan"), c.plan);
   c.model.global_batch = c.plan.global_batch;
-  if (c.plan.grad_reduce_in_bf16 && non_gemm_precision(c.model.dtype) != "bf16")
-    root.child("plan").child("grad_reduce_in_bf16").fail("the model trains in " + c.model.dtype +
-                                                          ", whose gradients have no bf16 to reduce in; remove it");
+  if (c.plan.grad_reduce_in_bf16 && !has_bf16_gradients(c.model.dtype))
+    root.child("plan").child("grad_reduce_in_bf16").fail("the model " + no_bf16_gradients_text(c.model.dtype) + "; remove it");
   c.model.grad_reduce_in_bf16 = c.plan.grad_reduce_in_bf16;
   parse_measurement_field(root.child("measurement"), c.measurement);
   if (root.child("notes").present()) c.notes = root.child("notes").text();
