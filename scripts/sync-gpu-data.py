@@ -64,9 +64,10 @@ SHAPE_TRANSFERS = {
 }
 # gpu <- gpu: the network's bus share (inter_node.bus_share), fitted with H100 FP8's rows, for the
 # DGX systems whose nodes talk over the same InfiniBand NICs: DGX B200's 8 x 400 Gb/s ConnectX-7
-# are DGX H100's; DGX B300's 8 x 800 Gb/s ConnectX-8 are taken to reach the same share. (GB200's
-# and GB300's inter_node is the NVL72's NVLink switches, not a NIC: they keep their own.)
-NETWORK_TRANSFERS = {"b200": "h100", "b300": "h100"}
+# are DGX H100's; DGX B300's 8 x 800 Gb/s ConnectX-8 are taken to reach the same share; so are
+# the GB200 and GB300 NVL72 trays' ConnectX-7 and ConnectX-8 NICs between racks (inside a rack
+# their GPUs talk over NVLink: intra_node, clusters/dgx-gb200.yaml's nvlink_domain_nodes).
+NETWORK_TRANSFERS = {"b200": "h100", "b300": "h100", "gb200": "h100", "gb300": "h100"}
 LAUNCH_TRANSFERS = {
     ("a10", "megatron"): ("a10g", "megatron"),
     ("b300", "megatron"): ("b200", "megatron"),    # DGX B300's host is a DGX B200's (x86)

@@ -66,11 +66,13 @@ double network_sharing(const PlanContext& ctx, int stage, const NodeType& ta, bo
 /// on the node (one per tp rank): NCCL runs a ring's channels over all of the node's NICs, so
 /// a ring with k GPUs on each node crosses between nodes at k GPUs' worth of network (its bus
 /// bandwidth across DGX nodes is the node's, as nccl-tests show).
+/// Nodes of one NVLink domain (specs/nvlink_domain.h) talk over NVLink as a node's GPUs do.
 /// Between zones, limit_by_zones bounds it.
 Link link_between(const PlanContext& ctx, int stage, int rank_a, int rank_b, bool ring = false) {
   int a = ctx.node_of(rank_a), b = ctx.node_of(rank_b);
   const NodeType &ta = type_of_node(ctx, a), &tb = type_of_node(ctx, b);
-  if (a == b) return {ta.intra_node_latency_s, ta.intra_node_bandwidth_bits_per_s, ta.gpu_data.nvlink};
+  // Inside an NVLink domain every GPU has its own NVLink ports to the others, as on one node.
+  if (a == b || ctx.same_nvlink_domain(a, b)) return {ta.intra_node_latency_s, ta.intra_node_bandwidth_bits_per_s, ta.gpu_data.nvlink};
   const double sharing = network_sharing(ctx, stage, ta, ring);
   Link link{std::max(ta.inter_node_latency_s, tb.inter_node_latency_s),
             std::min(ta.inter_node_bandwidth_bits_per_s, tb.inter_node_bandwidth_bits_per_s) / sharing,
@@ -95,27 +97,49 @@ double element_bytes(const ModelSpec& model) { return activation_bytes(model.dty
   });
 }
 
-/// The slowest link of stage `stage`'s data-parallel ring: its first and last rank meet every
-/// kind of link its ranks use (across zones, limit_ring_by_zones finds the slowest edge).
-Link dp_link(const PlanContext& ctx, int stage) {
-  const int first = ctx.stage_rank(stage, 0, 0), last = last_rank(ctx, stage);
-  Link link = link_between(ctx, stage, first, last, true);
-  // A stage's ranks sit on consecutive nodes; each of its rings visits every one of them.
-  link.ring_nodes = ctx.node_of(last) - ctx.node_of(first) + 1;
-  link.intra_node_latency_s = type_of_node(ctx, ctx.node_of(first)).intra_node_latency_s;
-  if (ctx.multi_zone && link.ring_nodes > 1) limit_ring_by_zones(ctx, stage, link);
+/// A ring over nodes of two NVLink domains or more (specs/nvlink_domain.h), given its network
+/// link from `node`: inside a domain its edges are NVLink, and NCCL spreads its channels'
+/// crossings between domains over all the NICs of the domain, as it spreads a DGX node's over
+/// the node's NICs. So it runs at the slower of a GPU's NVLink and the domain's network (the
+/// link's share of one node's NICs, times the domain's nodes).
+Link across_domains(const PlanContext& ctx, int node, Link link) {
+  const NodeType& type = type_of_node(ctx, node);
+  link.bits_per_s *= ctx.domain_nodes[ctx.node_domain[node]];
+  if (type.intra_node_bandwidth_bits_per_s * type.gpu_data.nvlink.bus_share < link.bits_per_s * link.collective.bus_share) {
+    link.bits_per_s = type.intra_node_bandwidth_bits_per_s;
+    link.collective = type.gpu_data.nvlink;
+  }
   return link;
 }
 
-/// The link of stage `stage`'s expert-data-parallel rings, given its dense rings' `link`: the
-/// experts' rings run one per GPU of an expert group on each node, so they share its network
-/// min(GPUs a node, ep x etp) ways where the dense rings share it tp ways.
-Link expert_dp_link(const PlanContext& ctx, int stage, Link link) {
-  if (link.ring_nodes > 1) {
-    const double gpn = type_of_node(ctx, ctx.node_of(first_rank(ctx, stage))).gpus_per_node;
-    link.bits_per_s *= std::min<double>(ctx.stage_tp(stage), gpn) / std::min<double>(gpn, ctx.key.ep * ctx.key.etp);
+/// The slowest link of a data-parallel ring of stage `stage`: its first and last rank meet every
+/// kind of link its ranks use (across zones, limit_ring_by_zones finds the slowest edge). A
+/// network link's bandwidth is scaled by `network_scale` (expert rings share it otherwise).
+Link ring_link(const PlanContext& ctx, int stage, double network_scale) {
+  const int first = ctx.stage_rank(stage, 0, 0), last = last_rank(ctx, stage);
+  const int first_node = ctx.node_of(first), last_node = ctx.node_of(last);
+  Link link = link_between(ctx, stage, first, last, true);
+  // A stage's ranks sit on consecutive nodes; each of its rings visits every one of them.
+  link.ring_nodes = last_node - first_node + 1;
+  link.intra_node_latency_s = type_of_node(ctx, first_node).intra_node_latency_s;
+  if (ctx.multi_zone && link.ring_nodes > 1) limit_ring_by_zones(ctx, stage, link);
+  if (link.ring_nodes > 1 && !ctx.same_nvlink_domain(first_node, last_node)) {
+    link.bits_per_s *= network_scale;
+    if (!ctx.node_domain.empty() && ctx.domain_nodes[ctx.node_domain[first_node]] > 1)
+      link = across_domains(ctx, first_node, link);
   }
   return link;
+}
+
+/// The link of stage `stage`'s dense data-parallel rings.
+Link dp_link(const PlanContext& ctx, int stage) { return ring_link(ctx, stage, 1); }
+
+/// The link of stage `stage`'s expert-data-parallel rings: they run one per GPU of an expert
+/// group on each node, so they share its network min(GPUs a node, ep x etp) ways where the
+/// dense rings share it tp ways (inside an NVLink domain each GPU sends on its own ports).
+Link expert_dp_link(const PlanContext& ctx, int stage) {
+  const double gpn = type_of_node(ctx, ctx.node_of(first_rank(ctx, stage))).gpus_per_node;
+  return ring_link(ctx, stage, std::min<double>(ctx.stage_tp(stage), gpn) / std::min<double>(gpn, ctx.key.ep * ctx.key.etp));
 }
 
 /// A ring all-reduce of `bytes` over `dp` ranks on `link`; a reduce-scatter or all-gather is
@@ -468,7 +492,7 @@ void AnalyticPolicy::time_stage(const PlanContext& ctx, const std::vector<int>& 
     // FSDP: every unit's 16-bit parameters are gathered before its forward and its backward,
     // its gradients reduce-scattered after its backward, each a unit ahead of the compute:
     // the first unit's collectives wait, the rest hide under the pass as far as it lasts.
-    const Link link = dp_link(ctx, s), expert_link = expert_dp_link(ctx, s, link);
+    const Link link = dp_link(ctx, s), expert_link = expert_dp_link(ctx, s);
     const std::vector<double>& prefix = ctx.partition_memory->stage_params_prefix(s);
     const double param_bytes = element_bytes(*ctx.model), grad_bytes = gradient_bytes(*ctx.model);
     // Every unit's ring is affine in its bytes: the units' sum is theirs in one go.
@@ -584,7 +608,7 @@ std::vector<StageSync> AnalyticPolicy::stage_syncs(const PlanContext& ctx, const
       const bool bucketed = options_.overlap_dp_allreduce || options_.overlap_param_gather;
       sync.buckets = bucketed ? gradient_buckets(params + experts, dp, options_.bucket_params) : 1;
       const double bucket = params / sync.buckets, expert_bucket = experts / sync.buckets;
-      const Link expert_link = experts > 0 ? expert_dp_link(ctx, s, link) : link;
+      const Link expert_link = experts > 0 ? expert_dp_link(ctx, s) : link;
       // ZeRO 0: all-reduce of the gradients; ZeRO 1-2: reduce-scatter, half the ring.
       const double reduce = (ring_s(link, dp, gradient_bytes(model) * bucket) +
                              (experts > 0 ? ring_s(expert_link, edp, gradient_bytes(model) * expert_bucket) : 0)) *

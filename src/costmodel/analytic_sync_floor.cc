@@ -20,14 +20,16 @@ namespace {
 
 /// The least of `ring_s(collective, bits_per_s)` over the links a stage's data-parallel ring on
 /// type `type` may use: its network, shared by at least min(tp, tp dp, the fewest GPUs a node)
-/// rings, or where the stage fits in a node possibly NVLink. A ring time only grows with the
+/// rings, or where the stage fits in a node (or the type has NVLink domains) possibly NVLink. A ring time only grows with the
 /// latency and falls with the bandwidth; zones only lower the bandwidth.
 template <typename RingTime>
 double least_over_links(const NodeType& type, const LinkFloorLimits& limits, int tp, int dp, RingTime ring_s) {
   const int sharing = std::max(1, std::min({tp, tp * dp, limits.fewest_gpus_per_node}));
   const GpuSpec& gpu = type.gpu_data;
   double least = ring_s(gpu.network, type.inter_node_bandwidth_bits_per_s / sharing);
-  if (tp * dp <= type.gpus_per_node) least = std::min(least, ring_s(gpu.nvlink, type.intra_node_bandwidth_bits_per_s));
+  // A ring inside a node or an NVLink domain runs on NVLink; one across domains no faster.
+  if (tp * dp <= type.nvlink_gpus() || type.nvlink_domain_nodes > 1)
+    least = std::min(least, ring_s(gpu.nvlink, type.intra_node_bandwidth_bits_per_s));
   return least;
 }
 
@@ -94,7 +96,7 @@ std::vector<double> send_floor_s_by_types(const ModelSpec& model, const ClusterS
   for (size_t t = 0; t < types; ++t) {
     const NodeType& type = inventory.node_types[t];
     fastest[t] = type.inter_node_bandwidth_bits_per_s / double(std::min<long long>(type.gpus_per_node, stage));
-    if (stage < type.gpus_per_node) fastest[t] = std::max(fastest[t], type.intra_node_bandwidth_bits_per_s);
+    if (stage < type.nvlink_gpus()) fastest[t] = std::max(fastest[t], type.intra_node_bandwidth_bits_per_s);
   }
   std::vector<double> floors(size_t(1) << types, 0);
   for (size_t mask = 1; mask < floors.size(); ++mask) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "costmodel/rank_layout.h"
+#include "specs/nvlink_domain.h"
 
 namespace fasop {
 
@@ -17,6 +18,11 @@ PlanContext rank_layout_context(const ClusterSpec& cluster, const PlanKey& key) 
   ctx.key = key;
   ctx.gpus_per_node = cluster.gpus_per_node();
   ctx.multi_zone = cluster.multi_zone();
+  ctx.node_domain = nvlink_domains(cluster, key.node_order);
+  for (int domain : ctx.node_domain) {
+    if (domain >= int(ctx.domain_nodes.size())) ctx.domain_nodes.resize(domain + 1, 0);
+    ++ctx.domain_nodes[domain];
+  }
   if (!cluster.uniform_gpus_per_node())
     for (int type : key.node_order)
       ctx.node_rank_end.push_back((ctx.node_rank_end.empty() ? 0 : ctx.node_rank_end.back()) +

@@ -87,6 +87,13 @@ struct PlanContext {
   /// GPUs of every node where node types agree (the cluster's gpus_per_node(), kept here
   /// because node_of runs in the cost model's inner loops).
   int gpus_per_node = 1;
+  /// The NVLink domain of each node of the plan (specs/nvlink_domain.h); empty where no node
+  /// type spans nodes with NVLink (then only a node's own GPUs share NVLink).
+  std::vector<int> node_domain;
+  /// Nodes of each NVLink domain of the plan (indexed by node_domain's ids).
+  std::vector<int> domain_nodes;
+  /// True when nodes `a` and `b` (two different nodes) share an NVLink fabric.
+  bool same_nvlink_domain(int a, int b) const { return !node_domain.empty() && node_domain[a] == node_domain[b]; }
   /// The cluster's multi_zone(): links may cross between zones, and the analytic policy looks
   /// at zones only then (kept here for the inner loops; false in contexts made by hand).
   bool multi_zone = false;

@@ -361,9 +361,9 @@ PassTime pass_time(const PassWork& work, int tp, const NodeType& node, const std
   const double compute_s = std::max(t.gpu_s, t.host_s);
   double comm_s = 0;
   if (work.tp_collectives > 0 && tp > 1) {
-    // Within a node the ring runs on NVLink; a tp group larger than a node crosses the
-    // network, whose bandwidth the node's GPUs share.
-    const bool inside = tp <= node.gpus_per_node;
+    // Within a node (or an NVLink domain of nodes) the ring runs on NVLink; a tp group larger
+    // crosses the network, whose bandwidth the node's GPUs share.
+    const bool inside = tp <= node.nvlink_gpus();
     comm_s = work.tp_collectives *
              (inside ? gpu.nvlink.ring_allreduce_s(work.tp_collective_bytes, tp, node.intra_node_latency_s,
                                                    node.intra_node_bandwidth_bits_per_s)
@@ -393,9 +393,10 @@ PassTime pass_time(const PassWork& work, int tp, const NodeType& node, const std
 double cp_ring_s(const PassWork& work, int tp, int cp, const NodeType& node) {
   if (work.cp_ring_steps <= 0) return 0;
   // A ring lane's cp GPUs lie tp apart (tp fastest in rank order): inside a node while tp x cp
-  // fits in one, else each step crosses the network, which the node's GPUs share.
+  // (or its NVLink domain) fits in one, else each step crosses the network, which the node's
+  // GPUs share.
   const GpuSpec& gpu = node.gpu_data;
-  const bool inside = tp * cp <= node.gpus_per_node;
+  const bool inside = tp * cp <= node.nvlink_gpus();
   const double latency_s = inside ? node.intra_node_latency_s : node.inter_node_latency_s;
   const double bits_per_s = inside ? node.intra_node_bandwidth_bits_per_s * gpu.nvlink.at(work.cp_ring_step_bytes)
                                    : node.inter_node_bandwidth_bits_per_s / node.gpus_per_node *
@@ -408,10 +409,11 @@ double ep_comm_s(const PassWork& work, int ep, int etp, const NodeType& node) {
   double seconds = 0;
   if (work.ep_alltoalls > 0 && ep > 1) {
     // An expert group's ep GPUs lie etp apart (MoE parallel folding: etp fastest): the peers on
-    // a GPU's own node are reached over NVLink, the rest over the network at its GPU's share of
-    // the node's bandwidth, both at once; each peer gets 1/ep of the bytes. NCCL posts every
-    // peer's send at once, so a link runs at the share of all it carries, not of one peer's part.
-    const int on_node = std::max(1, std::min(ep, node.gpus_per_node / etp));
+    // a GPU's own node (or NVLink domain: a group that fits in one is placed in one) are
+    // reached over its NVLink ports, the rest over the network at its GPU's share of the
+    // node's bandwidth, both at once; each peer gets 1/ep of the bytes. NCCL posts every peer's
+    // send at once, so a link runs at the share of all it carries, not of one peer's part.
+    const int on_node = std::max(1, std::min(ep, node.nvlink_gpus() / etp));
     const double per_peer = work.ep_alltoall_bytes / ep;
     const double nvlink_bytes = (on_node - 1) * per_peer, network_bytes = (ep - on_node) * per_peer;
     const double nvlink_s = nvlink_bytes == 0 ? 0

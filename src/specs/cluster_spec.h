@@ -39,6 +39,12 @@ struct NodeType {
   GpuSpec gpu_data;
   double intra_node_latency_s = 5e-6;  ///< per message, alpha of the alpha-beta model
   double inter_node_latency_s = 20e-6;
+  /// Field `nvlink_domain_nodes`: how many of these nodes one NVLink fabric joins (GB200 /
+  /// GB300 NVL72: 18 compute trays of 4 GPUs; 1, the default, for a node whose NVLink stops at
+  /// its edge). Inside a domain a GPU reaches every other over its NVLink ports at
+  /// intra_node_bandwidth_bits_per_s and intra_node_latency_s; inter_node_* is the network
+  /// between domains (specs/nvlink_domain.h).
+  int nvlink_domain_nodes = 1;
   SlurmMapping slurm;  ///< field `slurm: {partition, gres, constraint, account}`
   /// Field `env:`: variables a launch exports on this type's nodes, e.g. the fabric's NCCL
   /// settings (NCCL_SOCKET_IFNAME, NCCL_IB_HCA) or EFA's FI_PROVIDER.
@@ -47,6 +53,8 @@ struct NodeType {
   /// none. Links between nodes of different zones follow ClusterSpec::zones.
   std::string zone;
 
+  /// GPUs one NVLink fabric joins: the node's, or its domain's.
+  int nvlink_gpus() const { return nvlink_domain_nodes * gpus_per_node; }
   /// True when the cluster file gives the GPU's peaks itself.
   bool has_gpu_spec() const { return !peak_tflops.empty() && memory_bandwidth_bytes_per_s > 0; }
   /// True when analytic profiles can time this GPU: its data is shipped or the file gives it.

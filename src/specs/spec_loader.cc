@@ -269,7 +269,8 @@ NodeType parse_node_type(const Field& entry) {
                    "inter_node_bandwidth_bits_per_s", "price_usd_per_hour", "peak_tflops",
                    "memory_bandwidth_bytes_per_s", "compute_efficiency", "memory_efficiency", "gemm_half_dim",
                    "gemm_half_flops", "intra_node_collective_efficiency", "inter_node_collective_efficiency",
-                   "gpu_data", "intra_node_latency_s", "inter_node_latency_s", "slurm", "env", "zone"});
+                   "gpu_data", "intra_node_latency_s", "inter_node_latency_s", "nvlink_domain_nodes", "slurm", "env",
+                   "zone"});
   NodeType type;
   type.name = entry.child("name").text();
   type.gpu = entry.child("gpu").text();
@@ -293,6 +294,8 @@ NodeType parse_node_type(const Field& entry) {
     type.intra_node_latency_s = entry.child("intra_node_latency_s").non_negative_double();
   if (entry.child("inter_node_latency_s").present())
     type.inter_node_latency_s = entry.child("inter_node_latency_s").non_negative_double();
+  if (entry.child("nvlink_domain_nodes").present())
+    type.nvlink_domain_nodes = entry.child("nvlink_domain_nodes").positive_int(kMaxGpusPerNode);
   if (Field slurm = entry.child("slurm"); slurm.present()) {
     slurm.keys("{partition: NAME, gres: gpu:8, constraint: ..., account: ...}");
     slurm.only_keys({"partition", "gres", "constraint", "account"});
