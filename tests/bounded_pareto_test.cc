@@ -596,3 +596,15 @@ TEST_CASE("ZeRO 3's floors see the slowest network its stages' rings must cross"
   // and the fastest type's gave 2.5 s).
   CHECK(layout_floor > 0.5 * fastest);
 }
+
+TEST_CASE("the bounded search finds the exhaustive front where NVLink domains join nodes", "[pareto][bounded][nvlink]") {
+  // GB200 trays in domains of 2 (not a rack's 18, so that small shapes cross them): 3 and 5 trays
+  // split into trays alone, 4 and 6 into pairs; rings and sends inside a pair run on NVLink.
+  AnalyticInventory inv("llama2-7b", "dgx-gb200", 16, {6});
+  inv.cluster.node_types[0].nvlink_domain_nodes = 2;
+  Fronts fronts = both_fronts(inv.input);
+  CHECK(fronts.estimated < fronts.all);
+  CHECK(fronts.exhaustive.size() >= 2);
+  check_same_front(fronts.exhaustive, fronts.bounded);
+  CHECK(check_layout_floors(inv) > 100);
+}
