@@ -28,6 +28,11 @@ if [ "$rc" -eq 0 ] && [[ "$version" =~ ^fasop-cpp\ [0-9]+\.[0-9]+\.[0-9]+$ ]]; t
 "$bin" presets show dgx-h100 | sed 's/count: 128/count: 2/' > "$work/h100x2.yaml"
 expect_error "--ep not dividing the experts" "--ep: 3 does not divide model 'qwen3-30b-a3b''s 128 experts" \
   search --model qwen3-30b-a3b --cluster "$work/h100x2.yaml" --ep 1,3 --out-dir "$work/a"
+# So is a cp the model cannot run on any layout: an uneven sequence split, a sliding window.
+expect_error "--cp not splitting the sequence" "--cp: 3 does not split model 'llama3.1-405b''s sequence of 8192 tokens" \
+  search --model llama3.1-405b --cluster "$work/h100x2.yaml" --cp 1,3 --out-dir "$work/a"
+expect_error "--cp with a sliding window" "--cp: context parallelism with model 'gpt-oss-120b''s sliding-window attention" \
+  search --model gpt-oss-120b --cluster "$work/h100x2.yaml" --cp 1,2 --out-dir "$work/a"
 # Selective recomputation's modules: one a model has nothing of, and one --recompute leaves out.
 expect_error "--recompute-modules without the module in the model" "mla_up_proj needs multi-latent attention" \
   estimate --model llama2-7b --cluster "$work/h100x2.yaml" --policy analytic --mbs 1 --tp 1 --dp 16 --pp 1 \

@@ -83,7 +83,10 @@ void apply_parallel_dims(const ParallelDimsOptions& options, const PlannerOption
                     "without GPU data; pass --policy analytic --analytic-profiles, or use cp 1 and ep 1");
   if (beyond_one(ep) && !setup.model.moe.enabled())
     throw SpecError("--ep: model '" + setup.model.name + "' has no experts (no 'moe' block); use ep 1");
-  // An ep that cannot split the experts is the user's mistake, not a layout the cluster lacks.
+  // A cp the model cannot run, or an ep that cannot split the experts, is the user's mistake,
+  // not a layout the cluster lacks.
+  for (int degree : cp)
+    if (std::string fault = context_degree_fault(setup.model, degree); !fault.empty()) throw SpecError(fault);
   for (int degree : ep)
     if (std::string fault = expert_degree_fault(setup.model, degree); !fault.empty()) throw SpecError(fault);
   if (options.ep.empty() && !fixed.ep && setup.model.moe.enabled() && analytic)

@@ -43,10 +43,10 @@ void validate_expert_parallel(const ModelSpec& model, const ClusterSpec& cluster
 
 }  // namespace
 
-std::string context_parallel_fault(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key) {
-  if (key.cp == 1) return "";
-  if (!cp_splits_sequence(model, key.cp))
-    return "--cp: " + str(key.cp) + " does not split model '" + model.name + "''s sequence of " + str(model.sequence) +
+std::string context_degree_fault(const ModelSpec& model, int cp) {
+  if (cp == 1) return "";
+  if (!cp_splits_sequence(model, cp))
+    return "--cp: " + str(cp) + " does not split model '" + model.name + "''s sequence of " + str(model.sequence) +
            " tokens into 2 x cp equal chunks (Megatron-LM's load-balanced split); choose a cp with 2 x cp dividing "
            "the sequence";
   if (!model.flash_attention)
@@ -56,6 +56,12 @@ std::string context_parallel_fault(const ModelSpec& model, const ClusterSpec& cl
   // GPT-OSS's recipes switch to the all-to-all cp for their sinks): not priced.
   if (model.sliding_window.enabled())
     return "--cp: context parallelism with model '" + model.name + "''s sliding-window attention is not priced; use cp 1";
+  return "";
+}
+
+std::string context_parallel_fault(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key) {
+  if (key.cp == 1) return "";
+  if (std::string fault = context_degree_fault(model, key.cp); !fault.empty()) return fault;
   return uniform_single_zone_fault(cluster, key, "--cp", "context parallelism", false, " or use cp 1", ": use cp 1");
 }
 

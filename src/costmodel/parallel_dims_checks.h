@@ -30,6 +30,10 @@ std::string context_parallel_fault(const ModelSpec& model, const ClusterSpec& cl
 /// search sets per variant, are validate_parallel_dims's alone.
 std::string expert_layout_fault(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key);
 
+/// Why `model` cannot run context-parallel degree `cp` on any layout (2 x cp not dividing the
+/// sequence, unfused attention, sliding-window attention); empty where it can or cp is 1.
+std::string context_degree_fault(const ModelSpec& model, int cp);
+
 /// Why `ep` cannot split `model`'s experts (it does not divide them); empty where it can.
 std::string expert_degree_fault(const ModelSpec& model, int ep);
 
