@@ -72,7 +72,8 @@ Link link_between(const PlanContext& ctx, int stage, int rank_a, int rank_b, boo
   int a = ctx.node_of(rank_a), b = ctx.node_of(rank_b);
   const NodeType &ta = type_of_node(ctx, a), &tb = type_of_node(ctx, b);
   // Inside an NVLink domain every GPU has its own NVLink ports to the others, as on one node.
-  if (a == b || ctx.same_nvlink_domain(a, b)) return {ta.intra_node_latency_s, ta.intra_node_bandwidth_bits_per_s, ta.gpu_data.nvlink};
+  if (a == b || ctx.same_nvlink_domain(a, b))
+    return {ta.intra_node_latency_s, ta.intra_node_bandwidth_bits_per_s, ta.gpu_data.nvlink};
   const double sharing = network_sharing(ctx, stage, ta, ring);
   Link link{std::max(ta.inter_node_latency_s, tb.inter_node_latency_s),
             std::min(ta.inter_node_bandwidth_bits_per_s, tb.inter_node_bandwidth_bits_per_s) / sharing,
@@ -105,7 +106,8 @@ double element_bytes(const ModelSpec& model) { return activation_bytes(model.dty
 Link across_domains(const PlanContext& ctx, int node, Link link) {
   const NodeType& type = type_of_node(ctx, node);
   link.bits_per_s *= ctx.domain_nodes[ctx.node_domain[node]];
-  if (type.intra_node_bandwidth_bits_per_s * type.gpu_data.nvlink.bus_share < link.bits_per_s * link.collective.bus_share) {
+  const double nvlink_bits_per_s = type.intra_node_bandwidth_bits_per_s * type.gpu_data.nvlink.bus_share;
+  if (nvlink_bits_per_s < link.bits_per_s * link.collective.bus_share) {
     link.bits_per_s = type.intra_node_bandwidth_bits_per_s;
     link.collective = type.gpu_data.nvlink;
   }
@@ -139,7 +141,8 @@ Link dp_link(const PlanContext& ctx, int stage) { return ring_link(ctx, stage, 1
 /// dense rings share it tp ways (inside an NVLink domain each GPU sends on its own ports).
 Link expert_dp_link(const PlanContext& ctx, int stage) {
   const double gpn = type_of_node(ctx, ctx.node_of(first_rank(ctx, stage))).gpus_per_node;
-  return ring_link(ctx, stage, std::min<double>(ctx.stage_tp(stage), gpn) / std::min<double>(gpn, ctx.key.ep * ctx.key.etp));
+  const double dense_sharing = std::min<double>(ctx.stage_tp(stage), gpn);
+  return ring_link(ctx, stage, dense_sharing / std::min<double>(gpn, ctx.key.ep * ctx.key.etp));
 }
 
 /// A ring all-reduce of `bytes` over `dp` ranks on `link`; a reduce-scatter or all-gather is

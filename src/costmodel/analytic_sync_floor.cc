@@ -20,8 +20,9 @@ namespace {
 
 /// The least of `ring_s(collective, bits_per_s)` over the links a stage's data-parallel ring on
 /// type `type` may use: its network, shared by at least min(tp, tp dp, the fewest GPUs a node)
-/// rings, or where the stage fits in a node (or the type has NVLink domains) possibly NVLink. A ring time only grows with the
-/// latency and falls with the bandwidth; zones only lower the bandwidth.
+/// rings, or where the stage fits in a node (or the type has NVLink domains) possibly NVLink. A
+/// ring time only grows with the latency and falls with the bandwidth; zones only lower the
+/// bandwidth.
 template <typename RingTime>
 double least_over_links(const NodeType& type, const LinkFloorLimits& limits, int tp, int dp, RingTime ring_s) {
   const int sharing = std::max(1, std::min({tp, tp * dp, limits.fewest_gpus_per_node}));

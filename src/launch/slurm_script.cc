@@ -20,7 +20,8 @@ std::string component_options(const NodeType& type, int nodes, const SlurmOption
   if (!type.slurm.account.empty()) line += " --account=" + type.slurm.account;
   // Nodes of an NVLink domain (GB200/GB300 NVL72 racks): ask for them in the equal segments the
   // plan was priced with (specs/nvlink_domain.h), each inside one domain (Slurm's topology/block).
-  if (type.nvlink_domain_nodes > 1) line += " --segment=" + std::to_string(nvlink_segment_nodes(type.nvlink_domain_nodes, nodes));
+  if (type.nvlink_domain_nodes > 1)
+    line += " --segment=" + std::to_string(nvlink_segment_nodes(type.nvlink_domain_nodes, nodes));
   line += "\n";
   for (const std::string& arg : options.sbatch_args) line += "#SBATCH " + arg + "\n";
   return line;
