@@ -14,8 +14,8 @@ where the entry says so (search does not choose context or expert parallelism: c
 are written into the plan file as a user would, cp dividing dp), then `fasop-cpp schedule
 --format megatron [--megatron-flavor fasop]`, and hands the emitted arguments to that
 Megatron's own parse_args and validate_args (sys.argv as a launch would give it, WORLD_SIZE =
-tp x cp x dp x pp, RANK 0). Model files the entries name with '@' (mixtures of experts, fp8
-and mxfp8 copies of the presets) are written into the work directory's models/ first. Then,
+tp x cp x dp x pp, RANK 0). Model files the entries name with '@' (mixtures of experts, fp8,
+mxfp8 and nvfp4 copies of the presets) are written into the work directory's models/ first. Then,
 for every pipeline rank, it asks that Megatron which layers the rank builds, with the rank's
 parallel state set as initialize_model_parallel would set it:
   upstream  core_transformer_config_from_args (which parses --pipeline-model-parallel-layout),
@@ -159,6 +159,10 @@ PLANS = [
     ("llama2-7b-mxfp8", ["--model", "@llama2-7b-mxfp8.yaml", "--cluster", "dgx-b200", "--fix", "tp=2,pp=4,zero=1",
                          "--grad-reduce-in-bf16"],
      {"upstream": "check", "fasop": ("refused", "--swiglu")}),
+    # NVFP4 on GB200 trays (Megatron-Bridge's bf16_with_nvfp4_mixed: --fp4-format e2m1 --fp4-recipe nvfp4).
+    ("llama2-7b-nvfp4", ["--model", "@llama2-7b-nvfp4.yaml", "--cluster", "dgx-gb200", "--fix", "tp=2,pp=4,zero=1",
+                         "--grad-reduce-in-bf16"],
+     {"upstream": "check", "fasop": ("refused", "--swiglu")}),
     # ZeRO 2 and 3 are Megatron-FSDP (optim_grads, optim_grads_params), which the fork predates.
     # At pp 2 (NVIDIA's FSDP recipes run pp 1, where no layer can move between ranks).
     ("gpt2xl-fsdp-zero2", ["--model", "gpt2xl", "--cluster", "aws-h100", "--fix", "tp=2,pp=2,zero=2"],
@@ -184,6 +188,7 @@ PLANS = [
 MODELS = {
     "llama2-7b-fp8.yaml": ("llama2-7b", "fp8"),
     "llama2-7b-mxfp8.yaml": ("llama2-7b", "mxfp8"),
+    "llama2-7b-nvfp4.yaml": ("llama2-7b", "nvfp4"),
     "gpt2xl-fp8.yaml": ("gpt2xl", "fp8"),
     "moe-mixtral.yaml": """name: moe-mixtral
 family: llama
@@ -435,6 +440,8 @@ def _upstream_features(args, config):
             "shared_expert_ffn_hidden": config.moe_shared_expert_intermediate_size or 0,
             "capacity_factor": config.moe_expert_capacity_factor, "kv_channels": config.kv_channels,
             "fp8": config.fp8, "fp8_recipe": config.fp8_recipe if config.fp8 else None, "bf16": bool(config.bf16),
+            "fp4": getattr(config, "fp4", None),
+            "fp4_recipe": str(getattr(config.fp4_recipe, "value", config.fp4_recipe)) if getattr(config, "fp4", None) else None,
             # The gradients' precision: fp32 for bf16 training unless --grad-reduce-in-bf16.
             "grad_reduce_fp32": bool(args.accumulate_allreduce_grads_in_fp32),
             "moe_layers": [int(mlp_class(spec) == "MoELayer") for spec in specs],
@@ -682,8 +689,9 @@ def expected_features(plan, spec):
             "kv_channels": spec.get("head_dim") or spec["hidden"] // spec["heads"],
             "fp8": {"fp8": "hybrid", "mxfp8": "e4m3"}.get(dtype),
             "fp8_recipe": {"fp8": "tensorwise", "mxfp8": "mxfp8"}.get(dtype),
-            "bf16": dtype in ("bf16", "fp8", "mxfp8"), "moe_layers": moe_layers,
-            "grad_reduce_fp32": dtype in ("bf16", "fp8", "mxfp8") and not plan.get("grad_reduce_in_bf16", False),
+            "fp4": "e2m1" if dtype == "nvfp4" else None, "fp4_recipe": "nvfp4" if dtype == "nvfp4" else None,
+            "bf16": dtype in ("bf16", "fp8", "mxfp8", "nvfp4"), "moe_layers": moe_layers,
+            "grad_reduce_fp32": dtype in ("bf16", "fp8", "mxfp8", "nvfp4") and not plan.get("grad_reduce_in_bf16", False),
             # ZeRO-1 is the distributed optimizer; ZeRO-2 and -3 Megatron-FSDP's optim_grads and
             # optim_grads_params (which keeps the distributed optimizer).
             # PyTorch's FSDP2 (schedule --fsdp torch) instead: neither.
@@ -761,6 +769,8 @@ def features_text(plan, spec):
         text += f", kv_channels {f['kv_channels']}"
     if f["fp8"]:
         text += f", fp8 {f['fp8']}/{f['fp8_recipe']}"
+    if f.get("fp4"):
+        text += f", fp4 {f['fp4']}/{f['fp4_recipe']}"
     return text
 
 

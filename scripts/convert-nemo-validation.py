@@ -12,6 +12,7 @@ left out):
                     FP8-MX rows of the same configs, the recipes).
   nemo-dense-fp8    every other such dense row at fp8 / fp8-cs / fp8-mx / mxfp8 (releases 24.07, 25.11,
                     26.02, 26.02.01).
+  nemo-dense-fp4    dense rows at nvfp4 (NVFP4 block scaling; releases 26.02, 26.02.01).
   nemo-dense-bf16   dense bf16 rows without cp/ep: there are none in the table (so no files).
   nemo-cp           dense rows with context parallelism (cp > 1), every release; the plan states cp
                     (gpus = tp x pp x cp x dp).
@@ -26,9 +27,9 @@ left out):
                     DeepSeek-V3 and Kimi K2 rows whose pp x vp their recipe's layout map lacks: their 61
                     layers divide into no pp x vp > 1, and the cases state the uneven layouts of those
                     maps (e.g. "Et*4|(t*4|)*14tL" for pp 4 x vp 4) as plan.pipeline_layout.
-Precision, in every set: fp8 / fp8-cs -> dtype fp8, fp8-mx / mxfp8 -> mxfp8, bf16 -> bf16; 25.09's
-unstated precision is read as FP8-CS (main, dtype fp8) and MXFP8 (paren, dtype mxfp8) with the
-evidence in each case's notes; nvfp4 rows are left out (no such dtype). Llama 3.1 405B's and Qwen3
+Precision, in every set: fp8 / fp8-cs -> dtype fp8, fp8-mx / mxfp8 -> mxfp8, nvfp4 -> nvfp4, bf16 ->
+bf16; 25.09's unstated precision is read as FP8-CS (main, dtype fp8) and MXFP8 (paren, dtype mxfp8)
+with the evidence in each case's notes. Llama 3.1 405B's and Qwen3
 235B's recipes count the embedding and the loss as pipeline layers (Megatron's
 account_for_embedding/loss_in_pipeline_split): their rows with pp > 1 state the layout Megatron then
 builds as the case's plan.pipeline_layout ((layers + 2) / (pp x vp) layers a chunk). Other rows whose
@@ -91,6 +92,8 @@ PRECISION_TEXT = {
     "fp8-mx": "MXFP8 (FP8-MX: block scaling, one scale per 32 elements; Blackwell only), the rest bf16",
     "mxfp8": "MXFP8 (block scaling, one scale per 32 elements; Blackwell only), the rest bf16",
     "bf16": "BF16 mixed precision (bf16 GEMMs and activations, no FP8)",
+    "nvfp4": "NVFP4 (4-bit e2m1 values, an e4m3 scale per 16 elements; Blackwell only; Megatron-Bridge's "
+             "bf16_with_nvfp4_mixed: every transformer layer's GEMMs, none kept in bf16), the rest bf16",
 }
 
 
@@ -145,6 +148,15 @@ def fp8_recipe_text(row):
 # (release, system, model, precision) -> (fields, evidence). Only where the printed layout cannot
 # have run as printed.
 RECIPE_CORRECTIONS = {
+    ("26.02.01", "DGX-GB300", "LLAMA3_70B", "nvfp4"): (
+        {"pp": 4, "vp": 5, "mbs": 1},
+        "The table prints tp 1, pp 1, MBS 2 and no FSDP; Megatron-Bridge v0.3.1 (2026-03-20, the 26.02.01 "
+        "release) defines LLAMA3_70B_PRETRAIN_CONFIG_GB300_NVFP4_V2 (GBS 256) as pp 4, vp 5 and the default "
+        "micro_batch_size 1 (scripts/performance/configs/llama/llama3_workload_base_configs.py, as in v0.3.0, "
+        "whose 26.02 row prints that layout), and the printed one (70B parameters on each of 64 GPUs, "
+        "sharded by the distributed optimizer alone) would need about 300 GiB per GPU for the weights, "
+        "gradients and optimizer state, more than a GB300's 288 GB: the case takes the recipe's pp 4, vp 5 "
+        "and mbs 1."),
     ("26.02.01", "DGX-GB300", "LLAMA3_70B", "mxfp8"): (
         {"vp": 5, "mbs": 1},
         "The table prints MBS 2 and no vp; Megatron-Bridge v0.3.1 (2026-03-20, the 26.02.01 release) "
@@ -852,6 +864,9 @@ def case_of(row, arch, set_name, rows):
         mbs = gbs // (dp * ga)
     if correction:
         vp, mbs = correction[0].get("vp", vp), correction[0].get("mbs", mbs)
+        if "pp" in correction[0]:
+            pp = correction[0]["pp"]
+            dp = gpus // (tp * pp * cp)
     step = gbs * seq / (tokens * gpus)
     layers = int(arch["layers"])
     heads = int(arch["heads"])
@@ -888,7 +903,7 @@ def case_of(row, arch, set_name, rows):
     notes.append(f"{row['model']} ({arch['config_class']}), {row['system']}, NeMo {row['release']}: "
                  f"{tokens} tokens/s/GPU and {row['model_tflops_per_gpu']} model TFLOP/s/GPU as published "
                  f"({value_text} of the row; {gpus} GPUs, GBS {gbs}, MBS {row['mbs']}, seq {seq}, TP {tp}, "
-                 f"PP {pp}, CP {row['cp'] or 1}, {vp_text}, {ep_text}{fsdp_text}"
+                 f"PP {row['pp']}, CP {row['cp'] or 1}, {vp_text}, {ep_text}{fsdp_text}"
                  + (f", GA {row['ga']}" if row["ga"] else "") + ").")
     notes.append(f"Implied step time GBS x seq / (tokens/s/GPU x GPUs) = {gbs} x {seq} / ({tokens} x {gpus}) "
                  f"= {step:.3f} s (the table publishes throughput, not step times; newer cells look rounded "
@@ -896,7 +911,7 @@ def case_of(row, arch, set_name, rows):
     # MXFP8's block-scaled GEMMs have GPU data of their own (dtype mxfp8); every other FP8 row
     # scales per tensor (dtype fp8).
     mx = row["precision"] in ("fp8-mx", "mxfp8") or (row["release"] == "25.09" and row["variant"] == "paren")
-    dtype = "bf16" if row["precision"] == "bf16" else "mxfp8" if mx else "fp8"
+    dtype = "bf16" if row["precision"] == "bf16" else "nvfp4" if row["precision"] == "nvfp4" else "mxfp8" if mx else "fp8"
     if row["release"] == "25.09":
         guess = ("FP8 with per-tensor current scaling (FP8-CS)" if row["variant"] == "main" else
                  "MXFP8 (FP8-MX: block scaling, one scale per 32 elements; the table's note says 32x32 on "
@@ -1080,7 +1095,7 @@ def check(row, arch, set_name):
         return f"layers {arch['layers']} not divisible by pp x vp = {pp * vp}"
     if int(arch["heads"]) % tp:
         return f"heads {arch['heads']} not divisible by tp {tp}"
-    if set_name in ("nemo-dense-25.09", "nemo-dense-fp8", "nemo-dense-bf16"):
+    if set_name in ("nemo-dense-25.09", "nemo-dense-fp8", "nemo-dense-fp4", "nemo-dense-bf16"):
         return None
     dp = num(row["dp"]) or gpus // (tp * pp * cp)
     if tp * pp * cp * dp != gpus:
@@ -1111,12 +1126,12 @@ def moe_left_out(model, arch):
 
 
 def new_set_precision(row):
-    """None when the row's precision can be stated as a dtype (fp16, bf16, fp8, mxfp8), else why not."""
+    """None when the row's precision can be stated as a dtype (fp16, bf16, fp8, mxfp8, nvfp4), else why not."""
     p = row["precision"]
     if row["release"] == "25.09" or p in FP8_PRECISIONS or p == "bf16":
         return None
     if p == "nvfp4":
-        return "precision nvfp4: no such dtype in the case format (fp16, bf16, fp8, mxfp8)"
+        return None
     return f"precision '{p or 'not stated'}' cannot be stated as a dtype"
 
 
@@ -1126,7 +1141,8 @@ def main():
     with open(os.path.join(REF, "models.csv"), newline="") as f:
         models = {m["model"]: m for m in csv.DictReader(f)}
 
-    selected = {"nemo-dense-25.09": [], "nemo-dense-fp8": [], "nemo-dense-bf16": [], "nemo-cp": [], "nemo-moe": []}
+    selected = {"nemo-dense-25.09": [], "nemo-dense-fp8": [], "nemo-dense-fp4": [], "nemo-dense-bf16": [], "nemo-cp": [],
+                "nemo-moe": []}
     skipped = []
     for row in rows:
         arch = models.get(row["model"])
@@ -1162,6 +1178,8 @@ def main():
             set_name = "nemo-dense-25.09"
         elif row["precision"] in FP8_PRECISIONS and row["release"] in FP8_RELEASES:
             set_name = "nemo-dense-fp8"
+        elif row["precision"] == "nvfp4":
+            set_name = "nemo-dense-fp4"
         elif row["precision"] == "bf16":
             set_name = "nemo-dense-bf16"
         else:

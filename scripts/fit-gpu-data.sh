@@ -114,6 +114,15 @@ fit gb300 fp8 gemm_peak_share llama3-70b-gb300-64gpu-fp8-26.02.01 validation/nem
 fit b200 mxfp8 gemm_peak_share llama3-8b-b200-8gpu-fp8-mx-25.11 validation/nemo-dense-fp8 validation/nemo-dense-25.09
 fit gb200 mxfp8 gemm_peak_share llama3-70b-gb200-64gpu-mxfp8-26.02.01 validation/nemo-dense-fp8 validation/nemo-dense-25.09
 fit gb300 mxfp8 gemm_peak_share llama3-70b-gb300-64gpu-mxfp8-26.02.01 validation/nemo-dense-fp8 validation/nemo-dense-25.09
+# NVFP4 (4-bit block-scaled GEMMs, dtype nvfp4): GB200's and GB300's shares alike, each from its
+# two rows of 26.02.01 (Llama 3 70B and Llama 3.1 405B: NVFP4 gains 1.2x over MXFP8 on one and
+# 1.4x on the other, so one row alone leaves the other 13-15% off); held out: 26.02's rows. B200
+# and B300 take them (no row of theirs; scripts/sync-gpu-data.py TRANSFERS), and the curve is
+# FP8's (no FP4 sweep).
+fit gb200 nvfp4 gemm_peak_share llama3-70b-gb200-64gpu-nvfp4-26.02.01,llama3.1-405b-gb200-256gpu-nvfp4-26.02.01 \
+  validation/nemo-dense-fp4
+fit gb300 nvfp4 gemm_peak_share llama3-70b-gb300-64gpu-nvfp4-26.02.01,llama3.1-405b-gb300-256gpu-nvfp4-26.02.01 \
+  validation/nemo-dense-fp4
 # The host's cost per op Megatron-Core dispatches (dispatch_s.megatron), from the MoE rows: a MoE
 # layer launches a GEMM per local expert and waits for its split sizes before the all-to-all, so
 # at small micro-batches its step is the host's. One row per host: DGX B200's x86 (Qwen3 30B-A3B

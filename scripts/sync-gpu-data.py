@@ -46,6 +46,8 @@ TRANSFERS = {
     ("gb300", "bf16"): ("gb200", "bf16"),
     ("b300", "fp8"): ("b200", "fp8"),
     ("b300", "mxfp8"): ("b200", "mxfp8"),
+    ("b200", "nvfp4"): ("gb200", "nvfp4"),         # no B200 or B300 NVFP4 row: the NVL72 systems'
+    ("b300", "nvfp4"): ("gb300", "nvfp4"),
     ("h200", "bf16"): ("h100", "bf16"),            # the same GH100 die
     ("h200", "fp8"): ("h100", "fp8"),
     ("gh200", "bf16"): ("h100", "bf16"),           # the same GH100 die
@@ -61,6 +63,8 @@ SHAPE_TRANSFERS = {
     ("gb200", "mxfp8"): ("h100", "fp8"),
     ("gb300", "fp8"): ("h100", "fp8"),
     ("gb300", "mxfp8"): ("h100", "fp8"),
+    ("gb200", "nvfp4"): ("h100", "fp8"),   # no FP4 GEMM sweep: fp8's curve, the nearest measured
+    ("gb300", "nvfp4"): ("h100", "fp8"),
 }
 # gpu <- gpu: the network's bus share (inter_node.bus_share), fitted with H100 FP8's rows, for the
 # DGX systems whose nodes talk over the same InfiniBand NICs: DGX B200's 8 x 400 Gb/s ConnectX-7

@@ -11,6 +11,7 @@
 #include "profiles/analytic_profile.h"
 #include "search/partitioner.h"
 #include "search/search_space.h"
+#include "specs/precision.h"
 #include "specs/spec_error.h"
 #include "specs/spec_loader.h"
 #include "test_support.h"
@@ -1076,4 +1077,46 @@ TEST_CASE("MXFP8 runs on the fp8 peak at efficiencies of its own, or fp8's where
   CHECK(a.forward.weight_bytes == b.forward.weight_bytes);
   m.dtype = "bf16";
   CHECK(layer_work(m, layer, 1, 1).forward.weight_bytes == Approx(2 * a.forward.weight_bytes));
+}
+
+TEST_CASE("NVFP4 runs on the fp4 peak at an efficiency of its own, its weights 4.5 bits", "[analytic][profile][precision]") {
+  // NVFP4: e2m1 values (4 bits) and an e4m3 scale per 16 (0.5 bit): 0.5625 bytes an element; the
+  // GEMMs against the fp4 peak; everything else in bf16, whose gradients Megatron may reduce in bf16.
+  CHECK(known_precision("nvfp4"));
+  CHECK(is_quantized("nvfp4"));
+  CHECK_FALSE(is_fp8("nvfp4"));
+  CHECK(is_block_scaled("nvfp4"));
+  CHECK(gemm_input_bytes("nvfp4") == 0.5625);
+  CHECK(peak_precision("nvfp4") == "fp4");
+  CHECK(non_gemm_precision("nvfp4") == "bf16");
+  CHECK(has_bf16_gradients("nvfp4"));
+  NodeType node;
+  node.name = "x";
+  node.gpu = "X";
+  GpuSpec& gpu = node.gpu_data;
+  gpu.peak_tflops = {{"bf16", 100}, {"fp8", 200}, {"fp4", 400}};
+  gpu.memory_bandwidth_bytes_per_s = 1e12;
+  PrecisionEfficiency e;
+  e.gemm_peak_share = 0.5;
+  e.gemm_half_dim = 0;
+  gpu.precisions["bf16"] = e;
+  gpu.precisions["fp8"] = e;
+  CHECK_FALSE(gpu.runs_precision("nvfp4"));  // block scaling needs an entry of its own
+  e.gemm_peak_share = 0.25;
+  gpu.precisions["nvfp4"] = e;
+  CHECK(gpu.runs_precision("nvfp4"));
+  gpu.launch.kernel_gap_s = 0;
+  PassWork w;
+  w.gemms = {{1e4, 1e4, 5e3}};  // 1e12 FLOPs / (400e12 x 0.25) = 10 ms
+  CHECK(pass_time(w, 1, node, "nvfp4").gpu_s == Approx(10e-3).epsilon(1e-12));
+  // The casts are fp8's; the weights a GEMM streams take 0.5625 bytes, against fp8's 1.
+  ModelSpec m;
+  m.hidden = 1024, m.heads = 16, m.sequence = 1024, m.vocab = 1000, m.family = ModelFamily::kLlama;
+  const LayerUnit layer{"transformer", LayerRole::kTransformer};
+  m.dtype = "fp8";
+  const LayerWork a = layer_work(m, layer, 1, 1);
+  m.dtype = "nvfp4";
+  const LayerWork b = layer_work(m, layer, 1, 1);
+  CHECK(a.forward.memory_bytes == b.forward.memory_bytes);
+  CHECK(b.forward.weight_bytes == Approx(0.5625 * a.forward.weight_bytes));
 }

@@ -28,6 +28,9 @@ if [ "$rc" -eq 0 ] && [[ "$version" =~ ^fasop-cpp\ [0-9]+\.[0-9]+\.[0-9]+$ ]]; t
 "$bin" presets show dgx-h100 | sed 's/count: 128/count: 2/' > "$work/h100x2.yaml"
 expect_error "--ep not dividing the experts" "--ep: 3 does not divide model 'qwen3-30b-a3b''s 128 experts" \
   search --model qwen3-30b-a3b --cluster "$work/h100x2.yaml" --ep 1,3 --out-dir "$work/a"
+# NVFP4 only where the GPU has fp4 tensor cores and NVFP4 data: not on H100.
+expect_error "--precision nvfp4 on H100" "--precision: no precision given runs on every GPU of cluster" \
+  search --model llama2-7b --cluster "$work/h100x2.yaml" --precision nvfp4 --out-dir "$work/a"
 # So is a cp the model cannot run on any layout: an uneven sequence split, a sliding window.
 expect_error "--cp not splitting the sequence" "--cp: 3 does not split model 'llama3.1-405b''s sequence of 8192 tokens" \
   search --model llama3.1-405b --cluster "$work/h100x2.yaml" --cp 1,3 --out-dir "$work/a"

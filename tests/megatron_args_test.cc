@@ -206,6 +206,8 @@ TEST_CASE("megatron: fp8 training is bf16 with Transformer Engine's fp8 recipe",
   };
   CHECK(tail("fp8") == std::vector<std::string>{"--bf16", "--fp8-format", "hybrid", "--fp8-recipe", "tensorwise"});
   CHECK(tail("mxfp8") == std::vector<std::string>{"--bf16", "--fp8-format", "e4m3", "--fp8-recipe", "mxfp8"});
+  // NVFP4: Megatron-Bridge's bf16_with_nvfp4_mixed (fp4 e2m1, recipe nvfp4, no fp8 flags).
+  CHECK(tail("nvfp4") == std::vector<std::string>{"--bf16", "--fp4-format", "e2m1", "--fp4-recipe", "nvfp4"});
   CHECK(tail("tf32").empty());  // fp32 training: Megatron's default, TF32 GEMMs PyTorch's
 }
 
@@ -580,6 +582,9 @@ TEST_CASE("megatron: fp8 needs fp8 in the data of the GPUs the plan names, mxfp8
                        Contains("v100.yaml) has no fp8 peak") && Contains("set the model's dtype to bf16"));
   CHECK_THAT(on("mxfp8", "H100"), Contains("dtype mxfp8 of model 'llama2-7b' on stage 0's GPU 'H100'") &&
                                       Contains("has no mxfp8 entry: MXFP8 block scaling runs on Blackwell GPUs only"));
+  CHECK(on("nvfp4", "GB200") == "no error");
+  CHECK_THAT(on("nvfp4", "H100"), Contains("dtype nvfp4 of model 'llama2-7b' on stage 0's GPU 'H100'") &&
+                                      Contains("NVFP4 block scaling runs on Blackwell GPUs only"));
   // FASOP's fork: its fp8 (--fp8-hybrid) is not the recipe priced.
   ModelSpec gpt = preset_model("gpt2xl");
   gpt.dtype = "fp8";

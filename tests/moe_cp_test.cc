@@ -370,6 +370,9 @@ TEST_CASE("which GPUs train in a precision, and a plan file keeps the one a sear
   CHECK(gpu("dgx-h100").runs_precision("fp8"));
   CHECK(!gpu("dgx-h100").runs_precision("mxfp8"));  // block scaling: Blackwell only
   CHECK(gpu("dgx-b200").runs_precision("mxfp8"));
+  CHECK(!gpu("dgx-h100").runs_precision("nvfp4"));  // no fp4 tensor cores
+  CHECK(gpu("dgx-b200").runs_precision("nvfp4"));
+  CHECK(gpu("dgx-gb300").runs_precision("nvfp4"));
 
   PlanFile plan;
   plan.model = "qwen3-30b-a3b";

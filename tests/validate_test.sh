@@ -31,6 +31,7 @@ for r in csv.DictReader(open(sys.argv[1])):
 PY
 # The shipped sets: the NeMo rows and the layer-time sets are reported too.
 grep -q '^nemo-dense-25.09: 9 cases, mean absolute error' a.out && ok || fail "no nemo-dense-25.09 summary: $(tail -15 a.out)"
+grep -q '^nemo-dense-fp4: 8 cases, mean absolute error' a.out && ok || fail "no nemo-dense-fp4 summary: $(tail -15 a.out)"
 grep -q '^sailor-profiles on V100: [0-9]* layer times, median absolute error' a.out && ok || fail "no layer-set summary: $(tail -12 a.out)"
 ls out | grep -qv '^a.csv$' && fail "temporary file left beside the CSV: $(ls out)" || ok
 

@@ -30,20 +30,25 @@ std::vector<std::string> searched_precisions(const PlannerOptions& planner, cons
   const std::vector<std::string>& names = planner.fasop.precision_names;
   if (names.empty()) return {""};
   std::vector<std::string> precisions;
+  std::vector<std::pair<std::string, std::string>> left_out;  // name, why
   for (const std::string& name : names) {
     if (const NodeType* lacking = setup.node_type_without(counts, name)) {
-      if (!planner.quiet)
-        std::cerr << "search: --precision " << name << ": left out: the "
-                  << (lacking->gpu_data.name.empty() ? lacking->gpu : lacking->gpu_data.name) << " does not run it ("
-                  << missing_precision_text(name) << ")\n";
+      left_out.push_back({name, "the " + (lacking->gpu_data.name.empty() ? lacking->gpu : lacking->gpu_data.name) +
+                                    " does not run it (" + missing_precision_text(name) + ")"});
       continue;
     }
     const std::string precision = name == setup.model.dtype ? "" : name;
     if (std::find(precisions.begin(), precisions.end(), precision) == precisions.end()) precisions.push_back(precision);
   }
-  if (precisions.empty())
-    throw SpecError("--precision: no precision given runs on every GPU of cluster '" + setup.cluster.name +
-                    "'; give one its GPUs list in peak_tflops");
+  // None left: one line that says why each was left out; else a line each on stderr.
+  if (precisions.empty()) {
+    std::string why;
+    for (const auto& [name, reason] : left_out) why += (why.empty() ? "" : "; ") + name + ": " + reason;
+    throw SpecError("--precision: no precision given runs on every GPU of cluster '" + setup.cluster.name + "' (" +
+                    why + "); give one its GPUs list in peak_tflops");
+  }
+  if (!planner.quiet)
+    for (const auto& [name, reason] : left_out) std::cerr << "search: --precision " << name << ": left out: " << reason << "\n";
   const bool other = precisions.size() > 1 || !precisions[0].empty();
   if (other && !analytic)
     throw SpecError("--precision NAME: other precisions need the analytic policy and layer times from the GPUs' data, "

@@ -364,7 +364,8 @@ const NodeType* PlannerSetup::node_type_without(const std::vector<int>& counts, 
 }
 
 std::string missing_precision_text(const std::string& dtype) {
-  return "its data lists no dense " + peak_precision(dtype) + " peak" + (dtype == "mxfp8" ? " or MXFP8 efficiency" : "");
+  return "its data lists no dense " + peak_precision(dtype) + " peak" +
+         (dtype == "mxfp8" ? " or MXFP8 efficiency" : dtype == "nvfp4" ? " or NVFP4 efficiency" : "");
 }
 
 void PlannerSetup::load_parallel_profiles(const PlannerOptions& options, const std::vector<int>& counts) {

@@ -89,7 +89,7 @@ inline bool needs_analytic_layers(const PlanKey& key) {
 }
 
 /// Why a GPU does not train in `dtype`, for messages: "its data lists no dense fp8 peak" (and for
-/// mxfp8 "or MXFP8 efficiency").
+/// mxfp8 "or MXFP8 efficiency", nvfp4 "or NVFP4 efficiency").
 std::string missing_precision_text(const std::string& dtype);
 
 /// `counts` with each TYPE=N of `specs` applied (TYPE: a node type's name or its GPU), for

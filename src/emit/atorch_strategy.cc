@@ -151,7 +151,7 @@ void write_parallel_entry(std::ostream& out, const PlanFile& plan) {
 }
 
 void write_amp_entry(std::ostream& out, const ModelSpec& model) {
-  if (is_fp8(model.dtype))  // its fp8 GEMMs come from Transformer Engine's layers in the model code
+  if (is_quantized(model.dtype))  // its fp8/fp4 GEMMs come from Transformer Engine's layers in the model code
     out << "    (\"amp_native\", {\"dtype\": \"bf16\"}),  # " << model.dtype << " GEMMs: Transformer Engine\n";
   else if (model.dtype == "fp16" || model.dtype == "bf16")
     out << "    (\"amp_native\", {\"dtype\": \"" << model.dtype << "\"}),\n";

@@ -14,8 +14,8 @@ std::string deepspeed_config_json(const PlanFile& plan, const ModelSpec& model) 
   j += "  \"train_micro_batch_size_per_gpu\": " + std::to_string(key.mbs) + ",\n";
   j += "  \"gradient_accumulation_steps\": " + std::to_string(gas) + ",\n";
   j += "  \"zero_optimization\": {\n    \"stage\": " + std::to_string(key.zero_stage) + "\n  },\n";
-  // fp32 is DeepSpeed's default: neither section. fp8 training runs in bf16 here; its fp8
-  // GEMMs come from Transformer Engine's layers in the model code, not from this file.
+  // fp32 is DeepSpeed's default: neither section. fp8 and nvfp4 training run in bf16 here; their
+  // fp8 or fp4 GEMMs come from Transformer Engine's layers in the model code, not from this file.
   const std::string non_gemm = non_gemm_precision(model.dtype);
   if (non_gemm == "fp16") j += "  \"fp16\": {\n    \"enabled\": true\n  },\n";
   if (non_gemm == "bf16") j += "  \"bf16\": {\n    \"enabled\": true\n  },\n";

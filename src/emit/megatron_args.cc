@@ -171,16 +171,20 @@ void architecture_flags(ArgWriter& w, const ModelSpec& model) {
 
 /// Precision: fp32 is Megatron's default and has no flag (tf32 is PyTorch's default for its
 /// GEMMs). fp8 training is bf16 with Transformer Engine's fp8 GEMMs: per-tensor current
-/// scaling (tensorwise, NeMo's FP8-CS) with e4m3 forward and e5m2 gradients, or MXFP8 blocks.
+/// scaling (tensorwise, NeMo's FP8-CS) with e4m3 forward and e5m2 gradients, or MXFP8 blocks;
+/// nvfp4 is bf16 with NVFP4 GEMMs (--fp4-format e2m1 --fp4-recipe nvfp4, Megatron-Bridge's
+/// bf16_with_nvfp4_mixed).
 /// bf16 gradients where the plan was priced with them (Megatron reduces bf16's in fp32 unless told).
 void precision_flags(ArgWriter& w, const PlanFile& plan, const ModelSpec& model) {
   // The fork's Transformer Engine fp8 (--fp8-hybrid) predates the recipes the model prices.
   if (is_fp8(model.dtype)) w.require_upstream("--fp8-format/--fp8-recipe (dtype " + model.dtype + ")");
+  if (model.dtype == "nvfp4") w.require_upstream("--fp4-format/--fp4-recipe (dtype nvfp4)");
   const std::string non_gemm = non_gemm_precision(model.dtype);
   if (non_gemm == "fp16") w.flag("--fp16");
   if (non_gemm == "bf16") w.flag("--bf16");
   if (model.dtype == "fp8") w.flag("--fp8-format", "hybrid"), w.flag("--fp8-recipe", "tensorwise");
   if (model.dtype == "mxfp8") w.flag("--fp8-format", "e4m3"), w.flag("--fp8-recipe", "mxfp8");
+  if (model.dtype == "nvfp4") w.flag("--fp4-format", "e2m1"), w.flag("--fp4-recipe", "nvfp4");
   if (plan.grad_reduce_in_bf16 && has_bf16_gradients(model.dtype)) {
     w.require_upstream("--grad-reduce-in-bf16");
     w.flag("--grad-reduce-in-bf16");

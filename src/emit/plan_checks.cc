@@ -127,12 +127,17 @@ void require_megatron_parallel_dims(const PlanFile& plan, const ModelSpec& model
 }
 
 void require_precision_on_gpus(const PlanFile& plan, const ModelSpec& model) {
-  if (!is_fp8(model.dtype)) return;
+  if (!is_quantized(model.dtype)) return;
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     const GpuSpec* gpu = shipped_gpu_spec(plan.stages[s].gpu);
     if (!gpu) continue;  // data the plan does not say: not checked here
     const std::string stage = "stage " + std::to_string(s) + "'s GPU '" + plan.stages[s].gpu + "'";
     if (gpu->runs_precision(model.dtype)) continue;  // the one rule of which GPUs run which precision
+    if (model.dtype == "nvfp4")
+      throw SpecError(plan_where(plan) + "dtype nvfp4 of model '" + model.name + "' on " + stage + ", whose data (" +
+                      gpu->source + ") has no fp4 peak or nvfp4 entry: NVFP4 block scaling runs on Blackwell GPUs only "
+                      "(Transformer Engine needs compute capability 10.0); set the model's dtype to fp8, or plan on "
+                      "Blackwell GPUs");
     if (!gpu->peak_tflops.count("fp8"))
       throw SpecError(plan_where(plan) + "dtype " + model.dtype + " of model '" + model.name + "' on " + stage +
                       ", whose data (" + gpu->source + ") has no fp8 peak: Transformer Engine's fp8 GEMMs need fp8 "

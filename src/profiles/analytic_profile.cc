@@ -282,9 +282,11 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
     elements += 8 * tokens * h / sp;
     layer_kernels += 6;
   }
-  if (is_fp8(m.dtype)) {
+  if (is_quantized(m.dtype)) {
     // Each GEMM input is cast to fp8 (read 2 bytes, write 1: 1.5 elements) before it runs.
-    // MXFP8's block scales cost its GEMMs, not this traffic: the GPU data's mxfp8 efficiency.
+    // MXFP8's and NVFP4's block scales cost their GEMMs, not this traffic: the GPU data's
+    // efficiency of each. ASSUMPTION: NVFP4's casts (2 bytes read, 0.56 written, with the
+    // Hadamard transform of the weight gradients' inputs fused in) move what fp8's do.
     if (latent) elements += mla_work.fp8_cast_elements + 1.5 * tokens * (h + (unit.moe ? 0 : f / t));  // and the MLP's
     else elements += 1.5 * tokens * (2 * h + hq / t + (unit.moe ? 0 : f / t));  // MoE: moe_mlp_work casts its own
     layer_kernels += 4;

@@ -27,13 +27,13 @@ MoeWork moe_mlp_work(const ModelSpec& m, double tokens, int tp, const LayerOptio
   // and product half again).
   w.elements = 4 * local_tokens * moe.experts + 2 * (local_tokens + routed) * h +
                (gated ? 3 : 2) * expert_tokens * expert_width;
-  if (is_fp8(m.dtype)) w.elements += 1.5 * expert_tokens * (h + expert_width);  // the experts' inputs cast to fp8
+  if (is_quantized(m.dtype)) w.elements += 1.5 * expert_tokens * (h + expert_width);  // the experts' inputs cast (fp8, nvfp4)
   // Launches, counted roughly (by reading, not tracing) from Megatron-Core's MoE layer
   // (TopKRouter, MoEAlltoAllTokenDispatcher, TEGroupedMLP over Transformer Engine's
   // GroupedLinear). Transformer Engine runs a grouped GEMM as one cuBLAS GEMM per local expert
   // (and, in fp8, casts each expert's slice of the input on its own), so the host's work grows
   // with the local experts while each GEMM shrinks.
-  w.kernels = kMoeFixedKernels + int(local_experts) * kMoeKernelsPerExpert * (is_fp8(m.dtype) ? 2 : 1);
+  w.kernels = kMoeFixedKernels + int(local_experts) * kMoeKernelsPerExpert * (is_quantized(m.dtype) ? 2 : 1);
   w.host_ops = w.kernels + kMoeHostOnlyOps + int(local_experts) * kMoeHostOpsPerExpert;
   if (moe.shared_expert_ffn_hidden > 0) {
     // The shared expert is a dense MLP over every token, split over tp as Megatron-LM's MLP.

@@ -160,7 +160,7 @@ namespace fasop {
 
 bool GpuSpec::runs_precision(const std::string& dtype) const {
   if (!peak_tflops.count(peak_precision(dtype))) return false;
-  return dtype != "mxfp8" || precisions.count("mxfp8") > 0;
+  return !is_block_scaled(dtype) || precisions.count(dtype) > 0;
 }
 
 }  // namespace fasop

@@ -93,8 +93,8 @@ struct GpuSpec {
   /// the first listed. Throws SpecError when the GPU lists none.
   const PrecisionEfficiency& efficiency(const std::string& precision) const;
   /// Whether the GPU trains in `dtype` (precision.h): its data lists a dense peak for the
-  /// precision its GEMMs run in (V100 none for bf16, A100 none for fp8), and for MXFP8 an
-  /// efficiency of its own (block-scaled tensor cores: Blackwell's).
+  /// precision its GEMMs run in (V100 none for bf16, A100 none for fp8), and for MXFP8 and
+  /// NVFP4 an efficiency of its own (block-scaled tensor cores: Blackwell's).
   bool runs_precision(const std::string& dtype) const;
 };
 
