@@ -441,7 +441,8 @@ def _upstream_features(args, config):
             "capacity_factor": config.moe_expert_capacity_factor, "kv_channels": config.kv_channels,
             "fp8": config.fp8, "fp8_recipe": config.fp8_recipe if config.fp8 else None, "bf16": bool(config.bf16),
             "fp4": getattr(config, "fp4", None),
-            "fp4_recipe": str(getattr(config.fp4_recipe, "value", config.fp4_recipe)) if getattr(config, "fp4", None) else None,
+            "fp4_recipe": (str(getattr(config.fp4_recipe, "value", config.fp4_recipe))
+                           if getattr(config, "fp4", None) else None),
             # The gradients' precision: fp32 for bf16 training unless --grad-reduce-in-bf16.
             "grad_reduce_fp32": bool(args.accumulate_allreduce_grads_in_fp32),
             "moe_layers": [int(mlp_class(spec) == "MoELayer") for spec in specs],
@@ -691,7 +692,8 @@ def expected_features(plan, spec):
             "fp8_recipe": {"fp8": "tensorwise", "mxfp8": "mxfp8"}.get(dtype),
             "fp4": "e2m1" if dtype == "nvfp4" else None, "fp4_recipe": "nvfp4" if dtype == "nvfp4" else None,
             "bf16": dtype in ("bf16", "fp8", "mxfp8", "nvfp4"), "moe_layers": moe_layers,
-            "grad_reduce_fp32": dtype in ("bf16", "fp8", "mxfp8", "nvfp4") and not plan.get("grad_reduce_in_bf16", False),
+            "grad_reduce_fp32": (dtype in ("bf16", "fp8", "mxfp8", "nvfp4")
+                                 and not plan.get("grad_reduce_in_bf16", False)),
             # ZeRO-1 is the distributed optimizer; ZeRO-2 and -3 Megatron-FSDP's optim_grads and
             # optim_grads_params (which keeps the distributed optimizer).
             # PyTorch's FSDP2 (schedule --fsdp torch) instead: neither.

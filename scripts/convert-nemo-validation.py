@@ -911,7 +911,8 @@ def case_of(row, arch, set_name, rows):
     # MXFP8's block-scaled GEMMs have GPU data of their own (dtype mxfp8); every other FP8 row
     # scales per tensor (dtype fp8).
     mx = row["precision"] in ("fp8-mx", "mxfp8") or (row["release"] == "25.09" and row["variant"] == "paren")
-    dtype = "bf16" if row["precision"] == "bf16" else "nvfp4" if row["precision"] == "nvfp4" else "mxfp8" if mx else "fp8"
+    dtype = ("bf16" if row["precision"] == "bf16" else "nvfp4" if row["precision"] == "nvfp4" else
+             "mxfp8" if mx else "fp8")
     if row["release"] == "25.09":
         guess = ("FP8 with per-tensor current scaling (FP8-CS)" if row["variant"] == "main" else
                  "MXFP8 (FP8-MX: block scaling, one scale per 32 elements; the table's note says 32x32 on "

@@ -48,7 +48,8 @@ std::vector<std::string> searched_precisions(const PlannerOptions& planner, cons
                     why + "); give one its GPUs list in peak_tflops");
   }
   if (!planner.quiet)
-    for (const auto& [name, reason] : left_out) std::cerr << "search: --precision " << name << ": left out: " << reason << "\n";
+    for (const auto& [name, reason] : left_out)
+      std::cerr << "search: --precision " << name << ": left out: " << reason << "\n";
   const bool other = precisions.size() > 1 || !precisions[0].empty();
   if (other && !analytic)
     throw SpecError("--precision NAME: other precisions need the analytic policy and layer times from the GPUs' data, "

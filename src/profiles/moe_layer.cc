@@ -27,7 +27,8 @@ MoeWork moe_mlp_work(const ModelSpec& m, double tokens, int tp, const LayerOptio
   // and product half again).
   w.elements = 4 * local_tokens * moe.experts + 2 * (local_tokens + routed) * h +
                (gated ? 3 : 2) * expert_tokens * expert_width;
-  if (is_quantized(m.dtype)) w.elements += 1.5 * expert_tokens * (h + expert_width);  // the experts' inputs cast (fp8, nvfp4)
+  // The experts' inputs cast (fp8, nvfp4).
+  if (is_quantized(m.dtype)) w.elements += 1.5 * expert_tokens * (h + expert_width);
   // Launches, counted roughly (by reading, not tracing) from Megatron-Core's MoE layer
   // (TopKRouter, MoEAlltoAllTokenDispatcher, TEGroupedMLP over Transformer Engine's
   // GroupedLinear). Transformer Engine runs a grouped GEMM as one cuBLAS GEMM per local expert
