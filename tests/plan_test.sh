@@ -129,6 +129,15 @@ grep -qxF -- "--recompute-granularity selective \\" megatron2.sh && grep -qxF --
 expect_error "DeepSpeed cannot run SP" "sequence parallelism" schedule --plan plans/megatron.yaml --format deepspeed
 expect_error "vpp with an odd pipeline" "vpp" search --model llama2-7b --cluster aws-h100 --fix tp=2,pp=3,vpp=2 --out-dir logs
 
+# NVLink domains: 32 GB200 trays (a cluster file cut to 32 of its 64) fill two racks' segments
+# of 16; plan show says so, and a plan on a cluster without domains says nothing of them.
+"$bin" presets show dgx-gb200 | sed 's/count: 64/count: 32/' > gb200x32.yaml
+"$bin" search --model llama2-7b --cluster gb200x32.yaml --out-dir logs --save-plan plans/gb200.yaml --quiet > gb.out ||
+  fail "search on GB200 trays: $(tail -3 gb.out)"
+"$bin" plan show plans/gb200.yaml | grep -qx "NVLink domains: dgx-gb200 x32 in 2 segments of 16 (launch asks Slurm for --segment 16); the network between them" &&
+  ok || fail "plan show lacks the NVLink domains: $("$bin" plan show plans/gb200.yaml | head -5)"
+"$bin" plan show plans/llama.yaml | grep -q "NVLink domains" && fail "plan show names domains on H100 nodes" || ok
+
 # Context and expert parallelism: search does not choose them, so the plans are the llama plan
 # above and a MoE model's, edited as a user would (cp 2 halves dp; ep 8). Every layout printed
 # shows them; a plan without them prints as before (no "cp" in its JSON).

@@ -1,5 +1,6 @@
 #include "report/plan_view.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -7,6 +8,7 @@
 #include "report/fasop_csv.h"
 #include "report/plan_table.h"
 #include "specs/batch_split.h"
+#include "specs/nvlink_domain.h"
 
 namespace fasop {
 namespace {
@@ -19,6 +21,22 @@ std::string node_order_text(const std::vector<std::string>& order) {
     while (j < order.size() && order[j] == order[i]) ++j;
     text += (text.empty() ? "" : ", ") + order[i] + (j - i > 1 ? " x" + std::to_string(j - i) : "");
     i = j;
+  }
+  return text;
+}
+
+/// "NVLink domains: dgx-gb200 x64 in 4 segments of 16 (launch asks Slurm for --segment 16); the
+/// network between them\n" for each node type of the plan whose NVLink joins nodes; "" for none.
+std::string nvlink_domains_text(const ClusterSpec& cluster, const std::vector<std::string>& order) {
+  std::string text;
+  for (size_t t = 0; t < cluster.node_types.size(); ++t) {
+    const NodeType& type = cluster.node_types[t];
+    const int nodes = int(std::count(order.begin(), order.end(), type.name));
+    if (type.nvlink_domain_nodes <= 1 || nodes == 0) continue;
+    const int segment = nvlink_segment_nodes(type.nvlink_domain_nodes, nodes);
+    text += "NVLink domains: " + type.name + " x" + std::to_string(nodes) + " in " + std::to_string(nodes / segment) +
+            " segment" + (nodes / segment > 1 ? "s" : "") + " of " + std::to_string(segment) +
+            " (launch asks Slurm for --segment " + std::to_string(segment) + "); the network between them\n";
   }
   return text;
 }
@@ -67,7 +85,8 @@ std::string plan_view_text(const PlanFile& plan, const ModelSpec& model, const C
       << (key.virtual_stages > 1 ? ", " + std::to_string(key.virtual_stages) + " virtual stages a rank" : "")
       << (key.stage_tp.empty() ? "" : ", tp per stage " + partition_text(key.stage_tp))
       << (key.speed_split ? ", micro-batches split by speed where a stage mixes node types" : "") << "\n"
-      << "nodes in rank order: " << node_order_text(plan.node_order) << "\n\n";
+      << "nodes in rank order: " << node_order_text(plan.node_order) << "\n"
+      << nvlink_domains_text(cluster, plan.node_order) << "\n";
   char line[400];
   std::snprintf(line, sizeof line, "%-5s %-8s %-5s %4s %12s %12s %10s %9s  %s\n", "stage", "units", "gpu", "gpus",
                 "compute_s", "end_s", "mem_gib", "limit_gib", "layers");
