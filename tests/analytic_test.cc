@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <map>
 #include <random>
 
 #include "costmodel/analytic_policy.h"
@@ -1045,38 +1046,50 @@ TEST_CASE("the head's vocabulary, loss traffic and GEMM alignment follow the sta
   CHECK(gemm_efficiency(Gemm{T, 50257, h}, e, 0) == Approx(0.8));  // alignment not judged
 }
 
-TEST_CASE("MXFP8 runs on the fp8 peak at efficiencies of its own, or fp8's where it has none", "[analytic][profile]") {
+namespace {
+
+/// A made-up GPU for the quantized precisions: the dense peaks `peaks` (TFLOP/s), 1e12 B/s,
+/// bf16 and fp8 GEMMs at half the peak whatever their shape, no gap between kernels.
+NodeType quantized_node(std::map<std::string, double> peaks) {
   NodeType node;
   node.name = "x";
   node.gpu = "X";
   GpuSpec& gpu = node.gpu_data;
-  gpu.peak_tflops = {{"bf16", 100}, {"fp8", 200}};
+  gpu.peak_tflops = std::move(peaks);
   gpu.memory_bandwidth_bytes_per_s = 1e12;
-  PrecisionEfficiency fp8;
-  fp8.gemm_peak_share = 0.5;
-  fp8.gemm_half_dim = 0;
-  gpu.precisions["bf16"] = fp8;
-  gpu.precisions["fp8"] = fp8;
+  PrecisionEfficiency half;
+  half.gemm_peak_share = 0.5;
+  half.gemm_half_dim = 0;
+  gpu.precisions["bf16"] = half;
+  gpu.precisions["fp8"] = half;
   gpu.launch.kernel_gap_s = 0;
+  return node;
+}
+
+/// One LLaMA-style layer of hidden 1024 (16 heads, 1024 tokens, micro-batch 1, tp 1) in `dtype`.
+LayerWork small_llama_layer(const std::string& dtype) {
+  ModelSpec m;
+  m.hidden = 1024, m.heads = 16, m.sequence = 1024, m.vocab = 1000, m.family = ModelFamily::kLlama;
+  m.dtype = dtype;
+  return layer_work(m, LayerUnit{"transformer", LayerRole::kTransformer}, 1, 1);
+}
+
+}  // namespace
+
+TEST_CASE("MXFP8 runs on the fp8 peak at efficiencies of its own, or fp8's where it has none", "[analytic][profile]") {
+  NodeType node = quantized_node({{"bf16", 100}, {"fp8", 200}});
   PassWork w;
   w.gemms = {{1e4, 1e4, 5e3}};  // 1e12 FLOPs / (200e12 x 0.5) = 10 ms
   CHECK(pass_time(w, 1, node, "mxfp8").gpu_s == Approx(10e-3).epsilon(1e-12));
-  PrecisionEfficiency mx = fp8;
+  PrecisionEfficiency mx = node.gpu_data.precisions["fp8"];
   mx.gemm_peak_share = 0.4;  // 1e12 / (200e12 x 0.4) = 12.5 ms
-  gpu.precisions["mxfp8"] = mx;
+  node.gpu_data.precisions["mxfp8"] = mx;
   CHECK(pass_time(w, 1, node, "mxfp8").gpu_s == Approx(12.5e-3).epsilon(1e-12));
   // Both cast each GEMM input from bf16 (read 2 bytes, write 1) and keep activations in bf16.
-  ModelSpec m;
-  m.hidden = 1024, m.heads = 16, m.sequence = 1024, m.vocab = 1000, m.family = ModelFamily::kLlama;
-  const LayerUnit layer{"transformer", LayerRole::kTransformer};
-  m.dtype = "fp8";
-  const LayerWork a = layer_work(m, layer, 1, 1);
-  m.dtype = "mxfp8";
-  const LayerWork b = layer_work(m, layer, 1, 1);
+  const LayerWork a = small_llama_layer("fp8"), b = small_llama_layer("mxfp8");
   CHECK(a.forward.memory_bytes == b.forward.memory_bytes);
   CHECK(a.forward.weight_bytes == b.forward.weight_bytes);
-  m.dtype = "bf16";
-  CHECK(layer_work(m, layer, 1, 1).forward.weight_bytes == Approx(2 * a.forward.weight_bytes));
+  CHECK(small_llama_layer("bf16").forward.weight_bytes == Approx(2 * a.forward.weight_bytes));
 }
 
 TEST_CASE("NVFP4 runs on the fp4 peak at an efficiency of its own, its weights 4.5 bits", "[analytic][profile][precision]") {
@@ -1090,33 +1103,17 @@ TEST_CASE("NVFP4 runs on the fp4 peak at an efficiency of its own, its weights 4
   CHECK(peak_precision("nvfp4") == "fp4");
   CHECK(non_gemm_precision("nvfp4") == "bf16");
   CHECK(has_bf16_gradients("nvfp4"));
-  NodeType node;
-  node.name = "x";
-  node.gpu = "X";
-  GpuSpec& gpu = node.gpu_data;
-  gpu.peak_tflops = {{"bf16", 100}, {"fp8", 200}, {"fp4", 400}};
-  gpu.memory_bandwidth_bytes_per_s = 1e12;
-  PrecisionEfficiency e;
-  e.gemm_peak_share = 0.5;
-  e.gemm_half_dim = 0;
-  gpu.precisions["bf16"] = e;
-  gpu.precisions["fp8"] = e;
-  CHECK_FALSE(gpu.runs_precision("nvfp4"));  // block scaling needs an entry of its own
-  e.gemm_peak_share = 0.25;
-  gpu.precisions["nvfp4"] = e;
-  CHECK(gpu.runs_precision("nvfp4"));
-  gpu.launch.kernel_gap_s = 0;
+  NodeType node = quantized_node({{"bf16", 100}, {"fp8", 200}, {"fp4", 400}});
+  CHECK_FALSE(node.gpu_data.runs_precision("nvfp4"));  // block scaling needs an entry of its own
+  PrecisionEfficiency fp4 = node.gpu_data.precisions["fp8"];
+  fp4.gemm_peak_share = 0.25;
+  node.gpu_data.precisions["nvfp4"] = fp4;
+  CHECK(node.gpu_data.runs_precision("nvfp4"));
   PassWork w;
   w.gemms = {{1e4, 1e4, 5e3}};  // 1e12 FLOPs / (400e12 x 0.25) = 10 ms
   CHECK(pass_time(w, 1, node, "nvfp4").gpu_s == Approx(10e-3).epsilon(1e-12));
   // The casts are fp8's; the weights a GEMM streams take 0.5625 bytes, against fp8's 1.
-  ModelSpec m;
-  m.hidden = 1024, m.heads = 16, m.sequence = 1024, m.vocab = 1000, m.family = ModelFamily::kLlama;
-  const LayerUnit layer{"transformer", LayerRole::kTransformer};
-  m.dtype = "fp8";
-  const LayerWork a = layer_work(m, layer, 1, 1);
-  m.dtype = "nvfp4";
-  const LayerWork b = layer_work(m, layer, 1, 1);
+  const LayerWork a = small_llama_layer("fp8"), b = small_llama_layer("nvfp4");
   CHECK(a.forward.memory_bytes == b.forward.memory_bytes);
   CHECK(b.forward.weight_bytes == Approx(0.5625 * a.forward.weight_bytes));
 }

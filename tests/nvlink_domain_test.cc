@@ -19,14 +19,12 @@ using Catch::Matchers::Contains;
 using fasop::testing::layout_plan;
 using fasop::testing::made_up_node;
 using fasop::testing::spec_error;
+using fasop::testing::tiny_model;
 
 namespace {
 
-// The made-up model of zones_test.cc: 4 layers of hidden 1000, bf16, 500 tokens a sample, 8
-// samples a step; 48,016,000 parameters; one sample's activations 500 x 1000 x 2 = 1e6 bytes.
-const char* kModel =
-    "name: tiny\nhidden: 1000\nheads: 10\nsequence: 500\nvocab: 1000\ndtype: bf16\nglobal_batch: 8\n"
-    "layers:\n  - {type: transformer, role: transformer, repeat: 4}\n";
+// The model: tiny_model (test_support.h), 4 layers, 48,016,000 parameters, 1e6 bytes of
+// activations a sample at a stage boundary.
 
 /// Four one-GPU trays: NVLink 1e12 bit/s at 5 us, the network 1e11 bit/s a tray at 10 us, both
 /// at their full bandwidth; `domain` trays to an NVLink domain ("" for none).
@@ -44,7 +42,7 @@ ClusterSpec trays(const std::string& domain) {
 }
 
 PlanContext context(const ClusterSpec& cluster, const CostPolicy& policy, PlanKey key) {
-  static const ModelSpec model = parse_model(kModel, "tiny.yaml");
+  static const ModelSpec model = tiny_model();
   return make_plan_context(model, cluster, NodeTypeProfiles(cluster.node_types.size(), nullptr), policy, key);
 }
 

@@ -11,6 +11,7 @@
 #include "costmodel/make_context.h"
 #include "search/search.h"
 #include "specs/spec_error.h"
+#include "specs/spec_loader.h"
 #include "specs/spec_store.h"
 
 namespace fasop::testing {
@@ -111,6 +112,16 @@ inline ClusterSpec made_up_cluster(const NodeType& node, int nodes) {
   c.node_types = {node};
   c.nodes.assign(nodes, 0);
   return c;
+}
+
+/// A made-up model: 4 transformer layers of hidden h = 1000 (ffn 4h, layernorm), bf16, a
+/// sequence of 500 tokens, 8 sequences a step. A layer holds 12 h^2 + 4 h = 12,004,000
+/// parameters (attention 4 h^2, MLP 8 h^2, two layernorms of 2 h); the four 48,016,000.
+/// One sample's activations at a stage boundary: 500 x 1000 x 2 bytes = 1e6 bytes.
+inline ModelSpec tiny_model() {
+  return parse_model("name: tiny\nhidden: 1000\nheads: 10\nsequence: 500\nvocab: 1000\ndtype: bf16\nglobal_batch: 8\n"
+                     "layers:\n  - {type: transformer, role: transformer, repeat: 4}\n",
+                     "tiny.yaml");
 }
 
 /// A model preset, loaded as the planner loads it.

@@ -14,19 +14,16 @@
 #include "search/cluster_shapes.h"
 #include "specs/spec_error.h"
 #include "specs/spec_loader.h"
+#include "test_support.h"
 
 using namespace fasop;
 using Catch::Matchers::Contains;
+using fasop::testing::tiny_model;
 
 namespace {
 
-// A made-up model: 4 transformer layers of hidden h = 1000 (ffn 4h, layernorm), bf16, a
-// sequence of 500 tokens, 8 sequences a step. A layer holds 12 h^2 + 4 h = 12,004,000
-// parameters (attention 4 h^2, MLP 8 h^2, two layernorms of 2 h); the four 48,016,000.
-// One sample's activations at a stage boundary: 500 x 1000 x 2 bytes = 1e6 bytes.
-const char* kModel =
-    "name: tiny\nhidden: 1000\nheads: 10\nsequence: 500\nvocab: 1000\ndtype: bf16\nglobal_batch: 8\n"
-    "layers:\n  - {type: transformer, role: transformer, repeat: 4}\n";
+// The model: tiny_model (test_support.h), 4 layers, 48,016,000 parameters, 1e6 bytes of
+// activations a sample at a stage boundary.
 
 /// A node type of `gpus` GPUs in zone `zone` ("" for none): 100 Gbit/s and 10 us between nodes,
 /// $3.6 an hour; collectives at the full bandwidth.
@@ -65,7 +62,7 @@ std::string error_of(const std::string& yaml) {
 }  // namespace
 
 TEST_CASE("zones: a pipeline send between zones, its time and its egress by hand", "[zones]") {
-  const ModelSpec model = parse_model(kModel, "tiny.yaml");
+  const ModelSpec model = tiny_model();
   const ClusterSpec zoned = two_nodes("a", "b"), plain = two_nodes("", "");
   CHECK(zoned.multi_zone());
   CHECK_FALSE(plain.multi_zone());
@@ -114,7 +111,7 @@ TEST_CASE("zones: a node's GPUs share its link between zones", "[zones]") {
   // Two GPUs a node, tp 2, pp 2: each tp rank sends half the activations, 5e5 bytes, and the
   // two ranks of a node share its links: min(100e9, 10e9) / 2 = 5e9 bit/s each, 1 ms + 8 x 5e5
   // / 5e9 s = 1.8 ms. Egress: 2 ranks x 2 directions x 8 micro-batches x 5e5 = 16e6 bytes, $1.6e-4.
-  const ModelSpec model = parse_model(kModel, "tiny.yaml");
+  const ModelSpec model = tiny_model();
   const ClusterSpec zoned = two_nodes("a", "b", 2);
   AnalyticPolicy policy;
   const PlanContext ctx = context(model, zoned, policy, PlanKey{1, 2, 1, 2, {0, 1}});
@@ -123,7 +120,7 @@ TEST_CASE("zones: a node's GPUs share its link between zones", "[zones]") {
 }
 
 TEST_CASE("zones: a data-parallel ring across zones, its time and its egress by hand", "[zones]") {
-  const ModelSpec model = parse_model(kModel, "tiny.yaml");
+  const ModelSpec model = tiny_model();
   const ClusterSpec zoned = two_nodes("a", "b");
   // One bucket, no overlap: the ring's whole time is its reduce.
   AnalyticOptions options;
@@ -157,7 +154,7 @@ TEST_CASE("zones: a ring crosses zones at every edge between two of them", "[zon
   // edge carries 2 (d - 1) / d x B = 1.5 x 192,064,000 = 288,096,000 bytes. Grouped by zone
   // (a a b b), 2 edges join the zones (a -> b, and b -> a closing the ring): 576,192,000 bytes,
   // $5.76192e-3. Alternating (a b a b), all 4 edges do: $1.152384e-2.
-  const ModelSpec model = parse_model(kModel, "tiny.yaml");
+  const ModelSpec model = tiny_model();
   const std::string yaml = "name: four\nnode_types:\n" + node_type("na", "a") + node_type("nb", "b") + kZones +
                            "nodes:\n  - {type: na, count: 2}\n  - {type: nb, count: 2}\n";
   const ClusterSpec cluster = parse_cluster(yaml, "four.yaml");
@@ -176,7 +173,7 @@ TEST_CASE("zones: a ring crosses zones at every edge between two of them", "[zon
 }
 
 TEST_CASE("zones: the egress floor of a layout, from where its ranks sit, by hand", "[zones]") {
-  const ModelSpec model = parse_model(kModel, "tiny.yaml");
+  const ModelSpec model = tiny_model();
   const std::string yaml = "name: four\nnode_types:\n" + node_type("na", "a") + node_type("nb", "b") + kZones +
                            "nodes:\n  - {type: na, count: 2}\n  - {type: nb, count: 2}\n";
   const ClusterSpec cluster = parse_cluster(yaml, "four.yaml");
@@ -207,7 +204,7 @@ TEST_CASE("zones: a pair's override, in either order", "[zones]") {
   // Zones a, b, c; the pair (c, a) at 2 Gbit/s, 2 ms and $0.02 per GB. Placed a, c, b with pp 3:
   // boundary 0 joins a and c: 2 ms + 8e6 / 2e9 s = 6 ms; boundary 1 joins c and b at the default
   // link: 1.8 ms. Each boundary carries 16e6 bytes a step: (a, c) $3.2e-4, (b, c) $1.6e-4.
-  const ModelSpec model = parse_model(kModel, "tiny.yaml");
+  const ModelSpec model = tiny_model();
   const std::string yaml = "name: three\nnode_types:\n" + node_type("na", "a") + node_type("nb", "b") +
                            node_type("nc", "c") + kZones +
                            "  pairs:\n    - {zones: [c, a], bandwidth_bits_per_s: 2.0e9, latency_s: 2.0e-3, "
@@ -255,7 +252,7 @@ TEST_CASE("zones: the tied embedding's all-reduce between zones", "[zones]") {
 }
 
 TEST_CASE("zones: one zone changes nothing, and a copy that drops the zones is refused", "[zones]") {
-  const ModelSpec model = parse_model(kModel, "tiny.yaml");
+  const ModelSpec model = tiny_model();
   AnalyticOptions options;
   options.overlap_dp_allreduce = false;
   AnalyticPolicy policy(options);

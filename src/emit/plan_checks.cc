@@ -133,20 +133,16 @@ void require_precision_on_gpus(const PlanFile& plan, const ModelSpec& model) {
     if (!gpu) continue;  // data the plan does not say: not checked here
     const std::string stage = "stage " + std::to_string(s) + "'s GPU '" + plan.stages[s].gpu + "'";
     if (gpu->runs_precision(model.dtype)) continue;  // the one rule of which GPUs run which precision
-    if (model.dtype == "nvfp4")
-      throw SpecError(plan_where(plan) + "dtype nvfp4 of model '" + model.name + "' on " + stage + ", whose data (" +
-                      gpu->source + ") has no fp4 peak or nvfp4 entry: NVFP4 block scaling runs on Blackwell GPUs only "
-                      "(Transformer Engine needs compute capability 10.0); set the model's dtype to fp8, or plan on "
-                      "Blackwell GPUs");
-    if (!gpu->peak_tflops.count("fp8"))
-      throw SpecError(plan_where(plan) + "dtype " + model.dtype + " of model '" + model.name + "' on " + stage +
-                      ", whose data (" + gpu->source + ") has no fp8 peak: Transformer Engine's fp8 GEMMs need fp8 "
-                      "tensor cores (Ada, Hopper, Blackwell); set the model's dtype to bf16, or plan on GPUs with fp8");
-    if (model.dtype == "mxfp8" && !gpu->precisions.count("mxfp8"))
-      throw SpecError(plan_where(plan) + "dtype mxfp8 of model '" + model.name + "' on " + stage + ", whose data (" +
-                      gpu->source + ") has no mxfp8 entry: MXFP8 block scaling runs on Blackwell GPUs only "
-                      "(Transformer Engine needs compute capability 10.0); set the model's dtype to fp8, or plan on "
-                      "Blackwell GPUs");
+    const std::string whose = plan_where(plan) + "dtype " + model.dtype + " of model '" + model.name + "' on " + stage +
+                              ", whose data (" + gpu->source + ") has no ";
+    if (model.dtype != "nvfp4" && !gpu->peak_tflops.count("fp8"))
+      throw SpecError(whose + "fp8 peak: Transformer Engine's fp8 GEMMs need fp8 tensor cores (Ada, Hopper, Blackwell); "
+                      "set the model's dtype to bf16, or plan on GPUs with fp8");
+    // The block-scaled formats (MXFP8, NVFP4): Blackwell's tensor cores alone apply their scales.
+    const bool fp4 = model.dtype == "nvfp4";
+    throw SpecError(whose + (fp4 ? "fp4 peak or nvfp4 entry: NVFP4" : "mxfp8 entry: MXFP8") +
+                    " block scaling runs on Blackwell GPUs only (Transformer Engine needs compute capability 10.0); "
+                    "set the model's dtype to fp8, or plan on Blackwell GPUs");
   }
 }
 
