@@ -826,8 +826,26 @@ def moe_model_note(row, arch):
             f"every other layer: GPTOSSProvider's window_size ({GPT_OSS_WINDOW[0]}, 0) and window_attn_skip_freq "
             f"{GPT_OSS_WINDOW[1]} in Megatron-Bridge v0.2.0 to v0.3.1 (the releases of these rows; models.csv, read "
             "at a later commit, gives (127, 0)), written as sliding_window: each query of layers 1, 3, ... meets "
-            f"itself and the {GPT_OSS_WINDOW[0]} tokens before it. Not modelled: the learnable softmax sinks; the "
-            "biases of the linear layers (add_bias_linear).")
+            f"itself and the {GPT_OSS_WINDOW[0]} tokens before it. The experts' biases (GPTOSSProvider's "
+            "add_bias_linear True) and the clamp of the GLU's halves at "
+            f"{gpt_oss_clamp(arch)} (models.csv) are written as expert_bias and activation_clamp: Megatron-Core adds "
+            "the down projection's bias per expert in fp32 after the grouped GEMM and clamps the halves apart "
+            "before its fused activation. Not modelled: the learnable softmax sinks; the attention's biases.")
+
+
+def gpt_oss_clamp(arch):
+    """The clamp of GPT-OSS's GLU, from models.csv's activation ('... clamp 7.0 ...')."""
+    found = re.search(r"clamp ([0-9.]+)", arch["activation"])
+    if not found:
+        raise SystemExit(f"models.csv: {arch['model']}: activation {arch['activation']!r} names no clamp")
+    return found.group(1)
+
+
+def gpt_oss_expert_lines(row, arch):
+    """GPT-OSS's expert biases and GLU clamp, as moe: fields; nothing for other models."""
+    if not moe_base(row["model"]).startswith("GPT"):
+        return ""
+    return f"    expert_bias: true\n    activation_clamp: {gpt_oss_clamp(arch)}\n"
 
 
 # GPT-OSS's sliding window (tokens, full_every) as Megatron-Bridge's GPTOSSProvider sets it in
@@ -1024,7 +1042,7 @@ def case_of(row, arch, set_name, rows):
     shared_expert_ffn_hidden: {num(arch['shared_expert_ffn'], 0)}
     dense_layers: {dense_layers(arch)}
     token_drop: {'true' if token_drop(row['model']) else 'false'}
-"""
+""" + gpt_oss_expert_lines(row, arch)
     layout_line = f"  pipeline_layout: '{layout}'\n" if layout else ""
     recompute, recompute_modules, _ = moe_recompute(row) if moe else ("none", (), None)
     recompute_lines = f"  recompute: {recompute}\n" + (

@@ -125,15 +125,15 @@ fit gb300 nvfp4 gemm_peak_share llama3-70b-gb300-64gpu-nvfp4-26.02.01,llama3.1-4
   validation/nemo-dense-fp4
 # The host's cost per op Megatron-Core dispatches (dispatch_s.megatron), from the MoE rows: a MoE
 # layer launches a GEMM per local expert and waits for its split sizes before the all-to-all, so
-# at small micro-batches its step is the host's. One row per host: DGX B200's x86 (Qwen3 30B-A3B
-# at micro-batch 1, release 26.02), GB200's Grace (Qwen3 at micro-batch 4, 26.02.01) and DGX
-# H100's x86 (Qwen3 at pp 2, vp 12, 26.02). B300 (DGX, x86) and GB300 (Grace) take them
-# (scripts/sync-gpu-data.py); every other MoE row held out. Each row's layout is the one its
-# release's Megatron-Bridge perf config runs; H100's 26.02.01 row prints 26.02's layout at +77%
-# throughput while its config runs another (pp 1, ep 16), so it is held out, not fitted.
+# at small micro-batches its step is the host's. Qwen3 30B-A3B's rows per host: DGX B200's x86
+# (micro-batch 1, release 26.02), GB200's Grace (micro-batch 4, 26.02.01) and all four of DGX
+# H100's x86 (pp 2): their throughputs disagree in pairs (26.02.01 prints 26.02's layout at +77%,
+# 25.11's FP8-CS row runs at half 25.09's at the same layout), so no one of them is taken as the
+# truth and the fit lands between them. B300 (DGX, x86) and GB300 (Grace) take them
+# (scripts/sync-gpu-data.py); every other MoE row held out.
 REPORT=b200-host fit b200 mxfp8 dispatch_s.megatron qwen3-30b-a3b-b200-8gpu-mxfp8-26.02 validation/nemo-moe
 REPORT=gb200-host fit gb200 mxfp8 dispatch_s.megatron qwen3-30b-a3b-gb200-8gpu-mxfp8-26.02.01 validation/nemo-moe
-REPORT=h100-host fit h100 fp8 dispatch_s.megatron qwen3-30b-a3b-h100-16gpu-fp8-26.02 validation/nemo-moe
+REPORT=h100-host fit h100 fp8 dispatch_s.megatron qwen3-30b-a3b-h100-16gpu-fp8-26.02,qwen3-30b-a3b-h100-16gpu-fp8-26.02.01,qwen3-30b-a3b-h100-16gpu-fp8-cs-25.11,qwen3-30b-a3b-tokendrop-h100-16gpu-main-25.09 validation/nemo-moe
 # Blackwell's BF16 GEMMs: no dense BF16 row on Blackwell, so a MoE row of GB200 (Qwen3 235B at
 # pp 8, ep 32, BF16, NeMo 25.11), after the host's cost above; B200, B300 and GB300 take it
 # (scripts/sync-gpu-data.py TRANSFERS). Held out: the other BF16 rows of GB200.

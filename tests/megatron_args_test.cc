@@ -543,6 +543,16 @@ TEST_CASE("megatron: what Megatron-LM refuses of cp, ep, etp and experts names t
         "supported when ETP==1\"; set etp to 1");
   etp2.key.etp = 1;
   CHECK(!has(megatron_args(etp2, biased, MegatronFlavor::kUpstream), "--disable-bias-linear"));
+  // A LLaMA-style model whose experts carry biases (GPT-OSS) keeps Megatron's linear biases on,
+  // and so cannot split its experts either.
+  ModelSpec expert_bias = model;
+  expert_bias.moe.expert_bias = true;
+  CHECK(has(megatron_args(moe_plan(), model, MegatronFlavor::kUpstream), "--disable-bias-linear"));
+  CHECK(!has(megatron_args(etp2, expert_bias, MegatronFlavor::kUpstream), "--disable-bias-linear"));
+  etp2.key.etp = 2;
+  CHECK_THAT(spec_error([&] { megatron_args(etp2, expert_bias, MegatronFlavor::kUpstream); }),
+             Catch::Contains("which have biases"));
+  etp2.key.etp = 1;
   // ep and etp on a dense model.
   ModelSpec dense = preset_model("llama2-7b");
   PlanFile dense_ep = llama_plan();

@@ -279,6 +279,43 @@ TEST_CASE("Megatron-LM's rules for cp, ep and etp, which the cost model and the 
   CHECK(moe_tp_has_sequence_parallel(key));
 }
 
+TEST_CASE("biased experts and a clamped GLU (GPT-OSS) add their passes and launches as Megatron-Core runs them",
+          "[moe]") {
+  const ModelSpec plain = small_moe();
+  std::string text = kSmallMoe;
+  const std::string drop = "token_drop: true";
+  text.replace(text.find(drop), drop.size(), drop + ", expert_bias: true, activation_clamp: 7.0");
+  const ModelSpec oss = parse_model(text, "oss.yaml");
+  CHECK(oss.moe.expert_bias);
+  CHECK(oss.moe.activation_clamp == 7.0);
+  LayerOptions options;
+  options.ep = 4;  // 2 local experts
+  const MoeWork a = moe_mlp_work(plain, 4096, 1, options), b = moe_mlp_work(oss, 4096, 1, options);
+  // 4096 tokens x top 2 = 8192 expert rows (token dropping: no imbalance). The down projection's
+  // bias in fp32: 28 bytes an output of width 1024, 14 bf16 elements; the clamp: 8 elements an
+  // activation output of width 2048.
+  CHECK(b.elements - a.elements == Approx(14.0 * 8192 * 1024 + 8.0 * 8192 * 2048).epsilon(1e-12));
+  // Launches: 2 an expert, the concatenation and the cast (6); two clamps and a concatenation (3).
+  CHECK(b.kernels - a.kernels == 9);
+  // The host also splits the output and the weights by expert (2) and chunks the GLU's input (1).
+  CHECK(b.host_ops - a.host_ops == 12);
+  // The GEMMs and the all-to-alls are the same.
+  CHECK(gemm_flops(b.gemms) == gemm_flops(a.gemms));
+  CHECK(b.alltoall_bytes == a.alltoall_bytes);
+  // Each alone.
+  ModelSpec bias_only = oss;
+  bias_only.moe.activation_clamp = 0;
+  CHECK(moe_mlp_work(bias_only, 4096, 1, options).kernels - a.kernels == 6);
+  // Bad values name the field.
+  std::string bad = text;
+  bad.replace(bad.find("7.0"), 3, "-1");
+  CHECK_THAT(spec_error([&] { parse_model(bad, "oss.yaml"); }),
+             Catch::Contains("oss.yaml") && Catch::Contains("moe.activation_clamp") && Catch::Contains("positive"));
+  bad = text;
+  bad.replace(bad.find("expert_bias: true"), 17, "expert_bias: 3");
+  CHECK_THAT(spec_error([&] { parse_model(bad, "oss.yaml"); }), Catch::Contains("moe.expert_bias"));
+}
+
 TEST_CASE("a MoE model file states its MoE layers and agrees with its moe block", "[moe][specs]") {
   std::string text = kSmallMoe;
   const std::string dense_layers = "dense_layers: 1";

@@ -219,8 +219,9 @@ void moe_flags(ArgWriter& w, const PlanFile& plan, const ModelSpec& model) {
     throw SpecError(plan_where(plan) + "model '" + model.name + "' is an encoder-decoder with experts; Megatron-LM's "
                     "--moe-layer-freq describes one decoder stack: plan a decoder-only MoE model");
   // LLaMA-family MoE models (Mixtral, DeepSeek, Qwen) have no linear biases, as Megatron-LM's
-  // MoE examples run them; Megatron-Core asserts "Bias in Moe is only supported when ETP==1".
-  const bool biases = model.family != ModelFamily::kLlama;
+  // MoE examples run them, unless the experts carry them (GPT-OSS: add_bias_linear, attention's
+  // too); Megatron-Core asserts "Bias in Moe is only supported when ETP==1".
+  const bool biases = model.family != ModelFamily::kLlama || moe.expert_bias;
   if (biases && plan.key.etp > 1)
     throw SpecError(plan_where(plan) + "etp " + num(plan.key.etp) + " with model '" + model.name + "''s " +
                     family_name(model.family) + " layers, which have biases: Megatron-Core asserts \"Bias in Moe is "

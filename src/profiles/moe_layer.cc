@@ -3,6 +3,32 @@
 #include "specs/precision.h"
 
 namespace fasop {
+namespace {
+
+/// The down projection's bias as Megatron-Core adds it (TEGroupedMLP._apply_bias): per local
+/// expert, bias x its tokens' fp32 routing weights (writes 4 bytes an element) plus the output
+/// (reads 2 + 4, writes 4), the experts' slices concatenated (reads and writes 4) and cast back
+/// to 16 bits (reads 4, writes 2): 28 bytes for each of the expert_tokens x hidden outputs.
+/// Launches: two a local expert, the concatenation and the cast; the host also splits the
+/// output and the weights by expert.
+void add_expert_output_bias(MoeWork& w, double expert_tokens, double hidden, int local_experts, double bytes) {
+  constexpr double kBiasBytesPerOutput = 28;
+  w.elements += kBiasBytesPerOutput / bytes * expert_tokens * hidden;
+  const int kernels = 2 * local_experts + 2;
+  w.kernels += kernels;
+  w.host_ops += kernels + 2;
+}
+
+/// The GLU's clamp before Megatron-Core's fused activation (weighted_bias_quick_geglu_impl): the
+/// input's two halves clamped apart (each reads and writes expert_tokens x width) and
+/// concatenated again (reads and writes both): 8 elements of traffic an activation output.
+void add_activation_clamp(MoeWork& w, double expert_tokens, double expert_width) {
+  w.elements += 8 * expert_tokens * expert_width;
+  w.kernels += 3;
+  w.host_ops += 4;  // and the chunk into halves
+}
+
+}  // namespace
 
 MoeWork moe_mlp_work(const ModelSpec& m, double tokens, int tp, const LayerOptions& options) {
   const MoeSpec& moe = m.moe;
@@ -36,6 +62,8 @@ MoeWork moe_mlp_work(const ModelSpec& m, double tokens, int tp, const LayerOptio
   // with the local experts while each GEMM shrinks.
   w.kernels = kMoeFixedKernels + int(local_experts) * kMoeKernelsPerExpert * (is_quantized(m.dtype) ? 2 : 1);
   w.host_ops = w.kernels + kMoeHostOnlyOps + int(local_experts) * kMoeHostOpsPerExpert;
+  if (moe.expert_bias) add_expert_output_bias(w, expert_tokens, h, int(local_experts), bytes);
+  if (moe.activation_clamp > 0) add_activation_clamp(w, expert_tokens, expert_width);
   if (moe.shared_expert_ffn_hidden > 0) {
     // The shared expert is a dense MLP over every token, split over tp as Megatron-LM's MLP.
     const double fs = moe.shared_expert_ffn_hidden;

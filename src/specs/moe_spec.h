@@ -16,6 +16,14 @@ struct MoeSpec {
   /// Token dropping at capacity factor 1: no expert takes more than its even share of the
   /// tokens. Dropless routing (false) lets the busiest expert take more (moe_load_imbalance).
   bool token_drop = false;
+  /// The experts' linear layers carry biases (GPT-OSS; Megatron's add_bias_linear): Megatron-Core
+  /// adds the down projection's bias per expert, weighted by the routing probability, after its
+  /// grouped GEMM (TEGroupedMLP._apply_bias). Their parameters (experts x (2 x width + hidden))
+  /// are left out of the counts below: under 0.1% of the experts'.
+  bool expert_bias = false;
+  /// The experts' GLU clamps its gate at +limit and its linear half at +-limit before the
+  /// activation (GPT-OSS: 7.0; Megatron's activation_func_clamp_value); 0: no clamp.
+  double activation_clamp = 0;
 
   bool enabled() const { return experts > 0; }
 };
