@@ -76,7 +76,7 @@ struct PlanKey {
   int etp = 1;
   /// The training precision a search chose (a dtype of precision.h: bf16, fp8, ...); empty: the
   /// model's own dtype.
-  std::string precision;
+  std::string precision{};  // {}: brace-built keys may leave it out (-Wmissing-field-initializers)
 
   RecomputeMode recompute_mode() const {
     return recompute ? RecomputeMode::kFull : selective_recompute ? RecomputeMode::kSelective : RecomputeMode::kNone;
