@@ -10,6 +10,7 @@
 #include "profiles/analytic_profile.h"
 #include "profiles/ep_overlap.h"
 #include "profiles/moe_layer.h"
+#include "profiles/recomputed_elementwise.h"
 #include "report/dimension_notes.h"
 #include "search/search_space.h"
 #include "specs/parallel_rules.h"
@@ -504,4 +505,51 @@ TEST_CASE("FSDP of a MoE model gathers dense weights over cp x dp and each MoE l
   space.ep = {4};
   space.zero_stages = {3};
   CHECK(!enumerate_plan_keys(m, cluster, space).empty());
+}
+
+TEST_CASE("recomputing layernorm and moe_act costs their element-wise passes again in the backward pass",
+          "[moe][analytic]") {
+  ModelSpec m = small_moe();
+  m.dtype = "fp16";  // the made-up GPU's precision: 2-byte activations
+  const RecomputeModules modules = kRecomputeLayernorm | kRecomputeMoeAct;
+  LayerOptions options;
+  options.ep = 4;
+  // The MoE unit at mbs 1, tp 1: two norms read and write 4096 x 1024 (4 x 4,194,304 elements);
+  // the experts' SwiGLU 3 x (4096 x top 2) x 2048. 67,108,864 elements, 134,217,728 bytes, 3 kernels.
+  const PassWork moe = recomputed_elementwise_work(m, m.units[2], 1, 1, options, modules);
+  CHECK(moe.memory_bytes == 134217728.0);
+  CHECK(moe.kernels == 3);
+  CHECK(moe.host_ops == 3);
+  // The dense unit: the norms alone.
+  const PassWork dense = recomputed_elementwise_work(m, m.units[1], 1, 1, options, modules);
+  CHECK(dense.memory_bytes == 33554432.0);
+  CHECK(dense.kernels == 2);
+  // Sequence parallelism at tp 2 halves both: the norms' tokens and the tokens each GPU routes.
+  LayerOptions sp = options;
+  sp.sequence_parallel = true;
+  CHECK(recomputed_elementwise_work(m, m.units[2], 2, 1, sp, modules).memory_bytes == 134217728.0 / 2);
+  // Core attention, the default, is priced apart; the embedding recomputes nothing.
+  CHECK(recomputed_elementwise_work(m, m.units[2], 1, 1, options, kRecomputeCoreAttn).memory_bytes == 0);
+  CHECK(recomputed_elementwise_work(m, m.units[0], 1, 1, options, modules).memory_bytes == 0);
+
+  // A plan on the made-up node (memory at 0.5 x 1e12 B/s, 1 us a kernel, 2 us an op the host
+  // dispatches): the MoE unit's 134,217,728 bytes take 268.435456 us and its 3 kernels 3 us
+  // (the host's 6 us hide under them); the dense unit's 67.108864 + 2 us. The stage's backward
+  // pass grows by 69.108864 + 2 x 271.435456 = 611.979776 us, its forward not at all.
+  const NodeType node = made_up_node();
+  const ClusterSpec cluster = fasop::testing::made_up_cluster(node, 1);
+  const ProfileSpec profile = analytic_profile(m, node, {1}, {1}, options);
+  const AnalyticPolicy policy;
+  auto timing = [&](RecomputeModules recomputed) {
+    PlanKey key{1, 1, 8, 1, {0}};
+    key.ep = 4;
+    if (recomputed) key.set_recompute(RecomputeMode::kSelective), key.recompute_modules = recomputed;
+    PlanContext ctx = make_plan_context(m, cluster, {&profile}, policy, key);
+    ctx.unit_compute_s[0].assign(m.num_units(), 3e-3);
+    ctx.unit_tp_comm_s[0].assign(m.num_units(), 0);
+    return policy.stage_timings(ctx, {m.num_units()})[0];
+  };
+  const StageTiming plain = timing(0), recomputed = timing(modules);
+  CHECK(recomputed.forward_s == plain.forward_s);
+  CHECK(recomputed.backward_s - plain.backward_s == Approx(611.979776e-6).epsilon(1e-9));
 }

@@ -451,6 +451,22 @@ double recompute_time_factor(const ModelSpec& model, const ActivationMode& mode)
   return 1 + core + recomputed_gemm_share(model, mode.selective) / 3;
 }
 
+namespace {
+
+/// What selective recomputation's element-wise modules add to stage `s`'s backward pass (units
+/// [first, first + count) on node type `type`, whose compute takes `compute`).
+double recomputed_elementwise_s(const PlanContext& ctx, int s, int type, int first, int count, double compute) {
+  if (size_t(type) >= ctx.unit_recompute_s.size() || ctx.unit_recompute_s[type].empty()) return 0;
+  const double seconds = stage_compute_s(ctx.unit_recompute_s[type], first, count);
+  if (!ctx.splits_stage(s)) return seconds;
+  // A speed-split stage's slowest replica runs a share of the micro-batch: its recomputation
+  // scales with its compute.
+  const double whole = stage_compute_s(ctx.unit_compute_s[type], first, count);
+  return whole > 0 ? seconds * compute / whole : 0;
+}
+
+}  // namespace
+
 void AnalyticPolicy::time_passes(const PlanContext& ctx, double compute, StageTiming& timing) {
   const PlanKey& k = ctx.key;
   timing.forward_s = compute / 3;
@@ -475,6 +491,7 @@ void AnalyticPolicy::time_stage(const PlanContext& ctx, const std::vector<int>& 
   const StageSplit split = ctx.splits_stage(s) ? split_stage(ctx, s, first, count) : StageSplit{};
   const double compute = ctx.splits_stage(s) ? split.split.time_s : stage_compute_s(ctx.unit_compute_s[type], first, count);
   time_passes(ctx, compute, timing);
+  timing.backward_s += recomputed_elementwise_s(ctx, s, type, first, count, compute);
   // The tensor-parallel communication in the units' times, in the same share of the passes
   // (a recomputed forward repeats its collectives).
   const double passes = timing.forward_s + timing.backward_s;

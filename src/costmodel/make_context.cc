@@ -7,6 +7,7 @@
 #include "costmodel/speed_split_checks.h"
 #include "costmodel/speed_split_stage.h"
 #include "costmodel/stage_tp_checks.h"
+#include "profiles/recomputed_elementwise.h"
 #include "profiles/recomputed_flops.h"
 #include "specs/batch_split.h"
 #include "specs/spec_error.h"
@@ -172,6 +173,40 @@ PlanContext make_layout_context(const ModelSpec& model, const ClusterSpec& clust
   return ctx;
 }
 
+namespace {
+
+/// ctx.unit_recompute_s: each placed node type's units' recomputed element-wise work, timed at
+/// the type's tp and micro-batch (runs of one layer type timed once).
+void add_recomputed_elementwise(PlanContext& ctx, const std::vector<int>& type_tp, const std::vector<int>& type_mbs) {
+  const RecomputeModules modules = ctx.key.recomputed_modules();
+  ctx.unit_recompute_s.clear();
+  if (!recomputes_elementwise(modules)) return;
+  const ModelSpec& model = *ctx.model;
+  const std::vector<NodeType>& types = ctx.cluster->node_types;
+  ctx.unit_recompute_s.resize(types.size());
+  for (size_t type = 0; type < types.size(); ++type) {
+    const NodeType& node = types[type];
+    if (!node.has_gpu_data() || ctx.unit_compute_s[type].empty()) continue;
+    LayerOptions options;
+    options.sequence_parallel = ctx.key.sequence_parallel && type_tp[type] > 1;
+    options.cp = ctx.key.cp;
+    options.ep = ctx.key.ep;
+    options.etp = ctx.key.etp;
+    std::vector<double>& seconds = ctx.unit_recompute_s[type];
+    for (size_t u = 0; u < model.units.size(); ++u) {
+      if (u > 0 && model.units[u].type == model.units[u - 1].type) {
+        seconds.push_back(seconds.back());
+        continue;
+      }
+      const PassWork work =
+          recomputed_elementwise_work(model, model.units[u], type_tp[type], type_mbs[type], options, modules);
+      seconds.push_back(work.memory_bytes > 0 ? pass_time(work, type_tp[type], node, model.dtype, options).seconds : 0);
+    }
+  }
+}
+
+}  // namespace
+
 void add_stage_times(PlanContext& ctx, const NodeTypeProfiles& profiles, const CostPolicy& policy,
                      const UnitTimeTable* unit_times) {
   const ModelSpec& model = *ctx.model;
@@ -206,6 +241,7 @@ void add_stage_times(PlanContext& ctx, const NodeTypeProfiles& profiles, const C
     ctx.unit_compute_s[type] = std::move(looked_up.compute_s);
     ctx.unit_tp_comm_s[type] = std::move(looked_up.tp_comm_s);
   }
+  add_recomputed_elementwise(ctx, type_tp, type_mbs);
   ctx.stage_node_type = policy.stage_node_types(ctx);
   add_speed_split_stages(ctx, profiles, type_tp);
   // A speed-split stage holds its busiest replica's share, known only now; the layout's model

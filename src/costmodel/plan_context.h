@@ -30,6 +30,10 @@ struct PlanContext {
   /// costs), per node type; known for analytic profiles only (ProfileSpec::tp_comm_s), else 0.
   /// Empty in contexts made by hand: no unit's communication is known.
   std::vector<std::vector<double>> unit_tp_comm_s;
+  /// Per node type, per unit: the seconds selective recomputation's element-wise modules
+  /// (layernorm, moe_act) add to the unit's backward pass, timed from the GPU's data
+  /// (recomputed_elementwise.h); empty where the plan recomputes none (or a type has no GPU data).
+  std::vector<std::vector<double>> unit_recompute_s;
   /// Node type whose speed each stage runs at.
   std::vector<int> stage_node_type;
   /// Seconds to send one micro-batch's activations across boundary b (stage b -> b+1).

@@ -19,16 +19,23 @@ void add_expert_output_bias(MoeWork& w, double expert_tokens, double hidden, int
   w.host_ops += kernels + 2;
 }
 
-/// The GLU's clamp before Megatron-Core's fused activation (weighted_bias_quick_geglu_impl): the
-/// input's two halves clamped apart (each reads and writes expert_tokens x width) and
-/// concatenated again (reads and writes both): 8 elements of traffic an activation output.
-void add_activation_clamp(MoeWork& w, double expert_tokens, double expert_width) {
-  w.elements += 8 * expert_tokens * expert_width;
-  w.kernels += 3;
-  w.host_ops += 4;  // and the chunk into halves
-}
-
 }  // namespace
+
+ExpertActivationWork expert_activation_work(const ModelSpec& m, double expert_tokens, double expert_width) {
+  const bool gated = m.activation == Activation::kSwiglu;
+  ExpertActivationWork w;
+  w.elements = (gated ? 3 : 2) * expert_tokens * expert_width;
+  w.kernels = w.host_ops = 1;
+  if (m.moe.activation_clamp > 0) {
+    // The GLU's clamp before Megatron-Core's fused activation (weighted_bias_quick_geglu_impl):
+    // the input's two halves clamped apart (each reads and writes expert_tokens x width) and
+    // concatenated again (reads and writes both): 8 elements of traffic an activation output.
+    w.elements += 8 * expert_tokens * expert_width;
+    w.kernels += 3;
+    w.host_ops += 4;  // and the chunk into halves
+  }
+  return w;
+}
 
 MoeWork moe_mlp_work(const ModelSpec& m, double tokens, int tp, const LayerOptions& options) {
   const MoeSpec& moe = m.moe;
@@ -49,10 +56,9 @@ MoeWork moe_mlp_work(const ModelSpec& m, double tokens, int tp, const LayerOptio
   w.weights_per_gpu = moe.experts * h + local_experts * mlp_matrices(gated) * h * expert_width;
   // Element-wise: the router's softmax and top-k over the scores (fp32, counted as 2 elements
   // each way), the permutation that groups tokens by expert and its inverse (each reads and
-  // writes the local and routed tokens), the experts' activation (read, write; SwiGLU's gate
-  // and product half again).
-  w.elements = 4 * local_tokens * moe.experts + 2 * (local_tokens + routed) * h +
-               (gated ? 3 : 2) * expert_tokens * expert_width;
+  // writes the local and routed tokens), the experts' activation.
+  const ExpertActivationWork activation = expert_activation_work(m, expert_tokens, expert_width);
+  w.elements = 4 * local_tokens * moe.experts + 2 * (local_tokens + routed) * h + activation.elements;
   // The experts' inputs cast (fp8, nvfp4).
   if (is_quantized(m.dtype)) w.elements += 1.5 * expert_tokens * (h + expert_width);
   // Launches, counted roughly (by reading, not tracing) from Megatron-Core's MoE layer
@@ -62,8 +68,10 @@ MoeWork moe_mlp_work(const ModelSpec& m, double tokens, int tp, const LayerOptio
   // with the local experts while each GEMM shrinks.
   w.kernels = kMoeFixedKernels + int(local_experts) * kMoeKernelsPerExpert * (is_quantized(m.dtype) ? 2 : 1);
   w.host_ops = w.kernels + kMoeHostOnlyOps + int(local_experts) * kMoeHostOpsPerExpert;
+  // The activation's own launch is among kMoeFixedKernels; a clamp adds its own.
+  w.kernels += activation.kernels - 1;
+  w.host_ops += activation.host_ops - 1;
   if (moe.expert_bias) add_expert_output_bias(w, expert_tokens, h, int(local_experts), bytes);
-  if (moe.activation_clamp > 0) add_activation_clamp(w, expert_tokens, expert_width);
   if (moe.shared_expert_ffn_hidden > 0) {
     // The shared expert is a dense MLP over every token, split over tp as Megatron-LM's MLP.
     const double fs = moe.shared_expert_ffn_hidden;

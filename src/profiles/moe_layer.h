@@ -37,6 +37,19 @@ struct MoeWork {
   double etp_collective_bytes = 0;  ///< expert tensor parallelism's gather and scatter, as one all-reduce
 };
 
+/// The experts' activation, forward, on the busiest GPU: what moe_mlp_work counts for it and
+/// what recomputing moe_act repeats (recomputed_elementwise.h).
+struct ExpertActivationWork {
+  double elements = 0;  ///< traffic, in activation elements
+  int kernels = 0;
+  int host_ops = 0;     ///< kernels and the host's own views
+};
+
+/// Of `m`'s experts at `expert_tokens` rows of `expert_width`: the fused activation with the
+/// routing weights (reads the input, writes the output; SwiGLU's gate and product half again)
+/// and, with moe.activation_clamp, the clamp of its input's halves before it.
+ExpertActivationWork expert_activation_work(const ModelSpec& m, double expert_tokens, double expert_width);
+
 /// The forward work of `m`'s MoE MLP for `tokens` tokens of one tensor-parallel group of `tp`
 /// GPUs, with options.ep and options.etp.
 MoeWork moe_mlp_work(const ModelSpec& m, double tokens, int tp, const LayerOptions& options);
