@@ -540,16 +540,22 @@ TEST_CASE("recomputing layernorm and moe_act costs their element-wise passes aga
   const ClusterSpec cluster = fasop::testing::made_up_cluster(node, 1);
   const ProfileSpec profile = analytic_profile(m, node, {1}, {1}, options);
   const AnalyticPolicy policy;
-  auto timing = [&](RecomputeModules recomputed) {
+  auto context = [&](RecomputeModules recomputed) {
     PlanKey key{1, 1, 8, 1, {0}};
     key.ep = 4;
     if (recomputed) key.set_recompute(RecomputeMode::kSelective), key.recompute_modules = recomputed;
     PlanContext ctx = make_plan_context(m, cluster, {&profile}, policy, key);
     ctx.unit_compute_s[0].assign(m.num_units(), 3e-3);
-    ctx.unit_tp_comm_s[0].assign(m.num_units(), 0);
-    return policy.stage_timings(ctx, {m.num_units()})[0];
+    ctx.unit_tp_comm_s[0].assign(m.num_units(), 1e-3);  // say, all-to-alls in the units' times
+    return ctx;
   };
-  const StageTiming plain = timing(0), recomputed = timing(modules);
+  const PlanContext without = context(0), with = context(modules);
+  const std::vector<int> whole{m.num_units()};
+  const StageTiming plain = policy.stage_timings(without, whole)[0], recomputed = policy.stage_timings(with, whole)[0];
   CHECK(recomputed.forward_s == plain.forward_s);
   CHECK(recomputed.backward_s - plain.backward_s == Approx(611.979776e-6).epsilon(1e-9));
+  // It is compute: the units' communication is not repeated.
+  const StagePassParts a = policy.pass_parts(without, whole)[0], b = policy.pass_parts(with, whole)[0];
+  CHECK(b.tp_comm_s == a.tp_comm_s);
+  CHECK(b.compute_s - a.compute_s == Approx(611.979776e-6).epsilon(1e-9));
 }

@@ -491,16 +491,17 @@ void AnalyticPolicy::time_stage(const PlanContext& ctx, const std::vector<int>& 
   const StageSplit split = ctx.splits_stage(s) ? split_stage(ctx, s, first, count) : StageSplit{};
   const double compute = ctx.splits_stage(s) ? split.split.time_s : stage_compute_s(ctx.unit_compute_s[type], first, count);
   time_passes(ctx, compute, timing);
-  timing.backward_s += recomputed_elementwise_s(ctx, s, type, first, count, compute);
   // The tensor-parallel communication in the units' times, in the same share of the passes
-  // (a recomputed forward repeats its collectives).
+  // (a recomputed forward repeats its collectives; recomputed norms and activations do not).
   const double passes = timing.forward_s + timing.backward_s;
   const bool tp_known = size_t(type) < ctx.unit_tp_comm_s.size() && !ctx.unit_tp_comm_s[type].empty();
   const double tp = ctx.splits_stage(s) ? split.tp_comm_s
                     : tp_known          ? stage_compute_s(ctx.unit_tp_comm_s[type], first, count)
                                         : 0;
   parts.tp_comm_s = compute > 0 ? tp * passes / compute : 0;
-  parts.compute_s = passes - parts.tp_comm_s;
+  const double recomputed = recomputed_elementwise_s(ctx, s, type, first, count, compute);
+  timing.backward_s += recomputed;
+  parts.compute_s = passes + recomputed - parts.tp_comm_s;
   parts.gather_s = parts.overlap_s = 0;
   const int dp = ctx.stage_grad_ranks(s);
   // A MoE stage's routed experts are sharded over their own expert-data-parallel group
