@@ -821,7 +821,7 @@ def moe_model_note(row, arch):
                 "untied output layer." + hd_text +
                 " Not modelled: QK layernorm (an RMSNorm over each head's queries and keys; negligible).")
     return (f"GPT-OSS 120B ({arch['config_class']}): {common}. The experts' activation is a gated quick_gelu GLU "
-            "(clamped at 7.0, GLU offset 1.0): three matrices like SwiGLU, written as activation swiglu. RMSNorm, "
+            "(clamped at 7.0, GLU offset 1.0): three matrices like SwiGLU, written as activation quick_geglu. RMSNorm, "
             f"YaRN RoPE, GQA with {kv} groups, untied output layer." + hd_text + " Sliding-window attention on "
             f"every other layer: GPTOSSProvider's window_size ({GPT_OSS_WINDOW[0]}, 0) and window_attn_skip_freq "
             f"{GPT_OSS_WINDOW[1]} in Megatron-Bridge v0.2.0 to v0.3.1 (the releases of these rows; models.csv, read "
@@ -908,6 +908,8 @@ def case_of(row, arch, set_name, rows):
 
     if moe or fam in ("llama3", "llama2"):
         activation, norm, tied, fam_name = "swiglu", "rmsnorm", "false", "llama"
+        if moe and moe_base(row["model"]).startswith("GPT"):
+            activation = "quick_geglu"  # models.csv: quick_gelu GLU
     elif fam == "gpt3":
         activation, norm, tied, fam_name = "gelu", "layernorm", "true", "gpt2"
     else:

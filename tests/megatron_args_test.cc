@@ -544,9 +544,16 @@ TEST_CASE("megatron: what Megatron-LM refuses of cp, ep, etp and experts names t
   etp2.key.etp = 1;
   CHECK(!has(megatron_args(etp2, biased, MegatronFlavor::kUpstream), "--disable-bias-linear"));
   // A LLaMA-style model whose experts carry biases (GPT-OSS) keeps Megatron's linear biases on,
-  // and so cannot split its experts either.
+  // and so cannot split its experts either; its quick-GELU GLU is --quick-geglu, not --swiglu,
+  // which the FASOP fork lacks.
   ModelSpec expert_bias = model;
   expert_bias.moe.expert_bias = true;
+  expert_bias.activation = Activation::kQuickGeglu;
+  const std::vector<std::string> oss_args = megatron_args(moe_plan(), expert_bias, MegatronFlavor::kUpstream);
+  CHECK(has(oss_args, "--quick-geglu"));
+  CHECK(!has(oss_args, "--swiglu"));
+  CHECK_THAT(spec_error([&] { megatron_args(moe_plan(), expert_bias, MegatronFlavor::kFasop); }),
+             Catch::Contains("has no"));
   CHECK(has(megatron_args(moe_plan(), model, MegatronFlavor::kUpstream), "--disable-bias-linear"));
   CHECK(!has(megatron_args(etp2, expert_bias, MegatronFlavor::kUpstream), "--disable-bias-linear"));
   etp2.key.etp = 2;

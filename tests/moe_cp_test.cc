@@ -289,6 +289,18 @@ TEST_CASE("biased experts and a clamped GLU (GPT-OSS) add their passes and launc
   const ModelSpec oss = parse_model(text, "oss.yaml");
   CHECK(oss.moe.expert_bias);
   CHECK(oss.moe.activation_clamp == 7.0);
+  // quick-GELU's GLU gates as SwiGLU does: three matrices, the same GEMMs.
+  std::string quick = text;
+  quick.replace(quick.find("activation: swiglu"), 18, "activation: quick_geglu");
+  const ModelSpec quick_oss = parse_model(quick, "oss.yaml");
+  CHECK(quick_oss.activation == Activation::kQuickGeglu);
+  CHECK(is_gated(quick_oss.activation));
+  CHECK(gemm_flops(moe_mlp_work(quick_oss, 4096, 1, LayerOptions{}).gemms) ==
+        gemm_flops(moe_mlp_work(oss, 4096, 1, LayerOptions{}).gemms));
+  std::string unknown = text;
+  unknown.replace(unknown.find("activation: swiglu"), 18, "activation: geglu");
+  CHECK_THAT(spec_error([&] { parse_model(unknown, "oss.yaml"); }),
+             Catch::Contains("field 'activation'") && Catch::Contains("quick_geglu"));
   LayerOptions options;
   options.ep = 4;  // 2 local experts
   const MoeWork a = moe_mlp_work(plain, 4096, 1, options), b = moe_mlp_work(oss, 4096, 1, options);

@@ -220,7 +220,7 @@ double unit_params(const ModelSpec& m, const LayerUnit& unit, int tp) {
       return h * v / tp + norm +
              m.mtp_layers * (h * v / tp + 3 * norm + 2 * h * h / tp + unit_params(m, m.mtp_transformer_unit(), tp));
     case LayerRole::kTransformer: {
-      const bool gated = m.activation == Activation::kSwiglu;
+      const bool gated = is_gated(m.activation);
       if (m.mla.enabled()) {
         // Multi-head latent attention: tp splits the up-projections and the output projection;
         // every rank holds the down-projections and the latents' norms whole (mla_spec.h).
@@ -248,7 +248,7 @@ double unit_expert_params(const ModelSpec& m, const LayerUnit& unit, int ep, int
                      : unit.role == LayerRole::kPostProcess && m.mtp_layers > 0 && m.mtp_transformer_unit().moe
                          ? m.mtp_layers
                          : 0;
-  return layers == 0 ? 0 : layers * local_expert_params(m.moe, m.hidden, m.activation == Activation::kSwiglu, ep, etp);
+  return layers == 0 ? 0 : layers * local_expert_params(m.moe, m.hidden, is_gated(m.activation), ep, etp);
 }
 
 int expert_data_parallel(const PlanKey& key) { return key.tp * key.cp * key.dp / (key.ep * key.etp); }
@@ -269,7 +269,7 @@ namespace {
 double moe_activation_bytes(const ModelSpec& m, double tokens, double tp, int etp, RecomputeModules recomputed) {
   const MoeSpec& moe = m.moe;
   if (recomputed & kRecomputeMoe) return 0;  // checkpointed whole: only its input, the norm's output, stays
-  const bool gated = m.activation == Activation::kSwiglu;
+  const bool gated = is_gated(m.activation);
   const double expert_tokens = busiest_expert_tokens(moe, tokens, int(tp), etp);
   // moe_act drops the activation's output (the second GEMM's input, 2 bytes x width) and keeps
   // the first GEMM's output it is recomputed from.
@@ -332,7 +332,7 @@ double unit_activation_bytes(const ModelSpec& m, const LayerUnit& unit, int tp, 
       const double replicated = (recomputed & kRecomputeLayernorm ? 6 : 10) * s * b * h / sp;
       const double attention = m.mla.enabled() ? mla_activation_bytes(m, s * b, t, sp, recomputed) : 8 * s * b * h / t;
       const double scores = m.flash_attention || (recomputed & kRecomputeCoreAttn) ? 0 : 5 * a * s * s * b / t;
-      const bool gated = m.activation == Activation::kSwiglu;
+      const bool gated = is_gated(m.activation);
       const double dense_mlp = recomputed & kRecomputeMlp ? 0 : (gated ? 6 : 4) * s * b * f / t;
       const double mlp = unit.moe ? moe_activation_bytes(m, s * b, t, mode.etp, recomputed) : dense_mlp;
       const double bytes = replicated + attention + scores + mlp;

@@ -154,6 +154,11 @@ void architecture_flags(ArgWriter& w, const ModelSpec& model) {
     w.require_upstream("--swiglu");
     w.flag("--swiglu");
   }
+  if (model.activation == Activation::kQuickGeglu) {
+    // GPT-OSS's GLU offset (1.0) and clamp (moe.activation_clamp) have no flag: its config sets them.
+    w.require_upstream("--quick-geglu");
+    w.flag("--quick-geglu");
+  }
   if (model.norm == Norm::kRmsNorm) {
     w.require_upstream("--normalization RMSNorm");
     w.flag("--normalization", "RMSNorm");

@@ -161,7 +161,8 @@ LayerModule build_layer(const ModelSpec& m, const LayerUnit& unit, int tp, int v
       auto attention = make_attention(m, tp, causal, layer.params, o, &layer.matmul_flops);
       std::function<torch::Tensor(const torch::Tensor&)> cross;
       if (unit.cross_attention) cross = make_attention(m, tp, false, layer.params, o, &layer.matmul_flops);
-      const bool swiglu = m.activation == Activation::kSwiglu;
+      // A gated MLP (quick-GELU's GLU timed as SwiGLU's: a sigmoid-based activation and a product).
+      const bool swiglu = is_gated(m.activation);
       torch::Tensor up = weight(layer.params, {h, f}, o);
       torch::Tensor gate = swiglu ? weight(layer.params, {h, f}, o) : torch::Tensor();
       torch::Tensor down = weight(layer.params, {f, h}, o);

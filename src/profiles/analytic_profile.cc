@@ -198,7 +198,7 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
     case LayerRole::kTransformer:
       break;
   }
-  const bool swiglu = m.activation == Activation::kSwiglu;
+  const bool swiglu = is_gated(m.activation);
   // Causal self-attention computes half the score matrix (T5's and BERT's encoders all of it).
   const bool causal = m.causal && unit.segment != "encoder";
   int attention_kernels = 0;

@@ -41,7 +41,7 @@ Widths widths(const ModelSpec& m, int tp, int mbs) {
   const int local_heads = m.heads / tp, local_kv = std::max(1, m.kv_heads / tp);
   const double q = local_heads * head_dim, kv = local_kv * head_dim, f = m.ffn_hidden / tp;
   return {double(m.hidden), q, kv, f, tokens * m.hidden, tokens * q, tokens * kv, tokens * f,
-          local_kv < local_heads, m.norm == Norm::kRmsNorm, m.activation == Activation::kSwiglu};
+          local_kv < local_heads, m.norm == Norm::kRmsNorm, is_gated(m.activation)};
 }
 
 /// A norm's forward: LayerNorm reads and writes its input; RMSNorm squares it (read, write),

@@ -22,7 +22,7 @@ void add_expert_output_bias(MoeWork& w, double expert_tokens, double hidden, int
 }  // namespace
 
 ExpertActivationWork expert_activation_work(const ModelSpec& m, double expert_tokens, double expert_width) {
-  const bool gated = m.activation == Activation::kSwiglu;
+  const bool gated = is_gated(m.activation);
   ExpertActivationWork w;
   w.elements = (gated ? 3 : 2) * expert_tokens * expert_width;
   w.kernels = w.host_ops = 1;
@@ -39,7 +39,7 @@ ExpertActivationWork expert_activation_work(const ModelSpec& m, double expert_to
 
 MoeWork moe_mlp_work(const ModelSpec& m, double tokens, int tp, const LayerOptions& options) {
   const MoeSpec& moe = m.moe;
-  const bool gated = m.activation == Activation::kSwiglu;
+  const bool gated = is_gated(m.activation);
   const double h = m.hidden, t = tp, bytes = activation_bytes(m.dtype);
   const double local_tokens = tokens / t;  // sequence-parallel share entering the layer
   const double routed = local_tokens * moe.top_k;

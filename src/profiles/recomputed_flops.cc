@@ -12,7 +12,7 @@ namespace {
 
 /// The recomputed GEMM FLOPs of one transformer unit's forward pass over one sequence.
 double unit_recomputed_flops(const ModelSpec& m, const LayerUnit& unit, RecomputeModules modules) {
-  const double s = m.sequence, h = m.hidden, matrices = mlp_matrices(m.activation == Activation::kSwiglu);
+  const double s = m.sequence, h = m.hidden, matrices = mlp_matrices(is_gated(m.activation));
   double flops = 0;
   if ((modules & kRecomputeMlaUpProj) && m.mla.enabled()) {
     const MlaSpec& mla = m.mla;

@@ -23,9 +23,13 @@ struct LayerUnit {
   int attention_window = 0;
 };
 
-/// The MLP's activation: GELU (two matrices), SwiGLU (three, LLaMA) or squared ReLU (two,
-/// Nemotron).
-enum class Activation { kGelu, kSwiglu, kSquaredRelu };
+/// The MLP's activation: GELU (two matrices), SwiGLU (three, LLaMA), squared ReLU (two,
+/// Nemotron) or quick-GELU's GLU (three, GPT-OSS: Megatron's --quick-geglu, x sigmoid(1.702 x)).
+enum class Activation { kGelu, kSwiglu, kSquaredRelu, kQuickGeglu };
+/// Whether an activation gates: a gate and an up projection (three matrices), not one.
+inline bool is_gated(Activation activation) {
+  return activation == Activation::kSwiglu || activation == Activation::kQuickGeglu;
+}
 /// The normalisation layers: LayerNorm (scale and bias) or RMSNorm (scale only).
 enum class Norm { kLayerNorm, kRmsNorm };
 

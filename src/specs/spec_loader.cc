@@ -110,7 +110,8 @@ void parse_model_dims(const Field& root, ModelSpec& model) {
     if (activation == "gelu") model.activation = Activation::kGelu;
     else if (activation == "swiglu") model.activation = Activation::kSwiglu;
     else if (activation == "squared_relu") model.activation = Activation::kSquaredRelu;
-    else root.child("activation").fail("unknown activation '" + activation + "'; use gelu, swiglu or squared_relu");
+    else if (activation == "quick_geglu") model.activation = Activation::kQuickGeglu;
+    else root.child("activation").fail("unknown activation '" + activation + "'; use gelu, swiglu, squared_relu or quick_geglu");
   }
   if (root.child("norm").present()) {
     std::string norm = root.child("norm").text();
