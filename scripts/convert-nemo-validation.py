@@ -322,6 +322,11 @@ def token_drop(model):
     return model.endswith("(tokendrop)")
 
 
+def gpt_oss(model):
+    """Whether a MoE row's model is GPT-OSS (its window, expert biases, clamp and activation)."""
+    return moe_base(model).startswith("GPT")
+
+
 # Models whose Megatron-Bridge recipes count the embedding and the loss as pipeline layers
 # (account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split True in every
 # release's recipe: v0.1.0rc4 llama31_405b.py and qwen3_235b_a22b.py, v0.2.0/v0.3.0 llama3.py
@@ -843,7 +848,7 @@ def gpt_oss_clamp(arch):
 
 def gpt_oss_expert_lines(row, arch):
     """GPT-OSS's expert biases and GLU clamp, as moe: fields; nothing for other models."""
-    if not moe_base(row["model"]).startswith("GPT"):
+    if not gpt_oss(row["model"]):
         return ""
     return f"    expert_bias: true\n    activation_clamp: {gpt_oss_clamp(arch)}\n"
 
@@ -908,7 +913,7 @@ def case_of(row, arch, set_name, rows):
 
     if moe or fam in ("llama3", "llama2"):
         activation, norm, tied, fam_name = "swiglu", "rmsnorm", "false", "llama"
-        if moe and moe_base(row["model"]).startswith("GPT"):
+        if moe and gpt_oss(row["model"]):
             activation = "quick_geglu"  # models.csv: quick_gelu GLU
     elif fam == "gpt3":
         activation, norm, tied, fam_name = "gelu", "layernorm", "true", "gpt2"
@@ -1035,7 +1040,7 @@ def case_of(row, arch, set_name, rows):
     mla_block = "" if not mla else "  mla:\n" + "".join(f"    {k}: {v}\n" for k, v in mla.items())
     if mla and mla_mtp_layers(row):
         mla_block += f"  mtp_layers: {mla_mtp_layers(row)}\n"
-    if moe and moe_base(row["model"]).startswith("GPT"):
+    if moe and gpt_oss(row["model"]):
         mla_block += f"  sliding_window: {{tokens: {GPT_OSS_WINDOW[0]}, full_every: {GPT_OSS_WINDOW[1]}}}\n"
     moe_block = "" if not moe else f"""  moe:
     experts: {arch['num_experts']}
