@@ -156,6 +156,47 @@ TEST_CASE("a MoE layer's launches grow with its local experts, and at small batc
   CHECK(t.seconds == Approx(0.048 + t.ep_comm_s).epsilon(1e-12));
 }
 
+TEST_CASE("a dropless MoE layer's host waits for the split sizes: the GPU's work before and the host's after add",
+          "[moe]") {
+  ModelSpec m = small_moe();
+  m.moe.token_drop = false;
+  LayerOptions options;
+  options.ep = 4;
+  // ep 4, tp 1, one 4096-token sequence: all but the router's GEMM, 9 of the 16 fixed kernels
+  // and 11 of the host's ops (9 launches, the copies and the wait) follow the wait: the two
+  // experts' GEMMs, 20 - 9 = 11 kernels, 36 - 9 - 2 = 25 host ops, and the inverse permutation
+  // ((4096 + 8192) x 1024 elements) with the activation (3 x 4096 x 2 x 1.1 x 2048) in bf16.
+  const MoeWork w = moe_mlp_work(m, 4096, 1, options);
+  const HostWaitTail& tail = w.after_host_wait;
+  CHECK(tail.waits == 1);
+  REQUIRE(tail.gemms.size() == 2);
+  CHECK(tail.gemms[0].count == 2);
+  CHECK(tail.gemms[1].count == 2);
+  CHECK(tail.kernels == 11);
+  CHECK(tail.host_ops == 25);
+  CHECK(tail.memory_bytes == Approx(2 * (12288 * 1024.0 + 3 * 9011.2 * 2048)).epsilon(1e-12));
+  // The layer's forward pass carries it; its backward (the splits known) and a token-dropping
+  // layer (static shapes) wait for nothing.
+  const LayerWork layer = layer_work(m, m.units[2], 1, 1, options);
+  CHECK(layer.forward.after_host_wait.waits == 1);
+  CHECK(layer.forward.after_host_wait.host_ops == 25);
+  CHECK(layer.backward.after_host_wait.waits == 0);
+  CHECK(layer_work(small_moe(), small_moe().units[2], 1, 1, options).forward.after_host_wait.waits == 0);
+
+  // A pass of 2 ms on the GPU (1e9 bytes at 0.5 x 1e12 B/s) and 2 ms on the host (1,000 ops x
+  // 2 us), of which 1 ms and 1.8 ms follow a wait: 1 ms + 1.8 ms = 2.8 ms, not max(2, 2).
+  PassWork pass;
+  pass.memory_bytes = 1e9;
+  pass.host_ops = 1000;
+  pass.after_host_wait.memory_bytes = 5e8;
+  pass.after_host_wait.host_ops = 900;
+  pass.after_host_wait.waits = 1;
+  const NodeType node = made_up_node();
+  CHECK(pass_time(pass, 1, node, "fp16", LayerOptions{}).seconds == Approx(0.0028).epsilon(1e-12));
+  pass.after_host_wait.waits = 0;
+  CHECK(pass_time(pass, 1, node, "fp16", LayerOptions{}).seconds == Approx(0.002).epsilon(1e-12));
+}
+
 TEST_CASE("an all-to-all runs each link at the share of all the bytes it carries", "[moe]") {
   const ModelSpec m = small_moe();
   LayerOptions options;

@@ -259,6 +259,7 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
     fw.ep_alltoalls = moe.alltoalls;
     fw.ep_alltoall_bytes = moe.alltoall_bytes;
     fw.etp_collective_bytes = moe.etp_collective_bytes;
+    fw.after_host_wait = moe.after_host_wait;
   } else {
     fw.gemms.push_back({tokens, (swiglu ? 2 : 1) * f / t, h});  // up (and gate)
     fw.gemms.push_back({tokens, h, f / t});                     // down
@@ -360,7 +361,17 @@ PassTime pass_time(const PassWork& work, int tp, const NodeType& node, const std
   const int collective_ops = options.stack == Stack::kLibtorch ? 0 : 2 * work.tp_collectives;
   const double dispatch_s = gpu.launch.dispatch_s_of(stack_name(options.stack));
   t.host_s = (work.host_ops + collective_ops) * dispatch_s;
-  const double compute_s = std::max(t.gpu_s, t.host_s);
+  double compute_s = std::max(t.gpu_s, t.host_s);
+  const HostWaitTail& tail = work.after_host_wait;
+  if (tail.waits > 0) {
+    // The host launches the tail only once the GPU has run what precedes it: the GPU's work
+    // before the wait and the host's after it add up (the host's work before the wait still
+    // runs ahead, under the previous layer's tail).
+    double tail_gpu_s = tail.memory_bytes / (gpu.memory_bandwidth_bytes_per_s * oe.memory_share) +
+                        tail.kernels * gpu.launch.kernel_gap_s;
+    for (const Gemm& g : tail.gemms) tail_gpu_s += g.flops() / (gemm_peak * gemm_efficiency(g, ge, gemm_input_bytes(dtype)));
+    compute_s = std::max(compute_s, std::max(0.0, t.gpu_s - tail_gpu_s) + tail.host_ops * dispatch_s);
+  }
   double comm_s = 0;
   if (work.tp_collectives > 0 && tp > 1) {
     // Within a node (or an NVLink domain of nodes) the ring runs on NVLink; a tp group larger

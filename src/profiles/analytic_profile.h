@@ -25,6 +25,20 @@ struct Gemm {
   bool aligned(double element_bytes) const;
 };
 
+/// The part of a forward pass its host issues only after waiting for the GPU. Megatron-Core's
+/// dropless token dispatchers copy the tokens' split sizes to the host and synchronise before the
+/// all-to-all (MoEAlltoAllTokenDispatcher's cuda_sync_point; DeepEP's dispatch waits likewise):
+/// the host cannot launch what follows, the experts with their per-expert GEMMs, while the GPU
+/// still runs the attention ahead of it. Token dropping with padding to capacity has static
+/// shapes and no wait.
+struct HostWaitTail {
+  std::vector<Gemm> gemms;  ///< in the model's GEMM precision
+  double memory_bytes = 0;  ///< element-wise traffic
+  int kernels = 0;
+  int host_ops = 0;
+  int waits = 0;  ///< the host's waits in the pass (one per dropless MoE layer); 0: none
+};
+
 /// One pass (forward or backward) of one pipeline unit on one GPU (its 1/tp share).
 struct PassWork {
   std::vector<Gemm> gemms;       ///< in the model's GEMM precision (fp8 GEMMs for fp8 training)
@@ -47,6 +61,7 @@ struct PassWork {
   /// as one all-reduce of these bytes.
   double etp_collective_bytes = 0;
   bool backward = false;         ///< a backward pass (its fused attention runs at the backward share)
+  HostWaitTail after_host_wait;  ///< of the above, what the host issues after a wait (forward only)
   double gemm_flops() const;
 };
 

@@ -19,6 +19,18 @@ void add_expert_output_bias(MoeWork& w, double expert_tokens, double hidden, int
   w.host_ops += kernels + 2;
 }
 
+/// Dropless routing: all of `w` but the router and the first permutation, which the host
+/// issues before it waits for the split sizes (HostWaitTail).
+HostWaitTail after_host_wait(const MoeWork& w, double router_elements, double bytes) {
+  HostWaitTail tail;
+  tail.gemms.assign(w.gemms.begin() + 1, w.gemms.end());  // the router's GEMM comes first
+  tail.memory_bytes = (w.elements - router_elements) * bytes;
+  tail.kernels = w.kernels - (kMoeFixedKernels - kMoeKernelsAfterWait);
+  tail.host_ops = w.host_ops - (kMoeFixedKernels - kMoeKernelsAfterWait) - (kMoeHostOnlyOps - kMoeHostOnlyOpsAfterWait);
+  tail.waits = 1;
+  return tail;
+}
+
 }  // namespace
 
 ExpertActivationWork expert_activation_work(const ModelSpec& m, double expert_tokens, double expert_width) {
@@ -58,7 +70,8 @@ MoeWork moe_mlp_work(const ModelSpec& m, double tokens, int tp, const LayerOptio
   // each way), the permutation that groups tokens by expert and its inverse (each reads and
   // writes the local and routed tokens), the experts' activation.
   const ExpertActivationWork activation = expert_activation_work(m, expert_tokens, expert_width);
-  w.elements = 4 * local_tokens * moe.experts + 2 * (local_tokens + routed) * h + activation.elements;
+  const double router_elements = 4 * local_tokens * moe.experts + (local_tokens + routed) * h;
+  w.elements = router_elements + (local_tokens + routed) * h + activation.elements;
   // The experts' inputs cast (fp8, nvfp4).
   if (is_quantized(m.dtype)) w.elements += 1.5 * expert_tokens * (h + expert_width);
   // Launches, counted roughly (by reading, not tracing) from Megatron-Core's MoE layer
@@ -89,6 +102,7 @@ MoeWork moe_mlp_work(const ModelSpec& m, double tokens, int tp, const LayerOptio
     w.alltoall_bytes = routed * h * bytes;
   }
   if (options.etp > 1) w.etp_collective_bytes = expert_tokens * h * bytes;
+  if (!moe.token_drop) w.after_host_wait = after_host_wait(w, router_elements, bytes);
   return w;
 }
 

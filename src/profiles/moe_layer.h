@@ -14,6 +14,10 @@ namespace fasop {
 /// the ep GPUs, the permutation and its inverse, the sort of the received chunks by expert and
 /// back, the activation with the routing weights, the all-to-alls' buffers.
 constexpr int kMoeFixedKernels = 16;
+/// Of them, those after the dropless dispatcher's wait for the split sizes: the all-to-alls'
+/// buffers, the sort of the received chunks and back, the activation, the inverse permutation
+/// and its scatter of the weighted outputs.
+constexpr int kMoeKernelsAfterWait = 7;
 /// Each local expert's launches per pass: its up (and gate) and its down projection's GEMMs;
 /// fp8 doubles them with the casts of each expert's input slice.
 constexpr int kMoeKernelsPerExpert = 2;
@@ -21,6 +25,8 @@ constexpr int kMoeKernelsPerExpert = 2;
 /// and the wait for them (the dropless dispatcher needs them before its all-to-all, so the
 /// host cannot run ahead of the layer), the tensor views and the split lists.
 constexpr int kMoeHostOnlyOps = 12;
+/// Of them, those after the wait (all but the copies and the wait).
+constexpr int kMoeHostOnlyOpsAfterWait = 10;
 /// Per local expert: the two GroupedLinears' views of its slices of the input and output.
 constexpr int kMoeHostOpsPerExpert = 2;
 
@@ -35,6 +41,8 @@ struct MoeWork {
   int alltoalls = 0;           ///< token all-to-alls over the ep GPUs (dispatch, combine)
   double alltoall_bytes = 0;   ///< bytes one GPU sends into each (to itself included)
   double etp_collective_bytes = 0;  ///< expert tensor parallelism's gather and scatter, as one all-reduce
+  /// Dropless routing: of the above, what follows the host's wait for the split sizes.
+  HostWaitTail after_host_wait;
 };
 
 /// The experts' activation, forward, on the busiest GPU: what moe_mlp_work counts for it and

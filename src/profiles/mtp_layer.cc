@@ -22,6 +22,13 @@ void append_pass(PassWork& into, const PassWork& from) {
   into.ep_alltoalls += from.ep_alltoalls;
   into.ep_alltoall_bytes = std::max(into.ep_alltoall_bytes, from.ep_alltoall_bytes);
   into.etp_collective_bytes += from.etp_collective_bytes;
+  // Each wait's tail adds to the pass's (its GPU work before a wait, in sum, the rest).
+  HostWaitTail& tail = into.after_host_wait;
+  tail.gemms.insert(tail.gemms.end(), from.after_host_wait.gemms.begin(), from.after_host_wait.gemms.end());
+  tail.memory_bytes += from.after_host_wait.memory_bytes;
+  tail.kernels += from.after_host_wait.kernels;
+  tail.host_ops += from.after_host_wait.host_ops;
+  tail.waits += from.after_host_wait.waits;
 }
 
 LayerWork mtp_module_work(const ModelSpec& m, int tp, int mbs, const LayerOptions& options, const LayerWork& head) {
