@@ -126,7 +126,8 @@ PLANS = [
     # Context parallelism: the llama plan at tp 2, pp 4 with cp 2 (dp 16 -> 8). The fork has none.
     ("llama2-7b-cp2", ["--model", "llama2-7b", "--cluster", "aws-h100", "--fix", "tp=2,pp=4,zero=1"],
      {"upstream": "check", "fasop": ("refused", "--context-parallel-size")}, {"cp": 2}),
-    # A Mixtral-like mixture of experts (8 experts, top-2, one dense layer first, dropless) at ep 8.
+    # A Mixtral-like mixture of experts (8 experts, top-2, one dense layer first, dropless, routing
+    # forced to balance: --moe-router-force-load-balancing) at ep 8.
     ("moe-ep8", ["--model", "@moe-mixtral.yaml", "--cluster", "aws-h100", "--fix", "tp=2,pp=4,sp=on,zero=1,ep=1"],
      {"upstream": "check", "fasop": ("refused", "--moe-router-topk")}, {"ep": 8}),
     # A DeepSeek-like one (64 experts of 1408, top-6, a shared expert, token dropping, heads of 128
@@ -203,7 +204,7 @@ dtype: bf16
 activation: swiglu
 norm: rmsnorm
 tied_embeddings: false
-moe: {experts: 8, top_k: 2, expert_ffn_hidden: 14336, dense_layers: 1}
+moe: {experts: 8, top_k: 2, expert_ffn_hidden: 14336, dense_layers: 1, force_balance: true}
 layers:
   - {type: embedding, role: embedding}
   - {type: transformer, role: transformer, repeat: 1}

@@ -1025,7 +1025,8 @@ def case_of(row, arch, set_name, rows):
                                  "whatever the router chose." if token_drop(row["model"]) else
                                  "Token-dropless with the routing forced to balance (the tables' note: 'In MoE "
                                  "training benchmarks, we force-balance the token distribution among experts and all "
-                                 "benchmarks are token-dropless'), so every expert gets its share."))
+                                 "benchmarks are token-dropless'; the perf recipes set moe_router_force_load_balancing: "
+                                 "random router scores), so every expert gets its share (force_balance)."))
     if row["notes"]:
         extract = [n.strip() for n in row["notes"].split("|")
                    if n.strip() and not n.strip().startswith("row published with parenthesised")
@@ -1049,7 +1050,7 @@ def case_of(row, arch, set_name, rows):
     shared_expert_ffn_hidden: {num(arch['shared_expert_ffn'], 0)}
     dense_layers: {dense_layers(arch)}
     token_drop: {'true' if token_drop(row['model']) else 'false'}
-""" + gpt_oss_expert_lines(row, arch)
+""" + ("" if token_drop(row["model"]) else "    force_balance: true\n") + gpt_oss_expert_lines(row, arch)
     layout_line = f"  pipeline_layout: '{layout}'\n" if layout else ""
     recompute, recompute_modules, _ = moe_recompute(row) if moe else ("none", (), None)
     recompute_lines = f"  recompute: {recompute}\n" + (

@@ -486,6 +486,11 @@ TEST_CASE("megatron upstream: a mixture of experts at ep 8, its flags and the de
   std::vector<std::string> args = megatron_args(etp2, dropless, MegatronFlavor::kUpstream);
   CHECK(!has(args, "--moe-expert-capacity-factor"));
   CHECK(!has(args, "--moe-shared-expert-intermediate-size"));
+  CHECK(!has(args, "--moe-router-force-load-balancing"));
+  // Forced balancing (random router scores, as NVIDIA's benchmarks ran): Megatron-Core's flag.
+  ModelSpec forced = dropless;
+  forced.moe.force_balance = true;
+  CHECK(has(megatron_args(etp2, forced, MegatronFlavor::kUpstream), "--moe-router-force-load-balancing"));
   CHECK(std::vector<std::string>(args.begin() + 4, args.begin() + 8) ==
         std::vector<std::string>{"--expert-model-parallel-size", "8", "--expert-tensor-parallel-size", "2"});
   // tp 1, ep 1, etp 1: Megatron's defaults; no parallel flag but tp's and pp's.

@@ -91,6 +91,16 @@ TEST_CASE("a MoE layer's parameters and FLOPs follow the model's closed form", "
   dropless.moe.token_drop = false;
   const MoeWork d = moe_mlp_work(dropless, 4096, 1, options);
   CHECK(gemm_flops(d.gemms) == Approx(2 * 4096 * 8 * 1024.0 + 1.1 * 4096 * 2 * 6 * 1024.0 * 2048).epsilon(1e-12));
+  // Dropless with forced balancing (random router scores): each rank gets its share again.
+  std::string forced_text = kSmallMoe;
+  forced_text.replace(forced_text.find("token_drop: true"), 16, "token_drop: false, force_balance: true");
+  const ModelSpec forced = parse_model(forced_text, "forced.yaml");
+  CHECK(forced.moe.force_balance);
+  CHECK(!forced.moe.token_drop);
+  CHECK(gemm_flops(moe_mlp_work(forced, 4096, 1, options).gemms) == Approx(4096 * 25182208.0).epsilon(1e-12));
+  forced_text.replace(forced_text.find("force_balance: true"), 19, "force_balance: 2");
+  CHECK_THAT(spec_error([&] { parse_model(forced_text, "forced.yaml"); }),
+             Catch::Contains("forced.yaml") && Catch::Contains("moe.force_balance") && Catch::Contains("true or false"));
   // tp 2 with sequence parallelism: each GPU routes half the tokens; the FLOPs halve.
   CHECK(gemm_flops(moe_mlp_work(m, 4096, 2, options).gemms) == Approx(2048 * 25182208.0).epsilon(1e-12));
 }

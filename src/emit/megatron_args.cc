@@ -242,6 +242,7 @@ void moe_flags(ArgWriter& w, const PlanFile& plan, const ModelSpec& model) {
   w.flag("--moe-grouped-gemm");
   w.flag("--moe-token-dispatcher-type", "alltoall");
   if (moe.token_drop) w.flag("--moe-expert-capacity-factor", "1.0");
+  if (moe.force_balance) w.flag("--moe-router-force-load-balancing");
 }
 
 /// Recomputation and sequence parallelism, as the cost model prices them.

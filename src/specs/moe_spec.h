@@ -16,6 +16,10 @@ struct MoeSpec {
   /// Token dropping at capacity factor 1: no expert takes more than its even share of the
   /// tokens. Dropless routing (false) lets the busiest expert take more (moe_load_imbalance).
   bool token_drop = false;
+  /// The router's scores replaced by random ones (Megatron-Core's moe_router_force_load_balancing,
+  /// "only for benchmark"), so each token's top_k experts are drawn at random and every expert
+  /// rank receives its share: how NVIDIA's published MoE throughputs were measured.
+  bool force_balance = false;
   /// The experts' linear layers carry biases (GPT-OSS; Megatron's add_bias_linear): Megatron-Core
   /// adds the down projection's bias per expert, weighted by the routing probability, after its
   /// grouped GEMM (TEGroupedMLP._apply_bias). Their parameters (experts x (2 x width + hidden))
@@ -31,11 +35,15 @@ struct MoeSpec {
 /// The load-balance assumption of dropless routing: the rank whose experts receive the most
 /// tokens receives this times the mean. Auxiliary load-balancing losses keep routing near even
 /// once training settles (Megatron-Core's aux-loss and DeepSeek-V3's bias balancing); 1.1 is a
-/// stated assumption, not a fit. Token dropping at capacity factor 1 caps every expert at 1.
+/// stated assumption, not a fit. Token dropping at capacity factor 1 caps every expert at 1, and
+/// forced balancing's random routing gives each rank its share (the spread of a rank's count
+/// of random choices is under 1% at a micro-batch's tens of thousands of routed tokens).
 constexpr double kDroplessLoadImbalance = 1.1;
 
 /// The busiest expert rank's tokens over the mean under `moe`'s routing.
-inline double moe_load_imbalance(const MoeSpec& moe) { return moe.token_drop ? 1.0 : kDroplessLoadImbalance; }
+inline double moe_load_imbalance(const MoeSpec& moe) {
+  return moe.token_drop || moe.force_balance ? 1.0 : kDroplessLoadImbalance;
+}
 
 /// Weight matrices of an MLP of `gated` kind (SwiGLU: gate, up, down) or not (up, down).
 inline int mlp_matrices(bool gated) { return gated ? 3 : 2; }

@@ -174,9 +174,9 @@ MlaSpec parse_mla(const Field& field) {
 
 MoeSpec parse_moe(const Field& field) {
   field.keys("a mapping {experts, top_k, expert_ffn_hidden, shared_expert_ffn_hidden?, dense_layers?, token_drop?, "
-             "expert_bias?, activation_clamp?}");
+             "force_balance?, expert_bias?, activation_clamp?}");
   field.only_keys({"experts", "top_k", "expert_ffn_hidden", "shared_expert_ffn_hidden", "dense_layers", "token_drop",
-                   "expert_bias", "activation_clamp"});
+                   "force_balance", "expert_bias", "activation_clamp"});
   MoeSpec moe;
   moe.experts = field.child("experts").positive_int(kMaxExperts);
   moe.top_k = field.child("top_k").positive_int(kMaxExperts);
@@ -187,6 +187,7 @@ MoeSpec parse_moe(const Field& field) {
     moe.shared_expert_ffn_hidden = field.child("shared_expert_ffn_hidden").non_negative_int(4 * kMaxHidden);
   if (field.child("dense_layers").present()) moe.dense_layers = field.child("dense_layers").non_negative_int(kMaxUnits);
   if (field.child("token_drop").present()) moe.token_drop = field.child("token_drop").as<bool>("true or false");
+  if (field.child("force_balance").present()) moe.force_balance = field.child("force_balance").as<bool>("true or false");
   if (field.child("expert_bias").present()) moe.expert_bias = field.child("expert_bias").as<bool>("true or false");
   if (field.child("activation_clamp").present()) moe.activation_clamp = field.child("activation_clamp").positive_double();
   return moe;

@@ -37,7 +37,7 @@ void parse_model_dims(const Field& root, ModelSpec& model);
 /// The fields parse_model_dims reads, for a loader's list of known fields.
 const std::vector<std::string>& model_dim_fields();
 /// A model's `moe` block: {experts, top_k, expert_ffn_hidden, shared_expert_ffn_hidden?,
-/// dense_layers?, token_drop?, expert_bias?, activation_clamp?}.
+/// dense_layers?, token_drop?, force_balance?, expert_bias?, activation_clamp?}.
 MoeSpec parse_moe(const Field& field);
 /// A model's `mla` block (multi-head latent attention): {q_lora_rank, kv_lora_rank, qk_head_dim,
 /// qk_rope_head_dim, v_head_dim}, each a positive width.
