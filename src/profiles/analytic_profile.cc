@@ -350,12 +350,19 @@ PassTime pass_time(const PassWork& work, int tp, const NodeType& node, const std
   const std::string other = non_gemm_precision(dtype);
   const PrecisionEfficiency &ge = gpu.efficiency(dtype), &oe = gpu.efficiency(other);
   const double gemm_peak = peak_flops(gpu, dtype, node.name), other_peak = peak_flops(gpu, other, node.name);
-  double gemm_compute_s = 0;
-  for (const Gemm& g : work.gemms) gemm_compute_s += g.flops() / (gemm_peak * gemm_efficiency(g, ge, gemm_input_bytes(dtype)));
-  const double gemm_s = std::max(gemm_compute_s, work.weight_bytes / (gpu.memory_bandwidth_bytes_per_s * ge.memory_share));
+  // The GEMMs' FLOPs at their shapes' shares of the peak, then element-wise traffic and launch
+  // gaps added: for the whole pass and for the part after a host wait alike.
+  auto gemms_s = [&](const std::vector<Gemm>& gemms) {
+    double seconds = 0;
+    for (const Gemm& g : gemms) seconds += g.flops() / (gemm_peak * gemm_efficiency(g, ge, gemm_input_bytes(dtype)));
+    return seconds;
+  };
+  auto plus_elementwise_s = [&](double seconds, double memory_bytes, int kernels) {
+    return seconds + memory_bytes / (gpu.memory_bandwidth_bytes_per_s * oe.memory_share) + kernels * gpu.launch.kernel_gap_s;
+  };
+  const double gemm_s = std::max(gemms_s(work.gemms), work.weight_bytes / (gpu.memory_bandwidth_bytes_per_s * ge.memory_share));
   PassTime t;
-  t.gpu_s = gemm_s + work.memory_bytes / (gpu.memory_bandwidth_bytes_per_s * oe.memory_share) +
-            work.kernels * gpu.launch.kernel_gap_s;
+  t.gpu_s = plus_elementwise_s(gemm_s, work.memory_bytes, work.kernels);
   if (work.attention_flops > 0) t.gpu_s += work.attention_flops / (other_peak * (work.backward ? oe.attention_backward_peak_share : oe.attention_peak_share));
   // fasop-cpp's profiler times one GPU's shard alone: it launches no collectives.
   const int collective_ops = options.stack == Stack::kLibtorch ? 0 : 2 * work.tp_collectives;
@@ -367,9 +374,7 @@ PassTime pass_time(const PassWork& work, int tp, const NodeType& node, const std
     // The host launches the tail only once the GPU has run what precedes it: the GPU's work
     // before the wait and the host's after it add up (the host's work before the wait still
     // runs ahead, under the previous layer's tail).
-    double tail_gpu_s = tail.memory_bytes / (gpu.memory_bandwidth_bytes_per_s * oe.memory_share) +
-                        tail.kernels * gpu.launch.kernel_gap_s;
-    for (const Gemm& g : tail.gemms) tail_gpu_s += g.flops() / (gemm_peak * gemm_efficiency(g, ge, gemm_input_bytes(dtype)));
+    const double tail_gpu_s = plus_elementwise_s(gemms_s(tail.gemms), tail.memory_bytes, tail.kernels);
     compute_s = std::max(compute_s, std::max(0.0, t.gpu_s - tail_gpu_s) + tail.host_ops * dispatch_s);
   }
   double comm_s = 0;
