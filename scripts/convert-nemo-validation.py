@@ -179,6 +179,21 @@ RECIPE_CORRECTIONS = {
 # (scripts/performance/configs/... at v0.1.0rc4 for 25.09, v0.2.0 for 25.11, v0.3.0/v0.3.1 for 26.02
 # and 26.02.01) or NeMo-Framework-Launcher's training configs of 24.07. Keys: release prefix,
 # system, model family+size, precision ('' = 25.09 main, 'paren' = 25.09 paren).
+def offloaded_layers(row):
+    """Layers whose activations the release's recipe offloads to the host (Megatron-Core's
+    cpu_offloading_num_layers; Megatron-Bridge's perf overrides set cpu_offloading, activations
+    only: scripts/performance/utils/helpers.py at v0.1.0rc4 and v0.2.0, utils/overrides.py at
+    v0.3.x), 0 where none."""
+    sysname, model, fsdp = row["system"], row["model"], row["fsdp"] not in ("", "0")
+    if model == "LLAMA3_70B" and sysname == "DGX-GB200" and fsdp:
+        return 40
+    if model == "LLAMA3_70B" and sysname == "DGX-GB300" and fsdp:
+        return 20
+    if model == "LLAMA3.1_405B" and sysname == "DGX-GB200" and row["release"] == "25.09" and row["variant"] == "main":
+        return 95
+    return 0
+
+
 def recipe_facts(row):
     rel, sysname, model, prec, var = row["release"], row["system"], row["model"], row["precision"], row["variant"]
     facts = []
@@ -186,16 +201,19 @@ def recipe_facts(row):
         src = {"25.09": "v0.1.0rc4 llama3_70b_llm_pretrain.yaml gb200 fp8_cs",
                "25.11": "v0.2.0 LLAMA3_70B_GB200_FP8_CS_BASE_CONFIG"}.get(rel, "v0.3.x LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_CS_V1/V2")
         facts.append(f"The recipe ({src}) offloads the activations of 40 of the 80 layers to the Grace "
-                     "CPU's memory (cpu_offloading_num_layers 40, not modelled here) and uses no recomputation.")
+                     "CPU's memory (cpu_offloading_num_layers 40: activation_offload_layers) and uses no recomputation.")
     if model == "LLAMA3_70B" and sysname == "DGX-GB300" and row["fsdp"] not in ("", "0"):
         src = "v0.2.0 LLAMA3_70B_GB300_FP8_CS_BASE_CONFIG" if rel == "25.11" else \
             "v0.3.x LLAMA3_70B_PRETRAIN_CONFIG_GB300_FP8_CS_V1/V2"
         facts.append(f"The recipe ({src}) offloads the activations of 20 of the 80 layers to the Grace "
-                     "CPU's memory (cpu_offloading_num_layers 20, not modelled here) and uses no recomputation.")
+                     "CPU's memory (cpu_offloading_num_layers 20: activation_offload_layers) and uses no recomputation.")
     if model == "LLAMA3.1_405B" and sysname == "DGX-GB200" and rel == "25.09" and var == "main":
         facts.append("The recipe (v0.1.0rc4 llama31_405b_llm_pretrain.yaml gb200 fp8_cs/fp8_ds: tp 2, pp 1, "
                      "Megatron-FSDP) offloads the activations of 95 of the 126 layers to the Grace CPU's memory "
-                     "(cpu_offloading_num_layers 95, not modelled here) and uses no recomputation.")
+                     "(cpu_offloading_num_layers 95: activation_offload_layers) and uses no recomputation.")
+    if rel in RELEASE_TAG:
+        facts.append("Megatron-Bridge's GPT provider fuses the cross entropy (cross_entropy_loss_fusion True, "
+                     "cross_entropy_fusion_impl te: gpt_provider.py, v0.1.0rc4 onwards): cross_entropy_fusion.")
     if model == "LLAMA3_8B" and sysname == "DGX-H100" and rel == "25.11":
         facts.append("Megatron-Bridge v0.2.0's LLAMA3_8B_H100_FP8_CS_BASE_CONFIG recomputes 5 of the 32 layers "
                      "in full (recompute_method block) and names no FSDP, while the table says FSDP 8: the table's "
@@ -213,6 +231,11 @@ def recipe_facts(row):
         facts.append(f"{row['gpus']} GPUs span more than one NVL72 rack (72 GPUs): traffic between racks "
                      "goes over InfiniBand, which the cluster preset does not model (it takes every tray-to-tray "
                      "link as NVLink).")
+    if model == "Nemotron-340B" and rel == "24.07":
+        facts.append("Optimizer as NeMo-Framework-Launcher 24.07's nemotron_340b.yaml (8325688d, "
+                     "conf/training/nemotron/nemotron_340b.yaml:158-163) runs it: distributed_fused_adam with "
+                     "grad_sync_dtype bf16 and dtype bf16 (bf16 gradients and moments, no fp32 master copy): "
+                     "grad_reduce_in_bf16, optimizer_dtype bf16. The benchmark's own setting is not published.")
     if model == "Nemotron-340B":
         facts.append("NeMo-Framework-Launcher 24.07's default nemotron_340b.yaml uses selective recomputation "
                      "(at tp 8, pp 12, vp 8); the benchmark's own setting is not published: recompute left at none.")
@@ -1056,7 +1079,19 @@ def case_of(row, arch, set_name, rows):
     recompute_lines = f"  recompute: {recompute}\n" + (
         f"  recompute_modules: [{', '.join(recompute_modules)}]\n" if recompute_modules else "")
     overlap_ep_line = "  overlap_ep_comm: true\n" if overlap_ep else ""
+    # Nemotron trains without dropout (NeMo-Framework-Launcher 24.07's nemotron_*.yaml: hidden_dropout and
+    # attention_dropout 0.0), as the llama family does; GPT-3 keeps the 0.1 of its launcher configs.
+    dropout_lines = "  hidden_dropout: 0.0\n  attention_dropout: 0.0\n" if family(row["model"]) == "nemotron" else ""
     grad_line = "  grad_reduce_in_bf16: true\n" if row["release"] in RELEASE_TAG else ""
+    # Megatron-Bridge's runs: the fused cross entropy, and the recipes' activation offloading.
+    if row["release"] in RELEASE_TAG:
+        grad_line += "  cross_entropy_fusion: true\n"
+    if offloaded_layers(row):
+        grad_line += f"  activation_offload_layers: {offloaded_layers(row)}\n"
+    # NeMo-Framework-Launcher 24.07's nemotron_340b.yaml (its only config of that release with a
+    # bf16 optimizer): distributed_fused_adam with grad_sync_dtype bf16 and dtype bf16.
+    if row["release"] == "24.07" and row["model"] == "Nemotron-340B":
+        grad_line += "  grad_reduce_in_bf16: true\n  optimizer_dtype: bf16\n"
     parallel_lines = "".join(f"  {name}: {value}\n" for name, value in (("cp", cp), ("ep", ep), ("etp", etp))
                              if value != 1)
     text = HEADER + f"""set: {set_name}
@@ -1082,7 +1117,7 @@ model:
   dtype: {dtype}
   attention: flash
   causal: true
-{mla_block}{moe_block}plan:
+{dropout_lines}{mla_block}{moe_block}plan:
   gpus: {gpus}
   tp: {tp}
   pp: {pp}

@@ -138,3 +138,6 @@ REPORT=h100-host fit h100 fp8 dispatch_s.megatron qwen3-30b-a3b-h100-16gpu-fp8-2
 # pp 8, ep 32, BF16, NeMo 25.11), after the host's cost above; B200, B300 and GB300 take it
 # (scripts/sync-gpu-data.py TRANSFERS). Held out: the other BF16 rows of GB200.
 fit gb200 bf16 gemm_peak_share qwen3-235b-a22b-gb200-256gpu-bf16-25.11 validation/nemo-moe
+# The memory model's runtime constants per stack and GPU (memory_runtime): workspaces from the
+# Megatron-LM CI runs, the allocator's reserve from torchtitan's tables; half of each set fitted.
+python3 "$root/scripts/fit-memory-runtime.py" "$bin" "$out"

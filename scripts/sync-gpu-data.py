@@ -97,7 +97,10 @@ def fitted():
     out = {}
     for path in sorted(glob.glob(os.path.join(FITS, "*.txt"))):
         # <gpu>-<precision>.txt (validate --fit), <gpu>-<precision>.gemm.txt (--gemm-fit) and
-        # <gpu>-host.txt (the host's dispatch cost, no precision's own)
+        # <gpu>-host.txt (the host's dispatch cost, no precision's own); memory-runtime.txt is
+        # scripts/fit-memory-runtime.py's, which checks its own values
+        if os.path.basename(path) == "memory-runtime.txt":
+            continue
         gpu, precision = os.path.basename(path)[:-4].removesuffix(".gemm").rsplit("-", 1)
         head = open(path).read().split("\n\n")[0].split("\n")[1:]
         values = dict(line.strip().split(": ") for line in head if ": " in line)

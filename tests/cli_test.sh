@@ -49,6 +49,20 @@ expect_error "--grad-reduce-in-bf16 under fp16" "whose gradients have no bf16 to
 expect_error "--grad-reduce-in-bf16 with the fasop policy" "use --policy analytic" \
   search --model gpt2xl --heterogeneous --grad-reduce-in-bf16 --out-dir "$work/a"
 printf 'name: x\nnode_types: [\n' > "$work/bad.yaml"
+# The memory model's options: a headroom below zero, at or past the GPU, or a stack it does not know.
+mem=(estimate --model llama3-8b --cluster dgx-h100 --nodes dgx-h100=1 --policy analytic --mbs 1 --tp 1 --dp 8 --pp 1)
+expect_error "--memory-headroom below 0" "--memory-headroom -1: must be 0 or more" "${mem[@]}" --memory-headroom -1
+expect_error "--memory-headroom past the GPU" "--memory-headroom 80: must be below the smallest GPU's memory (80 GiB)" \
+  "${mem[@]}" --memory-headroom 80
+expect_error "--memory-headroom of 100%" "--memory-headroom 100%: must be under 100%" "${mem[@]}" --memory-headroom 100%
+expect_error "--memory-headroom not a number" "expected a share of each GPU's memory such as 5% or GiB such as 4" \
+  "${mem[@]}" --memory-headroom lots
+expect_error "an unknown --stack" "--stack jax: unknown training stack; use megatron, torchtitan or deepspeed" \
+  "${mem[@]}" --stack jax
+expect_error "--stack with the fasop policy" "--stack: the fasop policy checks memory as FASOP does" \
+  search --model gpt2xl --stack torchtitan --out-dir "$work/a"
+expect_error "torchtitan with ZeRO-1" "--zero: torchtitan shards everything with FSDP (ZeRO-3)" \
+  search --model llama3-8b --cluster dgx-h100 --policy analytic --stack torchtitan --zero 1 --out-dir "$work/a"
 expect_error "malformed YAML" "$work/bad.yaml" search --model bert --cluster "$work/bad.yaml" --out-dir "$work/a"
 sed 's/gpu: A10$/gpu: L4/' "$(dirname "$0")/../clusters/fasop-bert.yaml" > "$work/l4.yaml"
 expect_error "GPU type without a profile" "L4" search --model bert --cluster "$work/l4.yaml" --out-dir "$work/a"

@@ -16,6 +16,8 @@ bash "$root/scripts/fit-gpu-data.sh" "$bin" "$work/fits" > "$work/fit.out" 2>&1 
   fail "the fit wrote $(ls "$work/fits" | wc -l) reports, validation/fits/ has $(ls "$root/validation/fits" | wc -l)"
 python3 "$root/scripts/sync-gpu-data.py" --fits "$work/fits" > "$work/sync.out" 2>&1 && ok ||
   fail "configs/gpus/ differs from the fit: $(head -5 "$work/sync.out")"
+python3 "$root/scripts/fit-memory-runtime.py" --check "$bin" "$work/memory" > "$work/memory.out" 2>&1 && ok ||
+  fail "configs/gpus/ memory_runtime differs from the fit: $(tail -3 "$work/memory.out")"
 # The check can fail: an H100 bf16 share set to 0.5 is found and named.
 cp -r "$root/configs/gpus" "$work/gpus"
 sed -i 's/^\(  bf16: {gemm_peak_share: \)\([0-9.]*\)/\10.5/' "$work/gpus/h100.yaml"

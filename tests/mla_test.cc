@@ -110,13 +110,14 @@ TEST_CASE("MLA's ring attention passes full-width keys and values; its activatio
   CHECK(ring.forward.cp_ring_steps == 1);
   CHECK(ring.forward.cp_ring_step_bytes == 2048 * 128 * 320 * 2.0);
   CHECK(ring.backward.cp_ring_step_bytes == 2 * 2048 * 128 * 320 * 2.0);
-  // Activations of a dense MLA layer at tp 1, one sequence: Korthikanti's replicated 10sbh, the
-  // MLA attention's latents (4 x (1536 + 512) + 2 x 64 bytes a token) and queries, keys, values
-  // and output (2 x 128 x (2 x 192 + 2 x 128)), the SwiGLU MLP's 6sbf.
+  // Activations of a dense MLA layer at tp 1, one sequence: the two RMSNorms' inputs and outputs
+  // (8sbh; no dropout masks, DeepSeek-V3 trains without) and their fp32 rstd (8 bytes a token),
+  // the MLA attention's latents (4 x (1536 + 512) + 2 x 64 bytes a token) and queries, keys,
+  // values and output (2 x 128 x (2 x 192 + 2 x 128)), the SwiGLU MLP's 6sbf.
   const double s = 4096;
-  const double expected = 10 * s * 7168 + 8320 * s + 2 * s * 128 * 640 + 6 * s * 18432;
+  const double expected = 8 * s * 7168 + 8 * s + 8320 * s + 2 * s * 128 * 640 + 6 * s * 18432;
   CHECK(unit_activation_bytes(m, dense, 1, 1, ActivationMode{}) == Approx(expected).epsilon(1e-12));
-  CHECK(expected == 1451753472.0);
+  CHECK(expected == 1393065984.0);
 }
 
 TEST_CASE("model files with an mla block are checked, the field named", "[mla][specs]") {

@@ -260,8 +260,8 @@ TEST_CASE("expert parameters shard over the expert-data-parallel GPUs, dense one
   // ZeRO-1 in bf16: 2 + 4 bytes a parameter, 12 of optimizer state over the GPUs holding it:
   // dense over dp 8, experts over 8 / ep 4 = 2.
   CHECK(expert_data_parallel(key) == 2);
-  CHECK(memory.bytes_per_param[0] == 2 + 4 + 12.0 / 8);
-  CHECK(memory.expert_bytes_per_param[0] == 2 + 4 + 12.0 / 2);
+  CHECK(testing::held_bytes_per_param(memory, 0) == 2 + 4 + 12.0 / 8);
+  CHECK(testing::held_bytes_per_param(memory, 0, true) == 2 + 4 + 12.0 / 2);
   CHECK(memory.expert_params_prefix.back() == 2 * 12582912.0);
   // cp 2 x dp 4: the dense gradients reduce over 8 GPUs as well.
   key.cp = 2, key.dp = 4;
@@ -269,7 +269,7 @@ TEST_CASE("expert parameters shard over the expert-data-parallel GPUs, dense one
   const PlanContext cp_ctx = make_layout_context(m, cluster, policy, key);
   CHECK(cp_ctx.stage_grad_ranks(0) == 8);
   CHECK(cp_ctx.stage_gpus(0) == 8);
-  CHECK(cp_ctx.partition_memory->bytes_per_param[0] == 2 + 4 + 12.0 / 8);
+  CHECK(testing::held_bytes_per_param(*cp_ctx.partition_memory, 0) == 2 + 4 + 12.0 / 8);
   // Megatron's rank order: tp fastest, then cp, then dp.
   key.tp = 2, key.dp = 2, key.sequence_parallel = true;
   const PlanContext tp_ctx = make_layout_context(m, cluster, policy, key);

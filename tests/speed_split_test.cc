@@ -134,13 +134,18 @@ TEST_CASE("speed split: the fast replicas' extra samples show in the stage's mem
       estimate_plan(make_plan_context(model, cluster, {&ga, &gb}, policy, mixed_key(true)), policy, partition);
   const PlanEstimate plain =
       estimate_plan(make_plan_context(model, cluster, {&ga, &gb}, policy, mixed_key(false)), policy, partition);
-  // 18 bytes a parameter x 4 x 12,587,008 = 906,264,576; a sample's layer at tp 1 keeps 10sh +
-  // 8sh + 4sf = 17,825,792 bytes, 4 layers 71,303,168; one micro-batch in flight (pp 1); 1 GiB
-  // reserved. The busiest replica (a fast one) holds 3 samples: 906,264,576 + 3 x 71,303,168 +
-  // 1,073,741,824 = 2,193,915,904 bytes; the even split 2: 2,122,612,736.
-  const double gib = 1024.0 * 1024.0 * 1024.0;
-  CHECK(split.stages[0].memory.gib == Approx(2193915904 / gib).epsilon(1e-9));
-  CHECK(plain.stages[0].memory.gib == Approx(2122612736 / gib).epsilon(1e-9));
+  // 18 bytes a parameter x 4 x 12,587,008 = 906,264,576 either way; a sample's layer at tp 1
+  // keeps 512 x (10h + 16 + 8h + 4a + 4f) = 17,866,752 bytes, 4 layers 71,467,008; one
+  // micro-batch in flight (pp 1). The busiest replica (a fast one) holds 3 samples, the even
+  // split 2.
+  const auto terms = [](const PlanEstimate& e) { return e.stages[0].memory.breakdown->terms; };
+  for (const PlanEstimate* e : {&split, &plain})
+    CHECK(terms(*e).weights_bytes + terms(*e).gradients_bytes + terms(*e).master_weights_bytes +
+              terms(*e).optimizer_states_bytes ==
+          Approx(906264576.0).epsilon(1e-12));
+  CHECK(terms(split).activations_bytes == Approx(3 * 71467008.0).epsilon(1e-12));
+  CHECK(terms(plain).activations_bytes == Approx(2 * 71467008.0).epsilon(1e-12));
+  CHECK(split.stages[0].memory.gib > plain.stages[0].memory.gib);
 }
 
 TEST_CASE("speed split: stages on one node type are the plain plan, exactly", "[analytic][speed-split]") {

@@ -16,6 +16,14 @@
 
 namespace fasop::testing {
 
+/// The bytes a dense (or, with `experts`, a routed expert's) parameter holds on stage `stage`
+/// for the whole step: its forward moment's weights, gradients, master copy and moments.
+inline double held_bytes_per_param(const MemoryModel& memory, int stage, bool experts = false) {
+  const MomentRates& forward = memory.stage_moments(stage).front();
+  const MemoryTerms& t = experts ? forward.per_expert_param : forward.per_param;
+  return t.weights_bytes + t.gradients_bytes + t.master_weights_bytes + t.optimizer_states_bytes;
+}
+
 /// The message of the SpecError `act` throws, or "no error" where it throws none.
 inline std::string spec_error(const std::function<void()>& act) {
   try {

@@ -44,7 +44,7 @@ source: {title: Test, table: Table 1, date: 2021-04}
 node_type: {cluster: selene-dgx-a100, name: dgx-a100-80g}
 model: {preset: gpt2xl}
 plan: {gpus: 16, tp: 2, pp: 2, dp: 4, global_batch: 64, micro_batch: 2, recompute: selective}
-measurement: {step_s: 1.5, memory_gib_per_gpu: 20}
+measurement: {step_s: 1.5, memory: {figure: max_allocated, rank: last, peak_gib: 20, allocated_after_step_gib: 6}}
 )";
 
 std::string replace(std::string text, const std::string& from, const std::string& to) {
@@ -117,7 +117,10 @@ TEST_CASE("A validation case with a preset model and node type", "[validate]") {
   CHECK(c.model.global_batch == 64);  // the plan's, not the preset's
   CHECK(c.plan.recompute == RecomputeMode::kSelective);
   CHECK(measured_step_s(c) == 1.5);
-  CHECK(c.measurement.memory_gib_per_gpu == 20);
+  CHECK(c.measurement.memory.peak_gib == 20);
+  CHECK(c.measurement.memory.allocated_after_step_gib == 6);
+  CHECK(c.measurement.memory.figure == MemoryFigure::kMaxAllocated);
+  CHECK(c.measurement.memory.rank == MeasuredRank::kLast);
   // Megatron's partition: 48 layers / 2 stages, the embedding first, the head last.
   CHECK(megatron_partition(c.model, 2) == std::vector<int>{25, 25});
   ValidationResult r = predict_case(c);
@@ -225,7 +228,7 @@ TEST_CASE("The shipped Megatron set: ten cases, each predicted", "[validate]") {
 
 TEST_CASE("A throughput in tokens becomes a step time; a micro-batch range reports its span", "[validate]") {
   // 14,079 tokens/s/GPU on 8 GPUs, 128 sequences of 8,192 tokens: 1,048,576 / 112,632 = 9.3097 s.
-  std::string text = replace(kPresetCase, "measurement: {step_s: 1.5, memory_gib_per_gpu: 20}", "measurement: {tokens_per_s_per_gpu: 14079}");
+  std::string text = replace(kPresetCase, "measurement: {step_s: 1.5, memory: {figure: max_allocated, rank: last, peak_gib: 20, allocated_after_step_gib: 6}}", "measurement: {tokens_per_s_per_gpu: 14079}");
   ValidationCase c = parse(text);
   CHECK(measured_step_s(c) == Approx(64.0 * 1024 / (14079.0 * 16)).epsilon(1e-12));
   ValidationCase range = parse(replace(kPresetCase, "micro_batch: 2", "micro_batch_range: [1, 4]"));

@@ -21,7 +21,7 @@ head -1 out/a.csv | grep -q '^set,case,.*measured_step_s,predicted_step_s,error_
 [ "$(grep -c '^megatron-a100-2021,' out/a.csv)" -eq 10 ] && ok || fail "CSV has $(grep -c '^megatron-a100-2021,' out/a.csv) Megatron rows, expected 10"
 grep -q '^megatron-a100-2021,gpt-1.7b,A100-80GB,32,1,1,32,1,true,3.528' out/a.csv && ok || fail "gpt-1.7b row: $(grep 1.7b out/a.csv)"
 # A column per term of the step, and they add up to the predicted step time.
-head -1 out/a.csv | grep -q ',compute_s,bubble_s,tp_comm_s,sends_s,dp_comm_s,overlap_cost_s,optimizer_s,embedding_s$' && ok ||
+head -1 out/a.csv | grep -q ',compute_s,bubble_s,tp_comm_s,sends_s,dp_comm_s,overlap_cost_s,optimizer_s,embedding_s,' && ok ||
   fail "CSV term columns: $(head -1 out/a.csv)"
 python3 - out/a.csv <<'PY' && ok || fail "terms do not add up to the step time"
 import csv, sys
@@ -74,4 +74,26 @@ expect_error "unknown flop_formula" "bad-formula.yaml: field 'measurement.flop_f
 expect_error "no such file" "no-such.yaml: cannot read it" validate no-such.yaml
 "$bin" validate bad-formula.yaml > /dev/null 2>&1; [ $? -eq 2 ] && ok || fail "a bad case does not exit 2"
 
+# Memory cases: the measured figure against the same figure of the measured rank's stage, a
+# column per memory term that adds up to it (allocated, and the reserve on top for max reserved),
+# and a summary line per set; no run that trained is called out of memory.
+"$bin" validate validation/megatron-ci-memory validation/torchtitan-memory --csv out/m.csv --quiet > out/m.txt && ok ||
+  fail "validate of the memory sets: $(tail -3 out/m.txt)"
+grep -q '^megatron-ci-memory: memory of [0-9]* cases, mean absolute error' out/m.txt && ok || fail "memory summary: $(cat out/m.txt)"
+grep -q '^torchtitan-memory: memory of [0-9]* cases, mean absolute error' out/m.txt && ok || fail "memory summary: $(cat out/m.txt)"
+python3 - out/m.csv <<'PY' && ok || fail "memory terms do not add up to the predicted figure"
+import csv, sys
+allocated = ["weights", "gradients", "master_weights", "optimizer_states", "workspace", "activations",
+             "layer_transient", "loss", "gathered_params", "unreduced_grads", "optimizer_step"]
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) > 80, len(rows)
+for r in rows:
+    total = sum(float(r[f"mem_{k}_gib"]) for k in allocated)
+    if r["memory_figure"] == "max_reserved":
+        total += float(r["mem_allocator_reserve_gib"])
+    assert abs(total - float(r["predicted_figure_gib"])) <= 2e-3, (r["case"], total, r["predicted_figure_gib"])
+    assert r["fits"] == "true", r["case"]
+PY
+"$bin" validate --quiet > out/all.txt && ok || fail "validate: $(tail -3 out/all.txt)"
+! grep -q "predicted not to fit" out/all.txt && ok || fail "a run that trained is called out of memory: $(grep 'not to fit' out/all.txt)"
 finish

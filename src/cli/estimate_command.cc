@@ -149,7 +149,7 @@ void run(EstimateOptions options, CLI::App& command) {
     std::cout << estimate_json(setup->model, setup->cluster, result);
     return;
   }
-  std::cout << estimate_text(setup->model, setup->cluster, result);
+  std::cout << estimate_text(setup->model, setup->cluster, result) << memory_assumptions_line(options.planner, *setup);
   if (timed != result.plan.partition)
     std::cout << "\nnote: FASOP reaches this partition by a last greedy move it never re-times: its\n"
                  "figures (reproduced above) are the stage times of "

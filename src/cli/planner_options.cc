@@ -108,6 +108,13 @@ void PlannerOptions::add_to(CLI::App& command, bool model_required) {
   command.add_flag("--grad-reduce-in-bf16", grad_reduce_in_bf16,
                    "analytic: bf16 and fp8 training keep and reduce their gradients in bf16, 2 bytes a parameter "
                    "instead of fp32's 4 (Megatron-LM's --grad-reduce-in-bf16, as Megatron-Bridge's recipes run)");
+  command.add_option("--stack", stack,
+                     "analytic: the framework that runs the plan, as its memory is priced: megatron (Megatron-Core: "
+                     "Megatron-LM, NeMo; default), torchtitan (PyTorch FSDP2; the search then shards with ZeRO-3 alone) "
+                     "or deepspeed (ZeRO 0-3)");
+  command.add_option("--memory-headroom", memory_headroom,
+                     "analytic: memory every GPU keeps free beyond the plan's predicted peak, a share of it (5%) or "
+                     "GiB (4); default 5%, which covers the memory model's error (docs/memory.md)");
   command.add_flag("--analytic-profiles", analytic_profiles,
                    "time the layers with the analytic model from the GPU's data even where a measured profile "
                    "exists (which context and expert parallelism need)");
@@ -202,6 +209,29 @@ void apply_fixed_dims(const std::vector<std::string>& fix, SearchSpaceOptions& s
   }
 }
 
+/// The training stack --stack names (Megatron-Core where none).
+MemorySettings memory_settings_of(const PlannerOptions& options) {
+  MemorySettings settings;
+  if (options.stack.empty()) return settings;
+  const std::optional<TrainingStack> stack = training_stack_named(options.stack);
+  if (!stack)
+    throw SpecError("--stack " + options.stack + ": unknown training stack; use " + training_stack_choices());
+  settings.stack = *stack;
+  return settings;
+}
+
+/// The headroom --memory-headroom asks for (5% where none), checked against the cluster's GPUs.
+MemoryHeadroom memory_headroom_of(const PlannerOptions& options, const ClusterSpec& cluster) {
+  if (options.memory_headroom.empty()) return MemoryHeadroom{};
+  double smallest_gib = 0;
+  for (const NodeType& type : cluster.node_types)
+    if (smallest_gib == 0 || type.gpu_memory_gib < smallest_gib) smallest_gib = type.gpu_memory_gib;
+  std::string problem;
+  const std::optional<MemoryHeadroom> headroom = parse_memory_headroom(options.memory_headroom, smallest_gib, &problem);
+  if (!headroom) throw SpecError("--memory-headroom " + options.memory_headroom + ": " + problem);
+  return *headroom;
+}
+
 /// The cost policy and search space the options ask for.
 void choose_policy(const PlannerOptions& options, PlannerSetup& setup) {
   std::string policy = options.policy;
@@ -212,6 +242,10 @@ void choose_policy(const PlannerOptions& options, PlannerSetup& setup) {
       throw SpecError("--recompute-modules: the fasop policy prices no selective recomputation; use --policy analytic");
     if (options.grad_reduce_in_bf16)
       throw SpecError("--grad-reduce-in-bf16: the fasop policy prices FASOP's fixed gradient bytes; use --policy analytic");
+    if (!options.stack.empty() || !options.memory_headroom.empty())
+      throw SpecError(std::string(options.stack.empty() ? "--memory-headroom" : "--stack") +
+                      ": the fasop policy checks memory as FASOP does (its 18 bytes a parameter and margin); use "
+                      "--policy analytic");
     if (!setup.cluster.uniform_gpus_per_node())
       throw SpecError(setup.cluster.source + ": field 'node_types': the fasop policy needs one GPUs-per-node count "
                       "for every node type; use --policy analytic (and give the GPUs' specs)");
@@ -221,11 +255,22 @@ void choose_policy(const PlannerOptions& options, PlannerSetup& setup) {
     AnalyticOptions analytic;
     analytic.overlap_dp_allreduce = !options.no_overlap;
     analytic.overlap_param_gather = options.overlap_param_gather;
+    analytic.memory = memory_settings_of(options);
+    analytic.headroom = memory_headroom_of(options, setup.cluster);
     setup.policy = std::make_unique<AnalyticPolicy>(analytic);
     setup.input.space = SearchSpaceOptions::beyond_fasop();
     setup.input.memory_aware = true;
     setup.input.refine_top = 5;
     if (!options.zero_stages.empty()) setup.input.space.zero_stages = options.zero_stages;
+    if (analytic.memory.stack == TrainingStack::kTorchtitan) {
+      // torchtitan shards with FSDP2, ZeRO-3's parameters, gradients and optimizer state.
+      if (std::any_of(options.zero_stages.begin(), options.zero_stages.end(), [](int zero) { return zero != 3; }))
+        throw SpecError("--zero: torchtitan shards everything with FSDP (ZeRO-3); pass --zero 3 or drop it");
+      if (!options.recompute_modules.empty())
+        throw SpecError("--recompute-modules: torchtitan's selective recomputation is per op, not Megatron-Core's "
+                        "modules; drop it (--recompute selective is torchtitan's)");
+      setup.input.space.zero_stages = {3};
+    }
     if (!options.recompute.empty()) {
       setup.input.space.recompute.clear();
       // CLI11 admits only none, selective and full.
@@ -266,6 +311,16 @@ void choose_policy(const PlannerOptions& options, PlannerSetup& setup) {
 
 
 }  // namespace
+
+std::string memory_assumptions_line(const PlannerOptions& options, const PlannerSetup& setup) {
+  if (setup.policy_name != "analytic") return "";
+  const MemorySettings settings = memory_settings_of(options);
+  const char* stack = settings.stack == TrainingStack::kTorchtitan ? "PyTorch FSDP2 as torchtitan allocates"
+                      : settings.stack == TrainingStack::kDeepSpeed ? "DeepSpeed's ZeRO as it allocates"
+                                                                      : "Megatron-Core as it allocates";
+  return std::string("memory: ") + stack + ", " + memory_headroom_of(options, setup.cluster).text() +
+         " of each GPU kept free (--stack, --memory-headroom)\n";
+}
 
 std::unique_ptr<PlannerSetup> PlannerSetup::load_specs(const PlannerOptions& options) {
   auto setup = std::make_unique<PlannerSetup>();

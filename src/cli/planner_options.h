@@ -40,6 +40,8 @@ struct PlannerOptions {
   bool grad_reduce_in_bf16 = false;     ///< gradients kept and reduced in bf16 (Megatron's --grad-reduce-in-bf16)
   bool analytic_profiles = false;       ///< time layers analytically even where a measured profile exists
   bool overlap_param_gather = false;    ///< the distributed optimizer's all-gather overlaps the next forward
+  std::string stack;                    ///< analytic: the training stack memory is priced for; empty: megatron
+  std::string memory_headroom;          ///< analytic: what each GPU keeps free ("5%" or GiB); empty: 5%
   std::vector<std::string> fix;         ///< search --fix: KEY=VALUE degrees the search keeps
   FasopFlags fasop;                     ///< FASOP.py's --gpu_per_node and --precision
 
@@ -81,6 +83,10 @@ struct PlannerSetup {
   /// (GpuSpec::runs_precision); null where every one does.
   const NodeType* node_type_without(const std::vector<int>& counts, const std::string& dtype) const;
 };
+
+/// The memory model's assumptions as one line of output, "memory: Megatron-Core as it allocates, 5%
+/// of each GPU kept free (--stack, --memory-headroom)"; "" under the fasop policy.
+std::string memory_assumptions_line(const PlannerOptions& options, const PlannerSetup& setup);
 
 /// Whether `key`'s layers need analytic layer times: context or expert parallelism, or a
 /// precision of its own, which no measured profile has.

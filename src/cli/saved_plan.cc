@@ -91,6 +91,10 @@ PlanFile make_plan_file(const PlannerOptions& options, const PlannerSetup& setup
   plan.overlap_dp_allreduce = !options.no_overlap;
   plan.overlap_tp_comm = options.tp_comm_overlap;
   plan.overlap_param_gather = options.overlap_param_gather;
+  if (setup.policy_name == "analytic") {
+    plan.stack = options.stack == "megatron" ? "" : options.stack;
+    plan.memory_headroom = options.memory_headroom;
+  }
   const PlanKey& key = result.plan.key;
   plan.overlap_ep_comm = options.ep_comm_overlap && key.ep > 1;  // only where it has all-to-alls to hide
   // Only where the plan's precision has bf16 gradients to reduce (a search may try fp16 too).
@@ -144,6 +148,8 @@ LoadedPlan load_plan(const std::string& path, const PlanOverrides& overrides) {
   options.tp_comm_overlap = plan.overlap_tp_comm;
   options.overlap_param_gather = plan.overlap_param_gather;
   options.ep_comm_overlap = plan.overlap_ep_comm;
+  options.stack = plan.stack;
+  options.memory_headroom = plan.memory_headroom;
   options.iterations = plan.estimate.iterations;
   options.quiet = true;
   // A plan with context or expert parallelism or a precision of its own was timed from the GPUs'

@@ -161,11 +161,6 @@ double total(const std::vector<double>& values) {
   return sum;
 }
 
-/// Fills the prefix sums of parameters and one sample's activations on a GPU of tp `tp`;
-/// returns the activations one layer recomputes at a time with full recomputation (else 0).
-double fill_memory_prefixes(const ModelSpec& m, const PlanKey& k, int tp, std::vector<double>& params,
-                            std::vector<double>& activations);
-
 /// Stage `stage`'s span of a per-unit prefix sum (`prefix[u]`: units [0, u)) under `partition`.
 double stage_span(const std::vector<double>& prefix, const std::vector<int>& partition, int stage) {
   int first = 0;
@@ -209,16 +204,18 @@ bool syncs_tied_embedding(const ModelSpec& model, int pp) {
 }
 
 double unit_params(const ModelSpec& m, const LayerUnit& unit, int tp) {
-  const double h = m.hidden, f = m.ffn_hidden, v = m.vocab, kv_share = double(m.kv_heads) / m.heads;
+  // The vocabulary as Megatron pads it (a multiple of 128 x tp rows), split over tp.
+  const double h = m.hidden, f = m.ffn_hidden, vocab_rows = double(padded_vocab_shard(m.vocab, tp, kMegatronVocabMultiple)),
+               kv_share = double(m.kv_heads) / m.heads;
   const double norm = m.norm == Norm::kLayerNorm ? 2 * h : h;  // replicated on every tp rank
   switch (unit.role) {
     case LayerRole::kEmbedding:
-      return h * v / tp;
+      return h * vocab_rows;
     case LayerRole::kPostProcess:
       // The head (a copy of the embedding when tied) and final norm; each MTP module its own
       // embedding, two norms, eh_proj (2h x h) and layer, and its final norm.
-      return h * v / tp + norm +
-             m.mtp_layers * (h * v / tp + 3 * norm + 2 * h * h / tp + unit_params(m, m.mtp_transformer_unit(), tp));
+      return h * vocab_rows + norm +
+             m.mtp_layers * (h * vocab_rows + 3 * norm + 2 * h * h / tp + unit_params(m, m.mtp_transformer_unit(), tp));
     case LayerRole::kTransformer: {
       const bool gated = is_gated(m.activation);
       if (m.mla.enabled()) {
@@ -253,111 +250,8 @@ double unit_expert_params(const ModelSpec& m, const LayerUnit& unit, int ep, int
 
 int expert_data_parallel(const PlanKey& key) { return key.tp * key.cp * key.dp / (key.ep * key.etp); }
 
-ActivationMode activation_mode(const PlanKey& key) { return activation_mode(key, key.tp); }
-
-ActivationMode activation_mode(const PlanKey& key, int tp) {
-  return {key.recompute, key.recomputed_modules(), key.sequence_parallel && tp > 1, key.cp, key.etp};
-}
-
-namespace {
-
-/// Bytes a MoE layer's MLP keeps for its backward pass, for `tokens` tokens of its tensor-parallel
-/// group (Megatron-Core's MoELayer): the router's fp32 scores (4 bytes an expert a local
-/// token); the busiest GPU's permuted tokens (its experts' input, 2 bytes x hidden) and their
-/// activations as a dense MLP keeps them (SwiGLU: gate, up and product, 6 bytes x the expert's
-/// width; else 4); the shared expert as a dense MLP. Less what selective recomputation drops.
-double moe_activation_bytes(const ModelSpec& m, double tokens, double tp, int etp, RecomputeModules recomputed) {
-  const MoeSpec& moe = m.moe;
-  if (recomputed & kRecomputeMoe) return 0;  // checkpointed whole: only its input, the norm's output, stays
-  const bool gated = is_gated(m.activation);
-  const double expert_tokens = busiest_expert_tokens(moe, tokens, int(tp), etp);
-  // moe_act drops the activation's output (the second GEMM's input, 2 bytes x width) and keeps
-  // the first GEMM's output it is recomputed from.
-  const double expert_mlp = (gated ? 6 : 4) - (recomputed & kRecomputeMoeAct ? 2 : 0);
-  const double shared = recomputed & kRecomputeSharedExperts ? 0 : (gated ? 6 : 4) * tokens * moe.shared_expert_ffn_hidden / tp;
-  return 4 * tokens / tp * moe.experts + expert_tokens * (2.0 * m.hidden + expert_mlp * double(moe.expert_ffn_hidden) / etp) +
-         shared;
-}
-
-/// Bytes an MLA layer's attention keeps for its backward pass, for `tokens` tokens of its
-/// tensor-parallel group, in place of Korthikanti's 8sbh/t of a dense layer's Q, K, V and
-/// attention output. Assumed from Megatron-Core's MLASelfAttention without recomputation
-/// (recompute_modules mla_up_proj would drop the up-projections' outputs): the input of each
-/// latent's norm and the norm's output, which the fused TELayerNormColumnParallelLinear keeps
-/// for its weight gradient (2 + 2 bytes x (q_lora_rank + kv_lora_rank), on the rank's own
-/// tokens with sequence parallelism); the rotary key before rotation (2 x qk_rope_head_dim, the
-/// same); the queries, keys and values that flash attention keeps (2 x the heads' (query width
-/// + key width + value width) / tp) and its output, the output projection's input (2 x heads x
-/// v_head_dim / tp); with mla_up_proj recomputed, the output alone. The layer's input, which
-/// the down-projections read, is Korthikanti's
-/// replicated part already; flash attention's softmax statistics (fp32, one per head and query)
-/// are left out, as for dense layers.
-double mla_activation_bytes(const ModelSpec& m, double tokens, double tp, double sp, RecomputeModules recomputed) {
-  const MlaSpec& mla = m.mla;
-  const double local_heads = m.heads / tp;
-  const double latents = (4.0 * (double(mla.q_lora_rank) + mla.kv_lora_rank) + 2.0 * mla.qk_rope_head_dim) * tokens / sp;
-  // mla_up_proj discards the queries, keys and values after the attention (Megatron-Core's
-  // CheckpointWithoutOutput) and keeps the output.
-  const double qkv = recomputed & kRecomputeMlaUpProj ? 0 : 2 * mla.q_head_dim() + mla.v_head_dim;
-  return latents + 2 * tokens * local_heads * (qkv + mla.v_head_dim);
-}
-
-}  // namespace
-
-double unit_activation_bytes(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs, const ActivationMode& mode) {
-  // Context parallelism leaves each GPU 1/cp of every sequence (flash attention only: no scores).
-  const double s = double(m.sequence) / mode.cp, b = mbs, h = m.hidden, a = m.heads, f = m.ffn_hidden, v = m.vocab,
-               t = tp;
-  // Sequence parallelism splits the sequence of what tensor parallelism replicates.
-  const double sp = mode.sequence_parallel ? t : 1;
-  switch (unit.role) {
-    case LayerRole::kEmbedding:
-      return 2 * s * b * h / sp;
-    case LayerRole::kPostProcess:
-      // Norm input and fp32 logits for the loss; each MTP module also keeps its embedding's
-      // output, its norms' inputs and eh_proj's 2h-wide input, its layer's, and its own logits.
-      return 2 * s * b * h / sp + 4 * s * b * v / t +
-             m.mtp_layers * (10 * s * b * h / sp + 4 * s * b * v / t +
-                             unit_activation_bytes(m, m.mtp_transformer_unit(), tp, mbs, mode));
-    case LayerRole::kTransformer: {
-      if (mode.full_recompute) return 2 * s * b * h / sp;  // the layer's input; the rest is recomputed
-      // Korthikanti et al. 2022, per layer: sbh(10 + 24/t) + 5as^2b/t bytes with tp, the 10
-      // (norm inputs, dropout masks and outputs) divided by t too with sequence parallelism,
-      // the 5as^2b/t (softmax output, dropout mask and output) dropped by selective
-      // recomputation, and never stored by fused attention. Of the 24/t, the MLP's 16sbh/t
-      // generalises to 4sbf/t (GELU) or 6sbf/t (SwiGLU's gate, up and product).
-      // Of the 10sbh, the two norms' outputs (4sbh, the QKV and first MLP GEMMs' inputs) go with
-      // layernorm recomputed; mlp and moe keep only their input, the norm's output.
-      const RecomputeModules recomputed = mode.selective;
-      const double replicated = (recomputed & kRecomputeLayernorm ? 6 : 10) * s * b * h / sp;
-      const double attention = m.mla.enabled() ? mla_activation_bytes(m, s * b, t, sp, recomputed) : 8 * s * b * h / t;
-      const double scores = m.flash_attention || (recomputed & kRecomputeCoreAttn) ? 0 : 5 * a * s * s * b / t;
-      const bool gated = is_gated(m.activation);
-      const double dense_mlp = recomputed & kRecomputeMlp ? 0 : (gated ? 6 : 4) * s * b * f / t;
-      const double mlp = unit.moe ? moe_activation_bytes(m, s * b, t, mode.etp, recomputed) : dense_mlp;
-      const double bytes = replicated + attention + scores + mlp;
-      return unit.cross_attention ? bytes + replicated + attention + scores : bytes;
-    }
-  }
-  return 0;
-}
-
 double AnalyticPolicy::bytes_per_param(int zero_stage, int dp, const std::string& dtype, bool bf16_gradients) {
-  // Megatron-LM's table (docs/source/api-guide/distrib_optimizer.md), mixed-precision Adam:
-  // bf16 (and fp32-gradient) training keeps 2 (bf16 weights) + 4 (fp32 gradients) + 12 (fp32
-  // master weights and moments) = 18; fp16 training 2 (weights) + 2 (fp16 gradients) + 16
-  // (fp32 master weights and gradients, moments) = 20. With bf16 gradients (--grad-reduce-in-bf16)
-  // bf16 training keeps 2 + 2 + 12 = 16: the optimizer's fp32 copy of its shard's gradients
-  // lives only during the step, when the activations are gone. ZeRO-1 (the distributed
-  // optimizer) shards the optimizer's part over dp, ZeRO-2 the gradients too, ZeRO-3 everything.
-  const bool fp16 = dtype == "fp16";
-  const double weights = 2, gradients = gradient_bytes(dtype, bf16_gradients), optimizer = fp16 ? 16 : 12;
-  switch (zero_stage) {
-    case 0: return weights + gradients + optimizer;
-    case 1: return weights + gradients + optimizer / dp;
-    case 2: return weights + (gradients + optimizer) / dp;
-    default: return (weights + gradients + optimizer) / dp;
-  }
+  return static_bytes_per_param(TrainingStack::kMegatron, dtype, bf16_gradients, zero_stage, dp);
 }
 
 double AnalyticPolicy::bytes_per_param(int zero_stage, int dp, const ModelSpec& model) {
@@ -725,112 +619,6 @@ double AnalyticPolicy::embedding_allreduce_s(const PlanContext& ctx) const {
 
 double AnalyticPolicy::egress_usd_per_step(const PlanContext& ctx, const std::vector<int>& partition) const {
   return fasop::egress_usd_per_step(ctx, partition);
-}
-
-namespace {
-
-double fill_memory_prefixes(const ModelSpec& m, const PlanKey& k, int tp, std::vector<double>& params,
-                            std::vector<double>& activations) {
-  params.assign(m.units.size() + 1, 0);
-  activations.assign(m.units.size() + 1, 0);
-  const ActivationMode mode = activation_mode(k, tp);
-  ActivationMode recomputing = mode;
-  recomputing.full_recompute = false;
-  double working_layer = 0, unit_param = 0, unit_bytes = 0;
-  for (size_t u = 0; u < m.units.size(); ++u) {
-    // Layers repeat: a unit like the one before has its sizes (every search layout asks).
-    const LayerUnit& unit = m.units[u];
-    if (u == 0 || unit.role != m.units[u - 1].role || unit.cross_attention != m.units[u - 1].cross_attention ||
-        unit.moe != m.units[u - 1].moe) {
-      unit_param = unit_params(m, unit, tp);
-      unit_bytes = unit_activation_bytes(m, unit, tp, 1, mode);
-      if (k.recompute) working_layer = std::max(working_layer, unit_activation_bytes(m, unit, tp, 1, recomputing));
-    }
-    params[u + 1] = params[u] + unit_param;
-    activations[u + 1] = activations[u] + unit_bytes;
-  }
-  return working_layer;
-}
-
-}  // namespace
-
-std::optional<MemoryModel> AnalyticPolicy::memory_model(const PlanContext& ctx) const {
-  const ModelSpec& m = *ctx.model;
-  const PlanKey& k = ctx.key;
-  MemoryModel model;
-  // Activations grow in proportion to the micro-batch: the prefix holds one sample's, and each
-  // stage scales them by the samples it runs (stages may differ with per-stage dp).
-  const double largest_tp_working_layer = fill_memory_prefixes(m, k, k.tp, model.params_prefix, model.activation_prefix);
-  std::vector<double> working_layer(k.pp, largest_tp_working_layer);  // with recomputation: one layer's in full
-  for (int s = 0; s < k.pp && !k.stage_tp.empty(); ++s) {
-    // A table per distinct stage tp, in order of first use.
-    const auto seen = std::find(k.stage_tp.begin(), k.stage_tp.begin() + s, k.stage_tp[s]);
-    if (seen != k.stage_tp.begin() + s) {
-      model.stage_table.push_back(model.stage_table[seen - k.stage_tp.begin()]);
-      working_layer[s] = working_layer[seen - k.stage_tp.begin()];
-      continue;
-    }
-    model.stage_table.push_back(static_cast<int>(model.table_params_prefix.size()));
-    model.table_params_prefix.emplace_back();
-    model.table_activation_prefix.emplace_back();
-    working_layer[s] = fill_memory_prefixes(m, k, k.stage_tp[s], model.table_params_prefix.back(),
-                                            model.table_activation_prefix.back());
-  }
-  for (std::vector<double>* per_stage :
-       {&model.bytes_per_param, &model.in_flight, &model.fixed_bytes, &model.limit_bytes})
-    per_stage->reserve(k.pp);
-  if (m.moe.enabled()) {
-    model.expert_params_prefix.assign(m.units.size() + 1, 0);
-    for (size_t u = 0; u < m.units.size(); ++u)
-      model.expert_params_prefix[u + 1] = model.expert_params_prefix[u] + unit_expert_params(m, m.units[u], k.ep, k.etp);
-    model.expert_bytes_per_param.assign(k.pp, bytes_per_param(k.zero_stage, expert_data_parallel(k), m));
-  }
-  for (int s = 0; s < k.pp; ++s) {
-    // A speed-split stage holds the activations of its busiest replica's share. The activation
-    // prefixes hold a whole sample's on a GPU (its 1/cp share with context parallelism).
-    const double samples = ctx.splits_stage(s) ? ctx.split_memory_samples[s] : ctx.stage_mbs(s);
-    model.bytes_per_param.push_back(bytes_per_param(k.zero_stage, ctx.stage_grad_ranks(s), m));
-    model.in_flight.push_back(std::min(k.pp - s, ctx.num_microbatches) * samples);
-    model.fixed_bytes.push_back(kReservedGpuBytes + working_layer[s] * samples);
-    double memory_gib = std::numeric_limits<double>::infinity();
-    for (int node = ctx.node_of(first_rank(ctx, s)); node <= ctx.node_of(last_rank(ctx, s)); ++node)
-      memory_gib = std::min(memory_gib, type_of_node(ctx, node).gpu_memory_gib);
-    model.limit_bytes.push_back(memory_gib * kGib);
-  }
-  return model;
-}
-
-std::vector<StageMemory> AnalyticPolicy::stage_memory(const PlanContext& ctx, const std::vector<int>& partition) const {
-  const MemoryModel& model = *ctx.partition_memory;
-  std::vector<StageMemory> stages;
-  for (int s = 0, first = 0; s < ctx.pp(); first += partition[s], ++s) {
-    const double zero3_per_param = bytes_per_param(3, ctx.stage_grad_ranks(s), *ctx.model);
-    StageMemory mem;
-    int end = first + partition[s];
-    mem.gib = model.stage_bytes(s, first, end) / kGib;
-    const std::vector<double>& params = model.stage_params_prefix(s);
-    mem.zero_gib = mem.gib - (params[end] - params[first]) *
-                                 (model.bytes_per_param[s] - zero3_per_param) / kGib;
-    if (!model.expert_params_prefix.empty()) {
-      const double experts = model.expert_params_prefix[end] - model.expert_params_prefix[first];
-      const double expert_zero3 = bytes_per_param(3, expert_data_parallel(ctx.key), *ctx.model);
-      mem.zero_gib -= experts * (model.expert_bytes_per_param[s] - expert_zero3) / kGib;
-    }
-    mem.limit_gib = model.limit_bytes[s] / kGib;
-    stages.push_back(mem);
-  }
-  return stages;
-}
-
-MemoryVerdict AnalyticPolicy::memory_verdict(const std::vector<StageMemory>& stages) const {
-  MemoryVerdict verdict;
-  for (const StageMemory& mem : stages) {
-    verdict.oom_gpumem_gib = std::max(verdict.oom_gpumem_gib, mem.gib);
-    verdict.zero_oom_gpumem_gib = std::max(verdict.zero_oom_gpumem_gib, mem.zero_gib);
-    verdict.is_oom = verdict.is_oom || mem.gib > mem.limit_gib;
-    verdict.is_zero_oom = verdict.is_zero_oom || mem.zero_gib > mem.limit_gib;
-  }
-  return verdict;
 }
 
 }  // namespace fasop

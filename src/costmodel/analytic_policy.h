@@ -1,5 +1,8 @@
 #pragma once
+#include "costmodel/activation_memory.h"
 #include "costmodel/cost_policy.h"
+#include "costmodel/stage_memory_rates.h"
+#include "specs/memory_headroom.h"
 
 namespace fasop {
 
@@ -27,6 +30,10 @@ struct AnalyticOptions {
   /// Parameters per gradient bucket (Megatron's --ddp-bucket-size); 0: Megatron-Core's default
   /// max(40e6, 1e6 x dp).
   double bucket_params = 0;
+  /// The training stack and its settings, as they change what memory holds (stage_memory_rates.h).
+  MemorySettings memory;
+  /// What a plan leaves free of each GPU's memory (--memory-headroom).
+  MemoryHeadroom headroom;
 };
 
 /// One micro-batch's forward + backward on a stage, by part: they add up to the stage's
@@ -92,11 +99,9 @@ struct StageSync {
 ///   one unit's ahead of the compute: a pass exposes max(the first unit's collectives, all of
 ///   them - the pass's compute), the hidden rest pays overlap_slowdown (zero3_prefetch off:
 ///   all exposed);
-/// - memory per GPU: Megatron's bytes a parameter with mixed-precision Adam (18 for bf16, 20 for
-///   fp16; bytes_per_param), ZeRO-1 sharding the optimizer's, ZeRO-2 the gradients' too,
-///   ZeRO-3 all over dp; activations per Korthikanti et al. for the micro-batches a 1F1B
-///   stage holds (min(pp - stage, m)), only each layer's input with full recomputation;
-///   full recomputation repeats the forward inside the backward pass.
+/// - memory per GPU: each stage's worst moment (forward, backward, optimizer step) as its
+///   training stack allocates it, term by term (stage_memory_rates.h, docs/memory.md), within
+///   its smallest GPU's memory less the plan's headroom;
 /// - speed split (PlanKey::speed_split, Metis): a stage whose replicas sit on several node
 ///   types splits its pipeline micro-batch by speed (speed_split.h) for its own units, and takes
 ///   the slowest replica's time; each replica's layers at its own type's times at its share.
@@ -161,9 +166,10 @@ class AnalyticPolicy : public CostPolicy {
   std::vector<StageSync> stage_syncs(const PlanContext& ctx, const std::vector<int>& partition,
                                      const std::vector<StageTiming>* timings = nullptr) const;
 
-  /// Bytes a parameter costs on one GPU when training in `dtype`: weights, gradients (bf16
-  /// with `bf16_gradients`, Megatron's --grad-reduce-in-bf16) and optimizer state, the parts
-  /// ZeRO stage `zero_stage` shards over `dp` divided by it.
+  /// Bytes a parameter costs on one GPU for the whole step on Megatron-Core when training in
+  /// `dtype`: weights, gradients (bf16 with `bf16_gradients`, Megatron's --grad-reduce-in-bf16)
+  /// and optimizer state, the parts ZeRO stage `zero_stage` shards over `dp` divided by it
+  /// (static_bytes_per_param).
   static double bytes_per_param(int zero_stage, int dp, const std::string& dtype = "bf16", bool bf16_gradients = false);
   /// The same for `model`'s precision and its grad_reduce_in_bf16.
   static double bytes_per_param(int zero_stage, int dp, const ModelSpec& model);
@@ -194,10 +200,6 @@ class AnalyticPolicy : public CostPolicy {
   AnalyticOptions options_;
 };
 
-/// What each GPU loses to the CUDA context, NCCL buffers and allocator slack (an estimate), in
-/// the analytic memory model.
-constexpr double kReservedGpuBytes = 1.0 * 1024 * 1024 * 1024;
-
 /// Parameters of one pipeline unit of `model` on one GPU at tensor-parallel degree `tp`, its
 /// routed experts apart (unit_expert_params): what the stage's cp x dp GPUs replicate.
 double unit_params(const ModelSpec& model, const LayerUnit& unit, int tp);
@@ -222,25 +224,9 @@ double boundary_send_bytes(const PlanContext& ctx, int from, int to);
 /// True when tied embeddings add an all-reduce between the first and the last stage: the
 /// model ties them, has an output head, and has more than one stage.
 bool syncs_tied_embedding(const ModelSpec& model, int pp);
-/// How a plan keeps activations: Megatron-LM's recomputation modes and sequence parallelism.
-struct ActivationMode {
-  bool full_recompute = false;     ///< a transformer layer keeps only its input
-  RecomputeModules selective = 0;  ///< selective recomputation's modules (recompute_modules.h); 0: none
-  bool sequence_parallel = false;  ///< what tp replicates is split over the sequence
-  int cp = 1;                      ///< context parallelism: a GPU holds 1/cp of each sequence
-  int etp = 1;                     ///< expert tensor parallelism: each expert's width over etp GPUs
-};
-/// The mode of a plan (selective only without full recomputation, sequence parallelism only
-/// with tp > 1).
-ActivationMode activation_mode(const PlanKey& key);
-/// The mode on a stage of tensor-parallel degree `tp` (per-stage tp: sequence parallelism only where tp > 1).
-ActivationMode activation_mode(const PlanKey& key, int tp);
 /// Forward + backward time under `mode` over the same without recomputation (full
 /// recomputation repeats the forward, selective its modules' share of it), as AnalyticPolicy
 /// times passes.
 double recompute_time_factor(const ModelSpec& model, const ActivationMode& mode);
-/// Activation bytes one micro-batch leaves in one GPU's memory for unit `unit` (Korthikanti
-/// et al. 2022, Table 2, per mode; no score matrix with fused attention).
-double unit_activation_bytes(const ModelSpec& model, const LayerUnit& unit, int tp, int mbs, const ActivationMode& mode);
 
 }  // namespace fasop

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "costmodel/memory_model.h"
+#include "costmodel/memory_terms.h"
 #include "costmodel/pipeline_1f1b.h"
 #include "costmodel/plan_context.h"
 
@@ -14,14 +15,25 @@ struct StageMemory {
   double gib = 0;         ///< parameters, gradients, optimizer state and activations
   double zero_gib = 0;    ///< the same with optimizer state and gradients sharded over dp
   double limit_gib = 0;   ///< the GPU memory it must fit in
+  /// The analytic policy's terms at the stage's worst moment (its device bytes are `gib`); none
+  /// for FASOP's policy.
+  std::optional<MemoryBreakdown> breakdown{};  // {}: brace-built stages may leave it out
 };
 
-/// Out-of-memory verdict of a plan, as FASOP reports it.
+/// Out-of-memory verdict of a plan, as FASOP reports it, and the room the worst stage leaves.
 struct MemoryVerdict {
   bool is_oom = false;
   double oom_gpumem_gib = 0;
   bool is_zero_oom = false;
   double zero_oom_gpumem_gib = 0;
+  /// The analytic policy's (0 where the policy gives none): the stage that leaves the least of
+  /// its GPU's memory free, its peak, that GPU's memory, what the plan must leave free there
+  /// (--memory-headroom) and what it does (capacity - peak; negative past capacity).
+  int worst_stage = 0;
+  double worst_gib = 0;
+  double capacity_gib = 0;
+  double headroom_gib = 0;
+  double free_gib = 0;
 };
 
 /// One step as the estimate (estimate.h) puts it together from a policy's parts.

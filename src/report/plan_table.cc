@@ -5,6 +5,7 @@
 
 #include "report/fasop_csv.h"
 #include "report/json_text.h"
+#include "report/memory_report.h"
 #include "report/number_format.h"
 #include "search/cluster_shapes.h"
 
@@ -46,17 +47,23 @@ std::string best_plans_table(const ClusterSpec& cluster, const std::vector<Candi
                              size_t count) {
   std::ostringstream out;
   char line[512];
-  std::snprintf(line, sizeof line, "%4s %10s %4s %3s %3s %3s %4s %4s  %-12s %5s %12s  %s\n", "rank", "s/step",
-                "mbs", "tp", "dp", "pp", "zero", "rc", "$/step", "OOM", "train $", "placement / partition");
+  // The analytic policy's plans show the worst GPU's peak against its memory.
+  bool memory = false;
+  for (size_t i = 0; i < results.size() && i < count; ++i) memory = memory || results[i].estimate.memory.capacity_gib > 0;
+  std::snprintf(line, sizeof line, "%4s %10s %4s %3s %3s %3s %4s %4s  %-12s %5s%s %12s  %s\n", "rank", "s/step",
+                "mbs", "tp", "dp", "pp", "zero", "rc", "$/step", "OOM", memory ? "   GiB/GPU" : "", "train $",
+                "placement / partition");
   out << line;
   for (size_t i = 0; i < results.size() && i < count; ++i) {
     const CandidateResult& r = results[i];
     const PlanEstimate& e = r.estimate;
     const char* oom = e.memory.is_oom ? (e.memory.is_zero_oom ? "yes" : "zero") : "no";
-    std::snprintf(line, sizeof line, "%4zu %10.6f %4d %3d %3d %3d %4d %4s  %-12s %5s %12.0f  %s %s\n", i + 1,
+    char gib[32] = "";
+    if (memory) std::snprintf(gib, sizeof gib, " %9s", memory_fraction_text(e.memory).c_str());
+    std::snprintf(line, sizeof line, "%4zu %10.6f %4d %3d %3d %3d %4d %4s  %-12s %5s%s %12.0f  %s %s\n", i + 1,
                   e.step_time_s, r.plan.key.mbs, r.plan.key.tp, r.plan.key.dp, r.plan.key.pp, r.plan.key.zero_stage,
                   r.plan.key.recompute ? "full" : r.plan.key.selective_recompute ? "sel" : "-",
-                  fixed(e.price_per_step_usd, 6).c_str(), oom, e.train_cost_usd,
+                  fixed(e.price_per_step_usd, 6).c_str(), oom, gib, e.train_cost_usd,
                   placement_runs(cluster, r.plan.key.node_order).c_str(),
                   (partition_text(r.plan.partition) +
                    (r.plan.key.stage_dp.empty() ? "" : " stage dp " + partition_text(r.plan.key.stage_dp)) +
@@ -68,6 +75,9 @@ std::string best_plans_table(const ClusterSpec& cluster, const std::vector<Candi
   }
   out << "OOM: no = fits; zero = fits only with ZeRO-3 sharding; yes = does not fit. zero: ZeRO stage; rc: "
          "activation recomputation.\n";
+  if (memory)
+    out << "GiB/GPU: the predicted peak of the GPU left the least room, against its memory; a plan fits with the "
+           "headroom kept free. Plans within 1% of each other's step time rank by the room they leave.\n";
   return out.str();
 }
 
@@ -120,7 +130,8 @@ std::string estimate_text(const ModelSpec& model, const ClusterSpec& cluster, co
       << "peak memory          " << fixed(e.memory.oom_gpumem_gib, 3) << " GiB"
       << (e.memory.is_oom ? " (out of memory)" : "") << "; with ZeRO "
       << fixed(e.memory.zero_oom_gpumem_gib, 3) << " GiB" << (e.memory.is_zero_oom ? " (out of memory)" : "")
-      << "\n\nstage  units    gpu    compute_s   end_s       dp_allreduce_s  mem_gib  zero_gib  limit_gib\n";
+      << "\n" << memory_breakdown_text(e)
+      << "\nstage  units    gpu    compute_s   end_s       dp_allreduce_s  mem_gib  zero_gib  limit_gib\n";
   char line[256];
   for (size_t s = 0; s < e.stages.size(); ++s) {
     const StageReport& st = e.stages[s];
@@ -177,7 +188,7 @@ std::string estimate_json(const ModelSpec& model, const ClusterSpec& cluster, co
         << ", \"zero_memory_gib\": " << num(st.memory.zero_gib)
         << ", \"memory_limit_gib\": " << num(st.memory.limit_gib) << "}";
   }
-  out << "]}\n";
+  out << "]" << memory_breakdown_json(e) << "}\n";
   return out.str();
 }
 

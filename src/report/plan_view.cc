@@ -1,5 +1,7 @@
 #include "report/plan_view.h"
 
+#include "report/memory_report.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
@@ -108,6 +110,8 @@ std::string plan_view_text(const PlanFile& plan, const ModelSpec& model, const C
       << format_iterations(plan.estimate.iterations) << " steps\n"
       << "peak memory " << fixed(e.memory.oom_gpumem_gib, 3) << " GiB a GPU"
       << (e.memory.is_oom ? " (out of memory)" : " (fits)") << "\n";
+  const std::string breakdown = memory_breakdown_text(e);
+  if (!breakdown.empty()) out << "\n" << breakdown;
   return out.str();
 }
 

@@ -36,7 +36,12 @@ std::string plan_json(const ClusterSpec& cluster, const CandidateResult& r, size
   out << "{\"rank\": " << rank << ", \"step_time_s\": " << format_double(e.step_time_s)
       << ", \"price_per_step_usd\": " << format_double(e.price_per_step_usd)
       << ", \"train_cost_usd\": " << format_double(e.train_cost_usd) << ", \"oom\": \"" << oom_verdict(e.memory)
-      << "\", \"peak_memory_gib\": " << format_double(e.memory.oom_gpumem_gib) << ", \"mbs\": " << k.mbs
+      << "\", \"peak_memory_gib\": " << format_double(e.memory.oom_gpumem_gib);
+  if (e.memory.capacity_gib > 0)
+    out << ", \"gpu_memory_gib\": " << format_double(e.memory.capacity_gib)
+        << ", \"free_memory_gib\": " << format_double(e.memory.free_gib)
+        << ", \"memory_headroom_gib\": " << format_double(e.memory.headroom_gib);
+  out << ", \"mbs\": " << k.mbs
       << ", \"tp\": " << k.tp << ", \"dp\": " << k.dp << ", \"pp\": " << k.pp << context_expert_json(k)
       << ", \"zero_stage\": " << k.zero_stage
       << ", \"recompute\": \"" << (k.recompute ? "full" : k.selective_recompute ? "selective" : "none") << "\"";

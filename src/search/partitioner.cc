@@ -538,10 +538,19 @@ double coarse_step_time_floor_s(const PlanContext& ctx, const CostPolicy& policy
 bool some_partition_may_fit(const PlanContext& ctx) {
   if (!ctx.partition_memory) return true;
   const MemoryModel& m = *ctx.partition_memory;
-  double limits = 0, fixed = 0;
-  for (int s = 0; s < ctx.pp(); ++s) limits += m.limit_bytes[s], fixed += m.fixed_bytes[s];
-  const double least = m.params_prefix.back() * *std::min_element(m.bytes_per_param.begin(), m.bytes_per_param.end()) +
-                       m.activation_prefix.back() * *std::min_element(m.in_flight.begin(), m.in_flight.end()) + fixed;
+  // Every stage holds at least its forward moment (the first); its rates' least over the stages
+  // times the whole model's units bound the stages' sum from below.
+  const double inf = std::numeric_limits<double>::infinity();
+  double limits = 0, fixed = 0, per_param = inf, per_expert = inf, per_activation = inf;
+  for (int s = 0; s < ctx.pp(); ++s) {
+    const MemoryModel::MomentTotals& forward = m.stage_totals(s).front();
+    limits += m.limit_bytes[s], fixed += forward.fixed;
+    per_param = std::min(per_param, forward.per_param);
+    per_expert = std::min(per_expert, forward.per_expert_param);
+    per_activation = std::min(per_activation, forward.per_activation * m.held_samples[s]);
+  }
+  const double experts = m.expert_params_prefix.empty() ? 0 : m.expert_params_prefix.back();
+  const double least = m.params_prefix.back() * per_param + experts * per_expert + m.activation_prefix.back() * per_activation + fixed;
   return least <= limits;
 }
 

@@ -129,7 +129,24 @@ std::vector<CandidateResult> run_search(const SearchInput& input, const Progress
     if (input.memory_aware && a.estimate.memory.is_oom != b.estimate.memory.is_oom) return !a.estimate.memory.is_oom;
     return a.estimate.step_time_s < b.estimate.step_time_s;
   });
+  if (input.memory_aware) rank_time_ties_by_room(results);
   return results;
+}
+
+void rank_time_ties_by_room(std::vector<CandidateResult>& results) {
+  // Runs of fitting plans within kTimeTieShare of the run's fastest: a deterministic grouping
+  // (a pairwise "within noise" is no order).
+  for (size_t first = 0; first < results.size();) {
+    size_t end = first + 1;
+    const double limit_s = results[first].estimate.step_time_s * (1 + kTimeTieShare);
+    while (end < results.size() && !results[end].estimate.memory.is_oom && !results[first].estimate.memory.is_oom &&
+           results[end].estimate.step_time_s <= limit_s)
+      ++end;
+    std::stable_sort(results.begin() + first, results.begin() + end, [](const CandidateResult& a, const CandidateResult& b) {
+      return a.estimate.memory.free_gib > b.estimate.memory.free_gib;
+    });
+    first = end;
+  }
 }
 
 }  // namespace fasop

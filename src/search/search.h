@@ -104,4 +104,13 @@ CandidateResult evaluate_fasop_partitions(const SearchInput& input, const PlanCo
 /// faster; `floor_s` receives the exact floor.
 void try_floor_partition(const SearchInput& input, CandidateResult& result, double* floor_s);
 
+/// Plans whose step times are within this share of each other are a tie that memory breaks:
+/// the cost model is not more precise than this, and a plan with more room is less likely to
+/// run out of memory.
+inline constexpr double kTimeTieShare = 0.01;
+
+/// Within `results` sorted by step time, each run of fitting plans within kTimeTieShare of the
+/// run's fastest is put in order of the GPU memory they leave free, most first (stable).
+void rank_time_ties_by_room(std::vector<CandidateResult>& results);
+
 }  // namespace fasop

@@ -74,9 +74,21 @@ double least_layer_time_s(const std::vector<const NodeTypeProfiles*>& sets, size
 }
 
 /// The activations a recomputation mode keeps (selective: the search's modules), with or
-/// without sequence parallelism.
-ActivationMode activation_mode_of(RecomputeMode recompute, bool sequence_parallel, RecomputeModules modules) {
-  return {recompute == RecomputeMode::kFull, recompute == RecomputeMode::kSelective ? modules : 0, sequence_parallel};
+/// without sequence parallelism, on the stack of `settings`.
+ActivationMode activation_mode_of(RecomputeMode recompute, bool sequence_parallel, RecomputeModules modules,
+                                  const MemorySettings& settings) {
+  PlanKey key;
+  key.set_recompute(recompute);
+  key.recompute_modules = modules;
+  key.sequence_parallel = sequence_parallel;
+  key.tp = sequence_parallel ? 2 : 1;  // any tp above 1 keeps sequence parallelism on
+  return activation_mode(key, settings);
+}
+
+/// The memory settings of the search's policy: the analytic policy's, else Megatron's.
+MemorySettings memory_settings_of(const SearchInput& input) {
+  const auto* analytic = dynamic_cast<const AnalyticPolicy*>(input.policy);
+  return analytic ? analytic->options().memory : MemorySettings{};
 }
 
 /// `values` ascending, each once.
@@ -100,48 +112,65 @@ double credited_gpus(const ClusterSpec& inventory, const NodeCounts& counts, con
 /// micro-batch in flight, and every unit's state with one micro-batch's activations (one stage
 /// holds every unit, embedding and head too).
 struct LayerFootprint {
-  double state_bytes = kInf, activation_bytes = kInf, whole_bytes = 0;
+  double state_bytes = kInf, activation_bytes = kInf;
+  double whole_state_bytes = 0, whole_activation_bytes = 0;  ///< every unit's
+  double activation_factor = 1;  ///< the allocator's reserve on activations, 1 + its share
+  /// The least a stage holding a layer holds beyond its units at its peak: the smallest layer's
+  /// larger transient (the forward and backward moments hold the same state and activations).
+  double transient_bytes = 0;
+  double whole_bytes() const { return whole_state_bytes + (whole_activation_bytes + transient_bytes) * activation_factor; }
   int layers = 0;
   int microbatches = 1;  ///< m = B / (mbs dp): no stage holds more in flight
 };
 
-LayerFootprint layer_footprint(const ModelSpec& model, const SearchSpaceOptions& space, int tp, int mbs, int dp,
-                               int zero, RecomputeMode recompute) {
+LayerFootprint layer_footprint(const ModelSpec& model, const SearchSpaceOptions& space, const MemorySettings& settings,
+                               int tp, int mbs, int dp, int zero, RecomputeMode recompute) {
   // A layer's least parameters and activations (one sample) with or without sequence
   // parallelism, and every unit's.
   LayerFootprint fp;
-  double params = kInf, activations = kInf, all_params = 0, all_activations = 0;
+  double params = kInf, activations = kInf, transient = kInf, all_params = 0, all_activations = 0;
   for (const LayerUnit& unit : model.units) {
     const double unit_p = unit_params(model, unit, tp);
-    double unit_a = kInf;
-    for (bool sp : space.sequence_parallel)
-      unit_a = std::min(unit_a, unit_activation_bytes(model, unit, tp, 1,
-                                                       activation_mode_of(recompute, sp && tp > 1, space.recompute_modules)));
+    double unit_a = kInf, unit_t = kInf;
+    for (bool sp : space.sequence_parallel) {
+      const ActivationMode mode = activation_mode_of(recompute, sp && tp > 1, space.recompute_modules, settings);
+      unit_a = std::min(unit_a, unit_activation_bytes(model, unit, tp, 1, mode));
+      const UnitTransient t = unit_transient_bytes(model, unit, tp, 1, mode);
+      unit_t = std::min(unit_t, std::max(t.forward_bytes, t.backward_bytes));
+    }
     all_params += unit_p;
     all_activations += unit_a;
     if (unit.role != LayerRole::kTransformer) continue;
     ++fp.layers;
     params = std::min(params, unit_p);
     activations = std::min(activations, unit_a);
+    transient = std::min(transient, unit_t);
   }
-  const double per_param = AnalyticPolicy::bytes_per_param(zero, dp, model);
+  fp.transient_bytes = transient < kInf ? transient * mbs : 0;
+  const double per_param = static_bytes_per_param(settings.stack, model.dtype, model.grad_reduce_in_bf16, zero, dp);
+  // Offloading leaves a GPU its share of a stage's activations (stage_memory_rates.h).
+  const int layers = model.num_transformer_layers(), offloaded = std::min(settings.activation_offload_layers, layers);
+  const double kept = offloaded > 0 ? double(layers - offloaded + 1) / layers : 1;
   fp.state_bytes = params * per_param;
-  fp.activation_bytes = activations * mbs;
-  fp.whole_bytes = all_params * per_param + all_activations * mbs;
+  fp.activation_bytes = activations * mbs * kept;
+  fp.whole_state_bytes = all_params * per_param;
+  fp.whole_activation_bytes = all_activations * mbs * kept;
   fp.microbatches = model.global_batch / (mbs * dp);
   return fp;
 }
 
-/// The most transformer layers a stage k-th from the end (k = 1 the last) can hold on GPUs of
-/// `memory_bytes`, k = 1 .. layers: under 1F1B it holds min(k, m) micro-batches in flight; no
-/// more than the model's layers (empty: one stage holds the whole model, so any holds any layers).
-std::vector<uint16_t> layer_caps(const LayerFootprint& fp, double memory_bytes) {
-  const double room = memory_bytes - kReservedGpuBytes;
-  if (fp.layers == 0 || (room > 0 && fp.whole_bytes <= room)) return {};
+/// The most transformer layers a stage k-th from the end (k = 1 the last) can hold in `room`
+/// bytes (a GPU's memory less the plan's headroom), k = 1 .. layers: under 1F1B it holds
+/// min(k, m) micro-batches in flight; no more than the model's layers (empty: one stage holds
+/// the whole model, so any holds any layers). The memory model's other terms only add to it.
+std::vector<uint16_t> layer_caps(const LayerFootprint& fp, double room) {
+  if (fp.layers == 0 || (room > 0 && fp.whole_bytes() <= room)) return {};
   std::vector<uint16_t> caps(fp.layers, 0);
   for (int k = 1; k <= fp.layers && room > 0; ++k)
-    caps[k - 1] = static_cast<uint16_t>(std::min<double>(
-        fp.layers, std::floor(room / (fp.state_bytes + fp.activation_bytes * std::min(k, fp.microbatches)))));
+    caps[k - 1] = static_cast<uint16_t>(std::clamp<double>(
+        std::floor((room - fp.transient_bytes * fp.activation_factor) /
+                   (fp.state_bytes + fp.activation_bytes * fp.activation_factor * std::min(k, fp.microbatches))),
+        0, fp.layers));
   return caps;
 }
 
@@ -225,7 +254,8 @@ ShapeFloor::ShapeFloor(const SearchInput& input, bool stage_type_is_slowest_rank
     for (int zero : input.space.zero_stages)
       for (int dp : divisors(model.global_batch))
         for (const std::string& precision : input.space.precisions)
-          bytes = std::min(bytes, AnalyticPolicy::bytes_per_param(zero, dp, precision.empty() ? model.dtype : precision, model.grad_reduce_in_bf16) * dp);
+          bytes = std::min(bytes, static_bytes_per_param(memory_settings_of(input).stack, precision.empty() ? model.dtype : precision,
+                                                         model.grad_reduce_in_bf16, zero, dp) * dp);
     min_state_bytes_ = params * bytes;
   }
   if (types <= kTabulatedTypes) {
@@ -251,13 +281,15 @@ void ShapeFloor::add_config_floors(const SearchInput& input, const std::vector<i
   modes_ = sorted_unique(input.space.recompute);
   const auto* analytic = dynamic_cast<const AnalyticPolicy*>(input.policy);
   if (analytic) sync_ = &analytic->options();
+  const MemorySettings settings = memory_settings_of(input);
+  const MemoryHeadroom headroom = analytic ? analytic->options().headroom : MemoryHeadroom{.share = 0, .gib = 0};
   tp_values_ = tps;
   mbs_values_ = mbss;
   const std::vector<int> zeros = sorted_unique(input.space.zero_stages);
   const LinkFloorLimits limits = link_floor_limits(*inventory_);
   for (RecomputeMode recompute : modes_) {
     // A hair under the policy's factor: its passes round differently.
-    const ActivationMode mode = activation_mode_of(recompute, false, input.space.recompute_modules);
+    const ActivationMode mode = activation_mode_of(recompute, false, input.space.recompute_modules, settings);
     const double factor = analytic ? recompute_time_factor(model, mode) * (1 - 1e-12) : 1;
     for (size_t i = 0; i < tps_; ++i) {
       const int tp = tps[i];
@@ -278,9 +310,15 @@ void ShapeFloor::add_config_floors(const SearchInput& input, const std::vector<i
         for (int dp : divisors(model.global_batch / mbss[j]))
           for (int zero : zeros) {
             ConfigFloor::DpOption option{dp, zero, model.global_batch / (mbss[j] * dp), {}, {}, {}, {}, {}, {}, {}};
-            const LayerFootprint footprint = layer_footprint(model, input.space, tp, mbss[j], dp, zero, recompute);
+            const LayerFootprint footprint = layer_footprint(model, input.space, settings, tp, mbss[j], dp, zero, recompute);
             for (const NodeType& type : inventory_->node_types) {
-              option.layer_caps.push_back(check_memory ? layer_caps(footprint, type.gpu_memory_gib * kGibBytes)
+              // A GPU's room: its memory less the headroom and what every moment holds besides
+              // the units' state and activations (the allocator's reserve on these comes on top).
+              const double capacity = type.gpu_memory_gib * kGibBytes;
+              const double fixed = analytic ? least_fixed_bytes(type.gpu_data.runtime_memory(settings.stack), settings) : 0;
+              LayerFootprint reserved = footprint;
+              reserved.activation_factor = 1 + (analytic ? type.gpu_data.runtime_memory(settings.stack).reserve_share : 0);
+              option.layer_caps.push_back(check_memory ? layer_caps(reserved, capacity - headroom.bytes(capacity) - fixed)
                                                        : std::vector<uint16_t>());
               option.least_pp.push_back(least_fitting_pp(option.layer_caps.back(), footprint.layers));
               if (!sync_) continue;

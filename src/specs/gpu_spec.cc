@@ -69,6 +69,11 @@ bool stack_named(const std::string& name, Stack* stack) {
   return false;
 }
 
+RuntimeMemory GpuSpec::runtime_memory(TrainingStack stack) const {
+  auto it = memory_runtime.find(training_stack_name(stack));
+  return it == memory_runtime.end() ? default_runtime_memory(stack) : it->second;
+}
+
 double LaunchCosts::dispatch_s_of(const std::string& stack) const {
   auto it = dispatch_s.find(stack);
   return it == dispatch_s.end() ? 0 : it->second;
@@ -90,7 +95,7 @@ GpuSpec parse_gpu_spec(const std::string& yaml_text, const std::string& source) 
   GpuSpec gpu;
   gpu.source = source;
   root.only_keys({"name", "aliases", "memory_gib", "peak_tflops", "memory_bandwidth_bytes_per_s", "precisions",
-                  "collectives", "launch", "overlap_slowdown"});
+                  "collectives", "launch", "overlap_slowdown", "memory_runtime"});
   gpu.name = root.child("name").text();
   if (Field aliases = root.child("aliases"); aliases.present())
     for (const Field& alias : aliases.items("a list of names")) gpu.aliases.push_back(alias.text());
@@ -127,6 +132,13 @@ GpuSpec parse_gpu_spec(const std::string& yaml_text, const std::string& source) 
   if (root.child("overlap_slowdown").present()) {
     gpu.overlap_slowdown = root.child("overlap_slowdown").non_negative_double();
     if (gpu.overlap_slowdown >= 1) root.child("overlap_slowdown").fail("is a share of the GEMMs' speed: below 1");
+  }
+  if (Field runtime = root.child("memory_runtime"); runtime.present()) {
+    for (const std::string& name : runtime.keys("a map: stack (megatron, torchtitan, deepspeed) -> {workspace_gib, ...}")) {
+      const std::optional<TrainingStack> stack = training_stack_named(name);
+      if (!stack) runtime.child(name).fail(std::string("unknown stack; use ") + training_stack_choices());
+      gpu.memory_runtime[name] = parse_runtime_memory(runtime.child(name), default_runtime_memory(*stack));
+    }
   }
   return gpu;
 }

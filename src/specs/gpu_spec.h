@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "specs/runtime_memory.h"
+
 namespace fasop {
 
 /// How fast one precision's kernels run on a GPU, as shares of its datasheet peaks.
@@ -88,6 +90,11 @@ struct GpuSpec {
   /// Share by which GEMMs slow down while a collective overlaps them (its kernels take SMs
   /// and memory bandwidth): overlapping c seconds of communication costs c x this.
   double overlap_slowdown = 0.1;
+  /// Per training stack (its name): what a process holds beyond its tensors (field
+  /// memory_runtime); a stack without an entry takes default_runtime_memory's.
+  std::map<std::string, RuntimeMemory> memory_runtime;
+  /// The entry for `stack`, or its defaults.
+  RuntimeMemory runtime_memory(TrainingStack stack) const;
 
   /// The efficiency of `precision`: its own entry, else fp16 for bf16 and bf16 for fp16, else
   /// the first listed. Throws SpecError when the GPU lists none.

@@ -96,6 +96,15 @@ struct ModelSpec {
   /// Causal self-attention (decoders: GPT, LLaMA): fused kernels compute half the scores.
   /// Field `causal`; default true except for BERT. Encoder segments (T5) attend to everything.
   bool causal = true;
+  /// Dropout probabilities (Megatron's --hidden-dropout, --attention-dropout; fields
+  /// hidden_dropout, attention_dropout). Only whether they are above 0 matters to the cost model:
+  /// a dropout keeps a one-byte mask of its input for the backward pass. Default 0.1 (GPT-2,
+  /// BERT, T5 and Megatron-LM's defaults), 0 for the llama family (no dropout).
+  double hidden_dropout = 0.1;
+  double attention_dropout = 0.1;
+  /// Queries and keys normalised per head before attention (Megatron's --qk-layernorm; Qwen3,
+  /// OLMo 2): field qk_layernorm. Each norm keeps its input for the backward pass.
+  bool qk_layernorm = false;
   double train_steps = 0;       ///< steps of a full training run, to price it (0: not given)
   std::vector<LayerUnit> units;
   std::map<std::string, std::string> default_clusters;  ///< "homogeneous"/"heterogeneous"/"pareto" -> preset

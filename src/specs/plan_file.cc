@@ -7,6 +7,7 @@
 
 #include "specs/precision.h"
 #include "specs/spec_loader.h"
+#include "specs/training_stack.h"
 #include "specs/yaml_field.h"
 
 namespace fasop {
@@ -67,6 +68,9 @@ std::string plan_file_yaml(const PlanFile& plan) {
   if (plan.overlap_param_gather) out << "overlap_param_gather: true\n";
   if (plan.overlap_ep_comm) out << "overlap_ep_comm: true\n";
   if (plan.grad_reduce_in_bf16) out << "grad_reduce_in_bf16: true    # gradients kept and reduced in bf16\n";
+  if (!plan.stack.empty()) out << "stack: " << plan.stack << "    # the framework whose memory the plan is priced for\n";
+  if (!plan.memory_headroom.empty())
+    out << "memory_headroom: " << quoted(plan.memory_headroom) << "    # memory each GPU keeps free\n";
   out << "nodes: {";
   for (size_t i = 0; i < plan.nodes.size(); ++i)
     out << (i ? ", " : "") << quoted(plan.nodes[i].first) << ": " << plan.nodes[i].second;
@@ -118,7 +122,7 @@ PlanFile parse_plan_file(const std::string& yaml_text, const std::string& source
   PlanFile plan;
   plan.source = source;
   root.only_keys({"version", "model", "cluster", "profile_dir", "policy", "overlap_dp_allreduce", "overlap_tp_comm", "overlap_ep_comm", "grad_reduce_in_bf16", "cp", "ep", "etp", "precision",
-                  "overlap_param_gather", "nodes", "global_batch", "micro_batch", "tp", "dp", "pp", "zero_stage",
+                  "overlap_param_gather", "stack", "memory_headroom", "nodes", "global_batch", "micro_batch", "tp", "dp", "pp", "zero_stage",
                   "recompute", "recompute_modules", "sequence_parallel", "virtual_stages", "stage_dp", "stage_tp", "uneven_dp", "speed_split", "node_order", "partition", "stages",
                   "estimate"});
   if (int version = root.child("version").as<int>("a whole number"); version != 1)
@@ -142,6 +146,14 @@ PlanFile parse_plan_file(const std::string& yaml_text, const std::string& source
     if (plan.grad_reduce_in_bf16 && plan.policy != "analytic")
       bf16.fail("the fasop policy prices FASOP's fixed gradient bytes; use policy: analytic, or drop it");
   }
+  for (auto [name, value] : {std::pair{"stack", &plan.stack}, {"memory_headroom", &plan.memory_headroom}}) {
+    const Field field = root.child(name);
+    if (!field.present()) continue;
+    if (plan.policy != "analytic") field.fail("goes with policy: analytic (the fasop policy checks memory as FASOP does); drop it");
+    *value = field.text();
+  }
+  if (!plan.stack.empty() && !training_stack_named(plan.stack))
+    root.child("stack").fail("unknown training stack '" + plan.stack + "'; use " + training_stack_choices());
   Field nodes = root.child("nodes");
   for (const std::string& type : nodes.keys("a mapping of node type to count, e.g. {A100: 1, A10: 7}")) {
     const long long count = nodes.child(type).as<long long>("a whole number");

@@ -47,6 +47,8 @@ struct PlanFile {
   bool overlap_param_gather = false; ///< analytic: the distributed optimizer's all-gather overlaps the next forward
   bool overlap_ep_comm = false;      ///< analytic: MoE all-to-alls overlap another micro-batch's compute (ep > 1)
   bool grad_reduce_in_bf16 = false;  ///< analytic: gradients kept and reduced in bf16 (Megatron's --grad-reduce-in-bf16)
+  std::string stack;            ///< analytic: the training stack its memory is priced for ("": megatron)
+  std::string memory_headroom;  ///< analytic: what each GPU keeps free ("5%", "4" GiB; "": the default)
   /// Nodes of each node type the plan runs on (the cluster shape), every node type listed.
   std::vector<std::pair<std::string, int>> nodes;
   // The plan.

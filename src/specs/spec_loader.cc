@@ -31,12 +31,27 @@ std::optional<double> optional_share(const Field& field) {
   return value;
 }
 
+/// Field gpu_data.memory_runtime: per training stack, runtime constants over the GPU's own (its
+/// data file's memory_runtime, else the stack's defaults), e.g. {megatron: {workspace_gib: 0.2}}.
+void apply_memory_runtime_overrides(const Field& runtime, GpuSpec& gpu) {
+  for (const std::string& name : runtime.keys("a mapping: stack (megatron, torchtitan, deepspeed) -> {workspace_gib, ...}")) {
+    const std::optional<TrainingStack> stack = training_stack_named(name);
+    if (!stack) runtime.child(name).fail(std::string("unknown stack; use ") + training_stack_choices());
+    gpu.memory_runtime[name] = parse_runtime_memory(runtime.child(name), gpu.runtime_memory(*stack));
+  }
+}
+
 /// Field gpu_data: GPU-data parameters by name set over the GPU's shipped data, as
-/// `calibrate --from-run` writes them, e.g. {bf16.gemm_peak_share: 0.61, network.bus_share: 0.8}.
+/// `calibrate --from-run` writes them, e.g. {bf16.gemm_peak_share: 0.61, network.bus_share: 0.8,
+/// memory_runtime: {megatron: {workspace_gib: 0.2, reserve_share: 0.1}}}.
 void apply_gpu_data_overrides(const Field& data, GpuSpec& gpu) {
   for (const std::string& name : data.keys("a mapping of GPU-data parameters to values, e.g. {bf16.gemm_peak_share: 0.6}")) {
     Field value = data.child(name);
-    if (!is_gpu_parameter(name)) value.fail("not a GPU-data parameter; use " + gpu_parameter_names());
+    if (name == "memory_runtime") {
+      apply_memory_runtime_overrides(value, gpu);
+      continue;
+    }
+    if (!is_gpu_parameter(name)) value.fail("not a GPU-data parameter; use memory_runtime or " + gpu_parameter_names());
     if (is_per_precision_parameter(name) && name.find('.') == std::string::npos)
       value.fail("name the precision it is for, e.g. bf16." + name);
     if (gpu.peak_tflops.empty()) value.fail("GPU '" + gpu.name + "' has no data to override; give peak_tflops");
@@ -79,7 +94,8 @@ const std::vector<std::string>& model_dim_fields() {
   static const std::vector<std::string> fields = {"hidden", "heads", "sequence", "vocab", "precision_bits", "dtype",
                                                   "ffn_hidden", "kv_heads", "activation", "norm", "tied_embeddings",
                                                   "attention", "family", "causal", "head_dim", "moe", "mla",
-                                                  "mtp_layers", "sliding_window"};
+                                                  "mtp_layers", "sliding_window", "hidden_dropout",
+                                                  "attention_dropout", "qk_layernorm"};
   return fields;
 }
 
@@ -136,6 +152,15 @@ void parse_model_dims(const Field& root, ModelSpec& model) {
   }
   model.causal = model.family != ModelFamily::kBert;
   if (root.child("causal").present()) model.causal = root.child("causal").as<bool>("true or false");
+  if (root.child("qk_layernorm").present()) model.qk_layernorm = root.child("qk_layernorm").as<bool>("true or false");
+  const double family_dropout = model.family == ModelFamily::kLlama ? 0 : 0.1;
+  for (auto [name, value] : {std::pair{"hidden_dropout", &model.hidden_dropout}, {"attention_dropout", &model.attention_dropout}}) {
+    *value = family_dropout;
+    if (Field field = root.child(name); field.present()) {
+      *value = field.non_negative_double();
+      if (*value >= 1) field.fail("must be a probability below 1, got " + field.text());
+    }
+  }
   if (root.child("head_dim").present()) model.head_dim = root.child("head_dim").positive_int(kMaxHidden);
   if (Field moe = root.child("moe"); moe.present()) model.moe = parse_moe(moe);
   if (root.child("mtp_layers").present()) model.mtp_layers = root.child("mtp_layers").positive_int(kMaxMtpLayers);

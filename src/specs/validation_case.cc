@@ -1,6 +1,7 @@
 #include "specs/validation_case.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "specs/parallel_rules.h"
 #include "specs/pipeline_layout.h"
@@ -110,12 +111,49 @@ void parse_micro_batch(const Field& field, ValidationPlan& plan) {
   }
 }
 
+/// The stack and its memory-relevant settings of a plan field; Megatron's settings need the
+/// megatron stack, torchtitan's torchtitan.
+void parse_memory_settings(const Field& field, MemorySettings& memory) {
+  if (Field stack = field.child("stack"); stack.present()) {
+    const std::optional<TrainingStack> named = training_stack_named(stack.text());
+    if (!named) stack.fail("unknown stack '" + stack.text() + "'; use " + training_stack_choices());
+    memory.stack = *named;
+  }
+  const bool megatron = memory.stack == TrainingStack::kMegatron, torchtitan = memory.stack == TrainingStack::kTorchtitan;
+  for (auto [name, value, fits] : {std::tuple{"transformer_engine", &memory.transformer_engine, megatron},
+                                   {"gradient_accumulation_fusion", &memory.gradient_accumulation_fusion, megatron},
+                                   {"cross_entropy_fusion", &memory.cross_entropy_fusion, megatron},
+                                   {"compile", &memory.compiled, torchtitan},
+                                   {"compile_loss", &memory.compiled_loss, torchtitan},
+                                   {"async_tp", &memory.async_tp, torchtitan},
+                                   {"float8_all_gather", &memory.float8_all_gather, torchtitan}}) {
+    const Field setting = field.child(name);
+    if (!setting.present()) continue;
+    if (!fits) setting.fail(std::string("is a setting of the ") + (megatron ? "torchtitan" : "megatron") +
+                            " stack, and this plan's stack is " + training_stack_name(memory.stack) + "; remove it");
+    *value = setting.as<bool>("true or false");
+  }
+  if (Field dtype = field.child("optimizer_dtype"); dtype.present()) {
+    if (!megatron) dtype.fail("is Megatron's (NeMo's distributed_fused_adam); this plan's stack is " +
+                              std::string(training_stack_name(memory.stack)) + ": remove it");
+    if (dtype.text() != "bf16" && dtype.text() != "fp32") dtype.fail("expected bf16 or fp32, got '" + dtype.text() + "'");
+    memory.bf16_optimizer = dtype.text() == "bf16";
+  }
+  if (Field offload = field.child("activation_offload_layers"); offload.present()) {
+    if (!megatron) offload.fail("is Megatron-Core's activation offloading; this plan's stack is " +
+                                std::string(training_stack_name(memory.stack)) + ": remove it");
+    memory.activation_offload_layers = offload.non_negative_int(kMaxUnits);
+  }
+}
+
 void parse_plan_field(const Field& field, ValidationPlan& plan) {
   require_map(field, "{gpus, tp, pp, dp, global_batch, micro_batch?, recompute, ...}");
   field.only_keys({"gpus", "tp", "pp", "dp", "cp", "ep", "etp", "global_batch", "micro_batch", "micro_batch_assumed",
                               "micro_batch_assumption", "micro_batch_range", "recompute", "recompute_modules", "sequence_parallel",
                               "virtual_stages", "pipeline_layout", "distributed_optimizer", "overlap_grad_reduce", "overlap_tp_comm", "overlap_ep_comm",
-                              "overlap_param_gather", "fsdp", "grad_reduce_in_bf16"});
+                              "overlap_param_gather", "fsdp", "grad_reduce_in_bf16", "stack", "transformer_engine",
+                              "gradient_accumulation_fusion", "cross_entropy_fusion", "activation_offload_layers",
+                              "compile", "compile_loss", "async_tp", "float8_all_gather", "optimizer_dtype"});
   plan.gpus = field.child("gpus").positive_int(kMaxNodes);
   plan.tp = field.child("tp").positive_int(kMaxGpusPerNode);
   plan.pp = field.child("pp").positive_int(kMaxUnits);
@@ -138,18 +176,43 @@ void parse_plan_field(const Field& field, ValidationPlan& plan) {
   plan.overlap_param_gather = optional_bool(field.child("overlap_param_gather"), false);
   plan.fsdp = optional_bool(field.child("fsdp"), false);
   plan.grad_reduce_in_bf16 = optional_bool(field.child("grad_reduce_in_bf16"), false);
+  parse_memory_settings(field, plan.memory);
+}
+
+/// A measured peak memory: {figure: max_allocated|max_reserved, rank: last|max, peak_gib,
+/// allocated_after_step_gib?}.
+MemoryMeasurement parse_memory_measurement(const Field& field) {
+  require_map(field, "{figure, rank, peak_gib, allocated_after_step_gib?}");
+  field.only_keys({"figure", "rank", "peak_gib", "allocated_after_step_gib"});
+  MemoryMeasurement memory;
+  const std::string figure = field.child("figure").text(), rank = field.child("rank").text();
+  if (figure == "max_allocated") memory.figure = MemoryFigure::kMaxAllocated;
+  else if (figure == "max_reserved") memory.figure = MemoryFigure::kMaxReserved;
+  else field.child("figure").fail("unknown figure '" + figure + "'; use max_allocated or max_reserved (PyTorch's peaks)");
+  if (rank == "last") memory.rank = MeasuredRank::kLast;
+  else if (rank == "max") memory.rank = MeasuredRank::kMax;
+  else field.child("rank").fail("unknown rank '" + rank + "'; use last (the job's last rank) or max (the largest over ranks)");
+  memory.peak_gib = field.child("peak_gib").positive_double();
+  if (Field after = field.child("allocated_after_step_gib"); after.present()) {
+    if (memory.figure != MemoryFigure::kMaxAllocated) after.fail("goes with figure max_allocated; remove it");
+    memory.allocated_after_step_gib = after.positive_double();
+    if (memory.allocated_after_step_gib > memory.peak_gib) after.fail("is above peak_gib; the peak holds at least as much");
+  }
+  return memory;
 }
 
 void parse_measurement_field(const Field& field, ValidationMeasurement& m) {
-  require_map(field, "{step_s: SECONDS}, {tflops_per_gpu: X, flop_formula: megatron-narayanan-2021} or "
-                     "{tokens_per_s_per_gpu: X}");
-  field.only_keys({"step_s", "tflops_per_gpu", "flop_formula", "tokens_per_s_per_gpu", "memory_gib_per_gpu"});
+  require_map(field, "{step_s: SECONDS}, {tflops_per_gpu: X, flop_formula: megatron-narayanan-2021}, "
+                     "{tokens_per_s_per_gpu: X} and or {memory: {...}}");
+  field.only_keys({"step_s", "tflops_per_gpu", "flop_formula", "tokens_per_s_per_gpu", "memory"});
+  if (Field memory = field.child("memory"); memory.present()) m.memory = parse_memory_measurement(memory);
   bool step = field.child("step_s").present(), tflops = field.child("tflops_per_gpu").present(),
        tokens = field.child("tokens_per_s_per_gpu").present();
-  if (step + tflops + tokens != 1)
-    field.fail(step + tflops + tokens > 1 ? "gives more than one of step_s, tflops_per_gpu and tokens_per_s_per_gpu; keep one"
-                                          : "gives none of step_s, tflops_per_gpu (with flop_formula) and "
-                                            "tokens_per_s_per_gpu; add one");
+  if (step + tflops + tokens > 1) field.fail("gives more than one of step_s, tflops_per_gpu and tokens_per_s_per_gpu; keep one");
+  if (step + tflops + tokens == 0) {
+    if (m.memory.peak_gib > 0) return;  // a memory measurement alone
+    field.fail("gives none of step_s, tflops_per_gpu (with flop_formula), tokens_per_s_per_gpu and memory; add one");
+  }
   if (tokens) {
     m.tokens_per_s_per_gpu = field.child("tokens_per_s_per_gpu").positive_double();
   } else if (step) {
@@ -159,7 +222,6 @@ void parse_measurement_field(const Field& field, ValidationMeasurement& m) {
     m.tflops_per_gpu = field.child("tflops_per_gpu").positive_double();
     m.flop_formula = field.child("flop_formula").text();  // checked where it is applied (src/validate/measurement.h)
   }
-  if (field.child("memory_gib_per_gpu").present()) m.memory_gib_per_gpu = field.child("memory_gib_per_gpu").positive_double();
 }
 
 /// The layout against the model and the node type.

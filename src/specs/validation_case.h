@@ -9,6 +9,7 @@
 #include "specs/model_spec.h"
 #include "specs/plan.h"
 #include "specs/spec_store.h"
+#include "specs/training_stack.h"
 
 namespace fasop {
 
@@ -54,16 +55,38 @@ struct ValidationPlan {
   bool overlap_param_gather = false;   ///< the distributed optimizer's all-gather overlaps the next forward
   bool fsdp = false;                   ///< parameters, gradients and optimizer sharded over dp (ZeRO-3, FSDP)
   bool grad_reduce_in_bf16 = false;    ///< gradients kept and reduced in bf16 (Megatron's --grad-reduce-in-bf16)
+  /// The stack that ran it and its memory-relevant settings (fields stack, transformer_engine,
+  /// gradient_accumulation_fusion, cross_entropy_fusion, activation_offload_layers, compile,
+  /// compile_loss, async_tp, float8_all_gather).
+  MemorySettings memory;
+};
+
+/// Which figure a memory measurement reports: PyTorch's caching allocator's peak of allocated
+/// bytes (torch.cuda.max_memory_allocated) or of reserved bytes (max_memory_reserved).
+enum class MemoryFigure { kMaxAllocated, kMaxReserved };
+/// Whose: the job's last rank (world_size - 1: Megatron-LM's TensorBoard writer), or the
+/// largest over every rank.
+enum class MeasuredRank { kLast, kMax };
+
+/// A measured peak memory per GPU (field measurement.memory: {figure, rank, peak_gib,
+/// allocated_after_step_gib?}).
+struct MemoryMeasurement {
+  MemoryFigure figure = MemoryFigure::kMaxAllocated;
+  MeasuredRank rank = MeasuredRank::kMax;
+  double peak_gib = 0;                 ///< 0: no memory measured
+  double allocated_after_step_gib = 0; ///< what stays allocated after the optimizer step (0: not given)
 };
 
 /// What was measured: a step time, or a throughput with the FLOP formula that turns it into one
-/// (the conversion lives in src/validate/measurement.h).
+/// (the conversion lives in src/validate/measurement.h), and or a peak memory per GPU.
 struct ValidationMeasurement {
   double step_s = 0;          ///< seconds per training step, when given directly (else 0)
   double tflops_per_gpu = 0;  ///< model TFLOP/s per GPU, when given instead
   std::string flop_formula;   ///< with tflops_per_gpu: e.g. megatron-narayanan-2021
   double tokens_per_s_per_gpu = 0;  ///< a throughput in tokens: step_s = global_batch x sequence / (this x gpus)
-  double memory_gib_per_gpu = 0;  ///< optional peak memory per GPU (0: not given)
+  MemoryMeasurement memory;     ///< optional (peak_gib 0: none)
+  /// Whether a step time (or a throughput) was measured: a case may measure memory alone.
+  bool has_step() const { return step_s > 0 || tflops_per_gpu > 0 || tokens_per_s_per_gpu > 0; }
 };
 
 /// One validation case, its presets resolved.

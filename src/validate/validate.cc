@@ -116,7 +116,7 @@ ValidationInputs load_validation_inputs(const std::vector<std::string>& paths, c
       continue;
     }
     cases.push_back(parse_validation_case(text, source, store));
-    measured_step_s(cases.back());  // an unknown flop_formula fails at load, naming the file
+    if (cases.back().measurement.has_step()) measured_step_s(cases.back());  // an unknown flop_formula fails at load
   }
   std::stable_sort(cases.begin(), cases.end(), [](const ValidationCase& a, const ValidationCase& b) {
     if (a.set != b.set) return a.set < b.set;
@@ -138,6 +138,39 @@ std::vector<int> megatron_partition(const ModelSpec& model, int pp) {
   }
   return partition;
 }
+
+namespace {
+
+constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
+
+/// The figure a memory measurement reports, of one stage's predicted terms.
+double figure_bytes(const MemoryTerms& terms, MemoryFigure figure) {
+  return figure == MemoryFigure::kMaxReserved ? terms.reserved_bytes() : terms.allocated_bytes();
+}
+
+/// The measured memory against the same figure predicted, on the measured rank's stage.
+void compare_memory(ValidationResult& result) {
+  const MemoryMeasurement& measured = result.c.measurement.memory;
+  const std::vector<StageReport>& stages = result.estimate.stages;
+  if (measured.peak_gib <= 0 || stages.empty() || !stages.front().memory.breakdown) return;
+  int stage = static_cast<int>(stages.size()) - 1;  // the last rank is on the last stage
+  if (measured.rank == MeasuredRank::kMax)
+    for (int s = 0; s < int(stages.size()); ++s)
+      if (figure_bytes(stages[s].memory.breakdown->terms, measured.figure) >
+          figure_bytes(stages[stage].memory.breakdown->terms, measured.figure))
+        stage = s;
+  result.memory_stage = stage;
+  result.memory_breakdown = *stages[stage].memory.breakdown;
+  const MemoryTerms& terms = result.memory_breakdown.terms;
+  result.predicted_figure_gib = figure_bytes(terms, measured.figure) / kGib;
+  result.memory_error_pct = (result.predicted_figure_gib - measured.peak_gib) / measured.peak_gib * 100;
+  result.predicted_after_step_gib = result.memory_breakdown.after_step_bytes / kGib;
+  if (measured.allocated_after_step_gib > 0)
+    result.after_step_error_pct =
+        (result.predicted_after_step_gib - measured.allocated_after_step_gib) / measured.allocated_after_step_gib * 100;
+}
+
+}  // namespace
 
 ValidationResult predict_case(const ValidationCase& c) {
   const NodeType& node = c.node_type;
@@ -175,6 +208,9 @@ ValidationResult predict_case(const ValidationCase& c) {
   AnalyticOptions options;
   options.overlap_dp_allreduce = plan.overlap_grad_reduce;
   options.overlap_param_gather = plan.overlap_param_gather;
+  options.memory = plan.memory;
+  // Whether a run fit is a question of its GPU's whole memory: no planning headroom here.
+  options.headroom = {.share = 0, .gib = 0};
   AnalyticPolicy policy(options);
   SearchInput input;
   input.model = &c.model;
@@ -188,7 +224,7 @@ ValidationResult predict_case(const ValidationCase& c) {
   ValidationResult result;
   result.c = c;
   result.partition = plan.layout_units.empty() ? megatron_partition(c.model, plan.pp) : plan.layout_units;
-  result.measured_step_s = measured_step_s(c);
+  result.measured_step_s = c.measurement.has_step() ? measured_step_s(c) : 0;
   result.mbs_chosen = !plan.micro_batch_stated;
   bool have = false;
   for (int mbs : micro_batches) {
@@ -230,7 +266,10 @@ ValidationResult predict_case(const ValidationCase& c) {
     }
     have = true;
   }
-  if (micro_batches.size() == 1) {
+  compare_memory(result);
+  if (!c.measurement.has_step()) {
+    result.predicted_step_s = result.predicted_min_s;
+  } else if (micro_batches.size() == 1) {
     result.predicted_step_s = result.predicted_min_s;
     result.error_pct = (result.predicted_step_s - result.measured_step_s) / result.measured_step_s * 100;
   } else {
@@ -249,17 +288,31 @@ std::vector<ValidationSummary> summarize(const std::vector<ValidationResult>& re
   for (const ValidationResult& r : results) {
     auto it = std::find_if(sets.begin(), sets.end(), [&](const ValidationSummary& s) { return s.set == r.c.set; });
     if (it == sets.end()) {
-      sets.push_back({r.c.set, 0, 0, "", 0});
+      sets.push_back({.set = r.c.set});
       it = sets.end() - 1;
     }
-    it->cases += 1;
-    it->mean_abs_error_pct += std::fabs(r.error_pct);
-    if (it->worst_case.empty() || std::fabs(r.error_pct) > std::fabs(it->worst_error_pct)) {
-      it->worst_case = r.c.name;
-      it->worst_error_pct = r.error_pct;
+    it->not_fitting += r.fits ? 0 : 1;
+    if (r.c.measurement.has_step()) {
+      it->cases += 1;
+      it->mean_abs_error_pct += std::fabs(r.error_pct);
+      if (it->worst_case.empty() || std::fabs(r.error_pct) > std::fabs(it->worst_error_pct)) {
+        it->worst_case = r.c.name;
+        it->worst_error_pct = r.error_pct;
+      }
+    }
+    if (r.c.measurement.memory.peak_gib > 0) {
+      it->memory_cases += 1;
+      it->memory_mean_abs_error_pct += std::fabs(r.memory_error_pct);
+      if (it->memory_worst_case.empty() || std::fabs(r.memory_error_pct) > std::fabs(it->memory_worst_error_pct)) {
+        it->memory_worst_case = r.c.name;
+        it->memory_worst_error_pct = r.memory_error_pct;
+      }
     }
   }
-  for (ValidationSummary& s : sets) s.mean_abs_error_pct /= s.cases;
+  for (ValidationSummary& s : sets) {
+    if (s.cases > 0) s.mean_abs_error_pct /= s.cases;
+    if (s.memory_cases > 0) s.memory_mean_abs_error_pct /= s.memory_cases;
+  }
   return sets;
 }
 
@@ -268,7 +321,7 @@ std::string validation_text(const std::vector<ValidationResult>& results, bool q
   bool memory = false, chosen = false, oom = false, beyond = false;
   for (const ValidationResult& r : results) {
     beyond = beyond || r.c.plan.cp > 1 || r.c.plan.ep > 1;  // then cp and ep get columns
-    memory = memory || r.c.measurement.memory_gib_per_gpu > 0;
+    memory = memory || r.c.measurement.memory.peak_gib > 0;
     chosen = chosen || r.mbs_chosen;
     oom = oom || !r.fits;
   }
@@ -283,50 +336,91 @@ std::string validation_text(const std::vector<ValidationResult>& results, bool q
            pad("dp", 4, true) + pad("mbs", 5, true) + "  " +
            pad("measured s/step", 15, true) + pad("predicted s/step", 18, true) + pad("error %", 9, true) +
            pad("pred. GiB/GPU", 15, true);
-    if (memory) out += pad("meas. GiB/GPU", 15, true);
+    if (memory) out += pad("meas. GiB", 11, true) + pad("pred. GiB", 11, true) + pad("mem. err %", 12, true);
     out += "\n";
     for (const ValidationResult& r : results) {
       std::string mbs = std::to_string(r.mbs) + (r.mbs_chosen ? "*" : "");
       std::string gib = fixed(r.predicted_memory_gib, 1) + (r.fits ? "" : "!");
+      const bool step = r.c.measurement.has_step();
       out += pad(r.c.set, set_w, false) + "  " + pad(r.c.name, case_w, false) + "  " +
              pad(std::to_string(r.c.plan.gpus), 5, true) + pad(std::to_string(r.c.plan.tp), 4, true) +
              pad(std::to_string(r.c.plan.pp), 4, true) +
              (beyond ? pad(std::to_string(r.c.plan.cp), 4, true) + pad(std::to_string(r.c.plan.ep), 4, true) : "") +
-             pad(std::to_string(r.c.plan.dp), 4, true) + pad(mbs, 5, true) +
-             "  " + pad(fixed(r.measured_step_s, 3), 15, true) + pad(fixed(r.predicted_step_s, 3), 18, true) +
-             pad(signed_fixed(r.error_pct, 1), 9, true) + pad(gib, 15, true);
-      if (memory)
-        out += pad(r.c.measurement.memory_gib_per_gpu > 0 ? fixed(r.c.measurement.memory_gib_per_gpu, 1) : "-", 15, true);
+             pad(std::to_string(r.c.plan.dp), 4, true) + pad(mbs, 5, true) + "  " +
+             pad(step ? fixed(r.measured_step_s, 3) : "-", 15, true) + pad(fixed(r.predicted_step_s, 3), 18, true) +
+             pad(step ? signed_fixed(r.error_pct, 1) : "-", 9, true) + pad(gib, 15, true);
+      if (memory) {
+        const MemoryMeasurement& measured = r.c.measurement.memory;
+        out += measured.peak_gib > 0 ? pad(fixed(measured.peak_gib, 2), 11, true) + pad(fixed(r.predicted_figure_gib, 2), 11, true) +
+                                           pad(signed_fixed(r.memory_error_pct, 1), 12, true)
+                                     : pad("-", 11, true) + pad("-", 11, true) + pad("-", 12, true);
+      }
       out += "\n";
     }
     if (chosen) out += "* micro-batch not stated by the source: the case's assumption (micro_batch_assumed), or the middle of its range\n";
-    if (oom) out += "! predicted not to fit in the GPU's memory at any micro-batch size tried\n";
+    if (oom) out += "! predicted not to fit in the GPU's memory (no headroom) at any micro-batch size tried\n";
+    if (memory)
+      out += "meas. GiB: the case's measured figure (max allocated or max reserved, of the last rank or the largest); "
+             "pred. GiB: the same figure predicted\n";
     out += "\n";
   }
-  for (const ValidationSummary& s : summarize(results))
-    out += s.set + ": " + std::to_string(s.cases) + " case" + (s.cases == 1 ? "" : "s") +
-           ", mean absolute error " + fixed(s.mean_abs_error_pct, 1) + "%, worst " + s.worst_case + " " +
-           signed_fixed(s.worst_error_pct, 1) + "%\n";
+  for (const ValidationSummary& s : summarize(results)) {
+    if (s.cases > 0)
+      out += s.set + ": " + std::to_string(s.cases) + " case" + (s.cases == 1 ? "" : "s") +
+             ", mean absolute error " + fixed(s.mean_abs_error_pct, 1) + "%, worst " + s.worst_case + " " +
+             signed_fixed(s.worst_error_pct, 1) + "%\n";
+    if (s.memory_cases > 0)
+      out += s.set + ": memory of " + std::to_string(s.memory_cases) + " case" + (s.memory_cases == 1 ? "" : "s") +
+             ", mean absolute error " + fixed(s.memory_mean_abs_error_pct, 1) + "%, worst " + s.memory_worst_case + " " +
+             signed_fixed(s.memory_worst_error_pct, 1) + "%\n";
+    if (s.not_fitting > 0)
+      out += s.set + ": " + std::to_string(s.not_fitting) + " run" + (s.not_fitting == 1 ? "" : "s") +
+             " that trained predicted not to fit the GPU's memory\n";
+  }
   return out;
 }
 
 std::string validation_csv(const std::vector<ValidationResult>& results) {
   std::string out =
-      "set,case,gpu,gpus,tp,pp,dp,mbs,mbs_assumed,measured_step_s,predicted_step_s,error_pct,measured_memory_gib,"
+      "set,case,gpu,gpus,tp,pp,dp,mbs,mbs_assumed,measured_step_s,predicted_step_s,error_pct,"
       "predicted_memory_gib,fits,compute_s,bubble_s,tp_comm_s,sends_s,dp_comm_s,overlap_cost_s,optimizer_s,"
-      "embedding_s\n";
+      "embedding_s,memory_figure,memory_rank,measured_memory_gib,predicted_figure_gib,memory_error_pct,"
+      "measured_after_step_gib,predicted_after_step_gib,memory_stage,memory_moment";
+  for (const MemoryTermField& term : memory_term_fields()) out += std::string(",mem_") + term.name + "_gib";
+  out += "\n";
   for (const ValidationResult& r : results) {
     const ValidationPlan& p = r.c.plan;
+    const bool step = r.c.measurement.has_step();
     out += r.c.set + "," + r.c.name + "," + r.c.node_type.gpu_data.name + "," + std::to_string(p.gpus) + "," + std::to_string(p.tp) + "," +
            std::to_string(p.pp) + "," + std::to_string(p.dp) + "," + std::to_string(r.mbs) + "," +
-           (r.mbs_chosen ? "true" : "false") + "," + fixed(r.measured_step_s, 6) + "," + fixed(r.predicted_step_s, 6) +
-           "," + fixed(r.error_pct, 3) + "," +
-           (r.c.measurement.memory_gib_per_gpu > 0 ? fixed(r.c.measurement.memory_gib_per_gpu, 3) : "") + "," +
+           (r.mbs_chosen ? "true" : "false") + "," + (step ? fixed(r.measured_step_s, 6) : "") + "," +
+           fixed(r.predicted_step_s, 6) + "," + (step ? fixed(r.error_pct, 3) : "") + "," +
            fixed(r.predicted_memory_gib, 3) + "," + (r.fits ? "true" : "false");
     const StepTerms& t = r.estimate.terms;
     for (double term : {t.compute_s, t.bubble_s, t.tp_comm_s, t.sends_s, t.dp_comm_s, t.overlap_cost_s, t.optimizer_s,
                         t.embedding_s})
       out += "," + fixed(term, 6);
+    const MemoryMeasurement& measured = r.c.measurement.memory;
+    if (measured.peak_gib > 0) {
+      out += std::string(",") + (measured.figure == MemoryFigure::kMaxReserved ? "max_reserved" : "max_allocated") + "," +
+             (measured.rank == MeasuredRank::kLast ? "last" : "max") + "," + fixed(measured.peak_gib, 4) + "," +
+             fixed(r.predicted_figure_gib, 4) + "," + fixed(r.memory_error_pct, 3) + "," +
+             (measured.allocated_after_step_gib > 0 ? fixed(measured.allocated_after_step_gib, 4) : "") + "," +
+             fixed(r.predicted_after_step_gib, 4) + "," + std::to_string(r.memory_stage) + "," +
+             memory_moment_name(r.memory_breakdown.moment);
+      for (const MemoryTermField& term : memory_term_fields()) out += "," + fixed(r.memory_breakdown.terms.*term.bytes / kGib, 4);
+    } else {
+      // The worst stage's terms, where the case measured no memory.
+      out += ",,,,,,,";
+      const std::vector<StageReport>& stages = r.estimate.stages;
+      int worst = 0;
+      for (int s = 0; s < int(stages.size()); ++s)
+        if (stages[s].memory.gib > stages[worst].memory.gib) worst = s;
+      const std::optional<MemoryBreakdown>& breakdown = stages.empty() ? std::nullopt : stages[worst].memory.breakdown;
+      out += "," + std::to_string(worst) + "," + (breakdown ? memory_moment_name(breakdown->moment) : "");
+      for (const MemoryTermField& term : memory_term_fields())
+        out += "," + (breakdown ? fixed(breakdown->terms.*term.bytes / kGib, 4) : std::string());
+    }
     out += "\n";
   }
   return out;

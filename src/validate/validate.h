@@ -22,17 +22,29 @@ struct ValidationResult {
   double predicted_min_s = 0, predicted_max_s = 0;  ///< over the micro-batch sizes predicted
   PlanEstimate estimate;         ///< the prediction at `mbs`, with the step's terms
   double error_pct = 0;        ///< (predicted - measured) / measured x 100
-  double predicted_memory_gib = 0;  ///< peak over stages, per GPU
-  bool fits = true;            ///< the predicted memory fits the GPU
+  double predicted_memory_gib = 0;  ///< peak over stages, per GPU, of what the process takes of it
+  bool fits = true;            ///< the predicted memory fits the GPU (no headroom: did the run fit?)
+  // A measured memory (c.measurement.memory.peak_gib > 0) against the same figure predicted.
+  int memory_stage = 0;               ///< the stage whose GPU the figure is of (the last, or the largest)
+  MemoryBreakdown memory_breakdown;   ///< that stage's terms at its worst moment
+  double predicted_figure_gib = 0;    ///< the measured figure (max allocated or reserved) predicted
+  double memory_error_pct = 0;        ///< (predicted - measured) / measured x 100
+  double predicted_after_step_gib = 0;  ///< what stays allocated after the optimizer step
+  double after_step_error_pct = 0;      ///< against allocated_after_step_gib, where given
 };
 
-/// A set's summary.
+/// A set's summary: its step times' errors, and its memory's where measured.
 struct ValidationSummary {
   std::string set;
-  int cases = 0;
+  int cases = 0;  ///< cases with a step time
   double mean_abs_error_pct = 0;
-  std::string worst_case;
+  std::string worst_case{};
   double worst_error_pct = 0;  ///< signed, the largest in absolute value
+  int memory_cases = 0;        ///< cases with a peak memory
+  double memory_mean_abs_error_pct = 0;
+  std::string memory_worst_case{};
+  double memory_worst_error_pct = 0;
+  int not_fitting = 0;  ///< runs (they all ran) predicted not to fit their GPUs
 };
 
 /// Loads cases from `paths` (files, or directories of *.yaml files read in name order); a path
@@ -67,8 +79,8 @@ std::vector<ValidationSummary> summarize(const std::vector<ValidationResult>& re
 
 /// The table `fasop-cpp validate` prints (rows unless `quiet`, then the sets' summaries).
 std::string validation_text(const std::vector<ValidationResult>& results, bool quiet);
-/// The rows as CSV: set,case,gpus,tp,pp,dp,mbs,mbs_chosen,measured_step_s,predicted_step_s,
-/// error_pct,measured_memory_gib,predicted_memory_gib,fits.
+/// The rows as CSV: set, case, the layout, the step times and their terms, the memory measured
+/// against predicted and the predicted memory's terms (a column each, GiB).
 std::string validation_csv(const std::vector<ValidationResult>& results);
 
 }  // namespace fasop
