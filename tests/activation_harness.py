@@ -115,7 +115,8 @@ Layers (sequence-first [s, b, h] for Megatron, batch-first [b, s, h] for torchti
                   F.cross_entropy(pred.flatten(0, 1).float(), labels.flatten(0, 1))
                   (torchtitan train.py at 9dec370a, with `del pred` before backward).
     embedding     Megatron LanguageModelEmbedding: word + learned position
-                  embedding (position ids: arange(s) expanded over the batch),
+                  embedding (position ids: arange(s) per sample, stacked into a
+                  [b, s] batch as Megatron's data loader does),
                   transpose to [s, b, h], embedding dropout 0.1.
 
 Recomputation ("recompute")
@@ -251,9 +252,10 @@ import torch.utils.checkpoint as torch_checkpoint
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
 # Two sizes, chosen so that the sequence length equals no other dimension
-# (the summary recognises score tensors by two sequence dimensions).
+# (the summary recognises score tensors by two sequence dimensions), with
+# vocabularies Megatron would not pad (multiples of 128).
 SIZES = [
-    dict(hidden=256, heads=4, kv_heads=2, sequence=192, micro_batch=2, vocab=1000),
+    dict(hidden=256, heads=4, kv_heads=2, sequence=192, micro_batch=2, vocab=1024),
     dict(hidden=384, heads=6, kv_heads=2, sequence=320, micro_batch=1, vocab=1536),
 ]
 
@@ -1367,7 +1369,8 @@ def build(layer, attention, recompute, size, dtype):
         mod = MegatronEmbedding(h, v, s)
         info.update(dropout=True)
         ids = torch.randint(0, v, (b, s))
-        pos = torch.arange(s, dtype=torch.long).unsqueeze(0).expand_as(ids)
+        # Megatron's GPTDataset gives each sample its position ids; the data loader stacks them.
+        pos = torch.arange(s, dtype=torch.long).unsqueeze(0).repeat(b, 1)
         inputs = [ids, pos]
         x = None
     else:

@@ -113,8 +113,13 @@ double megatron_attention_token_bytes(const ModelSpec& m, const Dims& d, const A
   const double projection_copy = d.g < d.e ? d.g * d.qw : 0;
   // Per-head query and key norms keep their inputs and statistics.
   const double qk_norms = m.qk_layernorm ? d.e * (d.qw + d.kvw) + d.norm_stat_bytes * (d.a + m.kv_heads) : 0;
-  if (m.flash_attention)
-    return (2 * d.e * d.qw + 2 * d.e * d.kvw + projection_copy + qk_norms + (core_recomputed ? 0 : 4 * d.a)) / d.t;
+  if (m.flash_attention) {
+    // Recomputed, the checkpoint keeps its inputs: with rotary positions the values are a view
+    // of the QKV GEMM's output, which stays whole (otherwise TE copies them out and frees it).
+    const double pinned_qkv = core_recomputed && m.rotary_positions() ? d.e * (d.qw + d.kvw) : 0;
+    return (2 * d.e * d.qw + 2 * d.e * d.kvw + pinned_qkv + projection_copy + qk_norms + (core_recomputed ? 0 : 4 * d.a)) /
+           d.t;
+  }
   const double score_bytes = m.attention_dropout > 0 ? 2 * d.e + 1 : d.e;
   return (4 * d.e * d.qw + projection_copy + qk_norms + (core_recomputed ? 0 : score_bytes * d.a * d.s)) / d.t;
 }
@@ -230,8 +235,9 @@ double unit_activation_bytes(const ModelSpec& m, const LayerUnit& unit, int tp, 
   const bool torchtitan = mode.stack == TrainingStack::kTorchtitan;
   switch (unit.role) {
     case LayerRole::kEmbedding:
-      // The token ids (int64) and, with dropout, its one-byte mask.
-      return tokens * (8 + (m.hidden_dropout > 0 && !torchtitan ? d.h / d.sp : 0));
+      // The token ids (int64), learned positions' ids too, and, with dropout, its one-byte mask.
+      return tokens * (8 + (m.learned_positions() && !torchtitan ? 8 : 0) +
+                       (m.hidden_dropout > 0 && !torchtitan ? d.h / d.sp : 0));
     case LayerRole::kPostProcess:
       // Each MTP module also keeps its embedding's output, its norms' inputs and eh_proj's
       // 2h-wide input, its layer's, and its own logits.
@@ -273,14 +279,14 @@ UnitActivationMemory unit_activation_memory(const ModelSpec& m, const LayerUnit&
         transient.forward_bytes = tokens * (d.e + 8) * d.v;
         transient.backward_bytes = tokens * 12 * d.v;
       } else if (mode.stack == TrainingStack::kTorchtitan) {
-        // The bf16 logits and their fp32 copy beside the log-softmax; backward, the loss's and
-        // the log-softmax's fp32 gradients beside it.
-        transient.forward_bytes = tokens * (d.e + 4) * d.v;
+        // The 16-bit logits and their fp32 copy (none for fp32 logits) beside the log-softmax;
+        // backward, the loss's and the log-softmax's fp32 gradients beside it.
+        transient.forward_bytes = tokens * (d.e < 4 ? d.e + 4 : 4) * d.v;
         transient.backward_bytes = tokens * 8 * d.v;
-      } else if (!mode.cross_entropy_fusion) {
-        // Megatron's cross entropy upcasts the bf16 logits (both live until the loss is
-        // computed) and works in place on the fp32 copy; its gradient is cast back to bf16.
-        // The fused one works in place on the 16-bit logits.
+      } else if (!mode.cross_entropy_fusion && d.e < 4) {
+        // Megatron's cross entropy upcasts the 16-bit logits (both live until the loss is
+        // computed) and works in place on the fp32 copy; its gradient is cast back. The fused
+        // one works in place on the 16-bit logits; fp32 logits need no copy.
         transient.forward_bytes = tokens * d.e * d.v;
         transient.backward_bytes = tokens * d.e * d.v;
       }

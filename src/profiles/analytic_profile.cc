@@ -88,8 +88,7 @@ constexpr int kSortedSegmentSumKernels = 6;
 double embedding_passes(const ModelSpec& m, const StackTraits& st, int tp) {
   if (!st.embedding_adds_positions) return 2;
   double passes = 2 + (tp > 1 ? 1 : 0);
-  const bool learned_positions = m.family == ModelFamily::kGpt2 || m.family == ModelFamily::kBert;
-  if (learned_positions) passes += 5;
+  if (m.learned_positions()) passes += 5;
   if (m.family == ModelFamily::kBert) passes += 5;  // token types
   if (m.family != ModelFamily::kLlama) passes += 2 + 1 / activation_bytes(m.dtype);  // dropout
   return passes + st.embedding_layout_passes;

@@ -121,6 +121,11 @@ struct ModelSpec {
   double query_width() const { return double(heads) * attention_head_dim(); }
   /// Width of the keys, and of the values: kv_heads x the head's width.
   double kv_width() const { return double(kv_heads) * attention_head_dim(); }
+  /// Learned absolute position embeddings (GPT-2, BERT: Megatron's default), whose position ids
+  /// the embedding keeps; the llama family rotates queries and keys instead, T5 biases scores.
+  bool learned_positions() const { return family == ModelFamily::kGpt2 || family == ModelFamily::kBert; }
+  /// Rotary position embeddings on queries and keys (the llama family: Megatron's --position-embedding-type rope).
+  bool rotary_positions() const { return family == ModelFamily::kLlama; }
   /// Each unit's index among its segment's transformer-role units (each stack numbers its
   /// layers from 0, as Hugging Face and `plan show` do: T5's "decoder 0"); -1 for other units.
   std::vector<int> segment_layer_indices() const;
