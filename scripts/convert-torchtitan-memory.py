@@ -118,6 +118,9 @@ def case(row):
     if pp > 1:
         layout, virtual = pipeline_layout(row, model["layers"])
         lines += [f"  virtual_stages: {virtual}", f'  pipeline_layout: "{layout}"']
+        # Both commits predate e5ef99a (October 2025): the schedule's step() returned the last
+        # stage's outputs, which it kept for every micro-batch until the step ended.
+        lines.append("  pipeline_keeps_outputs: true")
     lines += [
         "measurement:",
         "  memory:",

@@ -27,7 +27,8 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GIB = 1024 ** 3
-DYNAMIC = ["activations", "layer_transient", "loss", "gathered_params", "unreduced_grads", "optimizer_step"]
+DYNAMIC = ["activations", "layer_transient", "loss", "gathered_params", "unreduced_grads", "optimizer_step",
+           "pipeline_buffers"]
 
 
 def validate(binary, case_set):

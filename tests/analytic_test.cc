@@ -9,6 +9,7 @@
 #include <random>
 
 #include "costmodel/analytic_policy.h"
+#include "costmodel/stage_memory_rates.h"
 #include "profiles/analytic_profile.h"
 #include "search/partitioner.h"
 #include "search/search_space.h"
@@ -255,6 +256,47 @@ TEST_CASE("which terms coexist: the optimizer step comes after the activations a
   const StageMemory busy = policy.stage_memory(big, {m.num_units()})[0];
   CHECK(busy.breakdown->moment == MemoryMoment::kBackward);
   CHECK(busy.breakdown->terms.optimizer_step_bytes == 0);
+}
+
+TEST_CASE("torch's pipeline buffers: one per micro-batch each way, outputs held, the logits kept", "[analytic][memory]") {
+  // torchtitan on torch.distributed.pipelining, 8 micro-batches of 2 samples on 4 stages; a
+  // sample's stage boundary 1,000 bytes, its logits 5,000.
+  PresetSpecs l("llama2-7b", "aws-h100");
+  StageMemoryInputs in;
+  in.model = &l.model;
+  in.settings.stack = TrainingStack::kTorchtitan;
+  in.pp = 4;
+  in.microbatches = 8;
+  in.samples = 2;
+  in.boundary_bytes_per_sample = 1000;
+  in.output_bytes_per_sample = 5000;
+  auto buffers = [&](int stage, MemoryMoment moment) {
+    in.stage = stage;
+    in.held_samples = held_microbatches(in.pp, stage, in.microbatches, in.virtual_stages) * in.samples;
+    for (const MomentRates& rates : stage_memory_rates(in))
+      if (rates.moment == moment) return rates.fixed.pipeline_buffers_bytes;
+    return -1.0;
+  };
+  // The first stage: 8 x 2 output-gradient buffers, and the outputs of its 4 micro-batches held.
+  CHECK(buffers(0, MemoryMoment::kBackward) == 8 * 2 * 1000 + 4 * 2 * 1000);
+  // A middle stage receives inputs too, and holds 3.
+  CHECK(buffers(1, MemoryMoment::kBackward) == 8 * 2 * 1000 * 2 + 3 * 2 * 1000);
+  // The last stage: input buffers only; nothing in the optimizer step.
+  CHECK(buffers(3, MemoryMoment::kBackward) == 8 * 2 * 1000);
+  CHECK(buffers(3, MemoryMoment::kOptimizerStep) == 0);
+  // Before torchtitan e5ef99a it also kept every micro-batch's logits: the 7 before the one in
+  // its forward pass, all 8 in the last backward.
+  in.settings.pipeline_keeps_outputs = true;
+  CHECK(buffers(3, MemoryMoment::kForward) == 8 * 2 * 1000 + 7 * 2 * 5000);
+  CHECK(buffers(3, MemoryMoment::kBackward) == 8 * 2 * 1000 + 8 * 2 * 5000);
+  // Interleaved, two chunks a rank: rank 3 runs stages 3 and 7 of 8; two receive, one sends.
+  in.virtual_stages = 2;
+  const double held = held_microbatches(4, 3, 8, 2) * 2;
+  CHECK(buffers(3, MemoryMoment::kBackward) == 8 * 2 * 1000 * 3 + held * 1000 + 8 * 2 * 5000);
+  // No pipeline, no buffers.
+  in.pp = 1;
+  in.virtual_stages = 1;
+  CHECK(buffers(0, MemoryMoment::kBackward) == 0);
 }
 
 namespace {

@@ -84,7 +84,7 @@ grep -q '^torchtitan-memory: memory of [0-9]* cases, mean absolute error' out/m.
 python3 - out/m.csv <<'PY' && ok || fail "memory terms do not add up to the predicted figure"
 import csv, sys
 allocated = ["weights", "gradients", "master_weights", "optimizer_states", "workspace", "activations",
-             "layer_transient", "loss", "gathered_params", "unreduced_grads", "optimizer_step"]
+             "layer_transient", "loss", "gathered_params", "unreduced_grads", "optimizer_step", "pipeline_buffers"]
 rows = list(csv.DictReader(open(sys.argv[1])))
 assert len(rows) > 80, len(rows)
 for r in rows:

@@ -118,6 +118,11 @@ StageMemoryInputs stage_inputs(const PlanContext& ctx, const AnalyticOptions& op
   in.expert_grad_ranks = expert_data_parallel(k);
   in.samples = samples;
   in.held_samples = held_microbatches(k.pp, stage, ctx.num_microbatches, k.virtual_stages) * samples;
+  in.microbatches = ctx.num_microbatches;
+  in.virtual_stages = k.virtual_stages;
+  const double tokens = double(m.sequence) / k.cp;
+  in.boundary_bytes_per_sample = tokens * m.hidden * sizes.element_bytes / tp;
+  in.output_bytes_per_sample = tokens * double(padded_vocab_shard(m.vocab, tp, 1)) * sizes.element_bytes;
   // Offloaded layers' activations wait in host memory; one layer's is in transit at a time.
   if (options.memory.activation_offload_layers > 0) {
     const int layers = m.num_transformer_layers(), offloaded = std::min(options.memory.activation_offload_layers, layers);
@@ -136,9 +141,11 @@ StageMemoryInputs stage_inputs(const PlanContext& ctx, const AnalyticOptions& op
 }
 
 /// Whether two middle stages' inputs give the same rates (the rates of a middle stage read
-/// neither its index nor the samples it holds).
+/// neither its index nor the samples it holds, but torchtitan's pipeline buffers keep the
+/// outputs of the micro-batches held).
 bool same_rates(const StageMemoryInputs& a, const StageMemoryInputs& b) {
-  return a.tp == b.tp && a.grad_ranks == b.grad_ranks && a.expert_grad_ranks == b.expert_grad_ranks &&
+  const bool keeps_outputs = a.settings.stack == TrainingStack::kTorchtitan;
+  return (!keeps_outputs || a.held_samples == b.held_samples) && a.tp == b.tp && a.grad_ranks == b.grad_ranks && a.expert_grad_ranks == b.expert_grad_ranks &&
          a.samples == b.samples && a.kept_activation_share == b.kept_activation_share && a.nccl_groups == b.nccl_groups &&
          a.runtime.workspace_gib == b.runtime.workspace_gib && a.runtime.te_workspace_gib == b.runtime.te_workspace_gib &&
          a.runtime.reserve_share == b.runtime.reserve_share && a.runtime.context_gib == b.runtime.context_gib &&

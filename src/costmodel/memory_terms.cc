@@ -12,10 +12,14 @@ const char* memory_moment_name(MemoryMoment moment) {
   }
 }
 
+double MemoryTerms::dynamic_bytes() const {
+  return activations_bytes + layer_transient_bytes + loss_bytes + gathered_params_bytes + unreduced_grads_bytes +
+         optimizer_step_bytes + pipeline_buffers_bytes;
+}
+
 double MemoryTerms::allocated_bytes() const {
   return weights_bytes + gradients_bytes + master_weights_bytes + optimizer_states_bytes + workspace_bytes +
-         activations_bytes + layer_transient_bytes + loss_bytes + gathered_params_bytes + unreduced_grads_bytes +
-         optimizer_step_bytes;
+         dynamic_bytes();
 }
 
 double MemoryTerms::reserved_bytes() const { return allocated_bytes() + allocator_reserve_bytes; }
@@ -35,6 +39,7 @@ const std::vector<MemoryTermField>& memory_term_fields() {
       {"gathered_params", &MemoryTerms::gathered_params_bytes},
       {"unreduced_grads", &MemoryTerms::unreduced_grads_bytes},
       {"optimizer_step", &MemoryTerms::optimizer_step_bytes},
+      {"pipeline_buffers", &MemoryTerms::pipeline_buffers_bytes},
       {"allocator_reserve", &MemoryTerms::allocator_reserve_bytes},
       {"runtime", &MemoryTerms::runtime_bytes}};
   return fields;

@@ -29,12 +29,16 @@ struct MemoryTerms {
   double gathered_params_bytes = 0;   ///< ZeRO-3/FSDP: unsharded parameters held
   double unreduced_grads_bytes = 0;   ///< ZeRO-3/FSDP: unsharded gradients before their reduce-scatter
   double optimizer_step_bytes = 0;    ///< the optimizer step's temporaries (fp16's fp32 gradient copy)
+  double pipeline_buffers_bytes = 0;  ///< pipeline receive buffers and stage outputs kept (torch's pipelining)
   // Beyond what PyTorch has allocated.
   double allocator_reserve_bytes = 0;  ///< the caching allocator's reserve over the allocated peak
   double runtime_bytes = 0;            ///< outside PyTorch: the CUDA context, NCCL's buffers
 
   /// What PyTorch's allocator has handed out (torch.cuda.max_memory_allocated at the peak).
   double allocated_bytes() const;
+  /// The moment's terms, which come and go within a step (the caching allocator's reserve is a
+  /// share of them: the static state is allocated once, in large blocks).
+  double dynamic_bytes() const;
   /// What it has reserved from the driver (torch.cuda.max_memory_reserved).
   double reserved_bytes() const;
   /// What the process takes of the GPU: what must fit.

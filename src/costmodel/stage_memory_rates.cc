@@ -71,11 +71,8 @@ void set_transient(MemoryTerms& terms, double layer_bytes, double loss_bytes) {
 /// static state is allocated once, in large blocks), and the runtime's outside it.
 void add_runtime(MomentRates& rates, const StageMemoryInputs& in) {
   const double share = in.runtime.reserve_share;
-  for (MemoryTerms* terms : {&rates.per_param, &rates.per_expert_param, &rates.per_activation, &rates.fixed}) {
-    const double dynamic = terms->activations_bytes + terms->layer_transient_bytes + terms->loss_bytes +
-                           terms->gathered_params_bytes + terms->unreduced_grads_bytes + terms->optimizer_step_bytes;
-    terms->allocator_reserve_bytes = share * dynamic;
-  }
+  for (MemoryTerms* terms : {&rates.per_param, &rates.per_expert_param, &rates.per_activation, &rates.fixed})
+    terms->allocator_reserve_bytes = share * terms->dynamic_bytes();
   const double context = in.runtime.context_gib * kGib;
   rates.fixed.workspace_bytes += least_fixed_bytes(in.runtime, in.settings) - context;
   rates.fixed.runtime_bytes = context + in.runtime.nccl_gib_per_group * in.nccl_groups * kGib;
@@ -156,6 +153,28 @@ std::vector<MomentRates> megatron_rates(const StageMemoryInputs& in) {
   return moments;
 }
 
+/// torch.distributed.pipelining's buffers on one rank (torchtitan's pipeline parallelism): every
+/// stage but the first allocates a buffer for each micro-batch's input at the start, every stage
+/// but the last one for each micro-batch's output gradient, and each keeps the outputs of the
+/// micro-batches it holds until their backward; with `pipeline_keeps_outputs` the last stage
+/// keeps every micro-batch's logits (the one in its backward pass too; before, the others).
+double pipeline_buffer_bytes(const StageMemoryInputs& in, MemoryMoment moment) {
+  const int v = std::max(1, in.virtual_stages), stages = in.pp * v;
+  int receiving = 0, sending = 0;
+  bool holds_last = false;
+  for (int chunk = 0; chunk < v; ++chunk) {
+    const int index = in.stage + chunk * in.pp;
+    receiving += index > 0;
+    sending += index < stages - 1;
+    holds_last = holds_last || index == stages - 1;
+  }
+  const double boundary = in.boundary_bytes_per_sample;
+  double bytes = in.microbatches * in.samples * boundary * (receiving + sending) + in.held_samples * boundary * sending;
+  if (holds_last && in.settings.pipeline_keeps_outputs)
+    bytes += (in.microbatches - (moment == MemoryMoment::kForward ? 1 : 0)) * in.samples * in.output_bytes_per_sample;
+  return bytes;
+}
+
 /// PyTorch FSDP2 as torchtitan runs it (mixed precision: bf16 compute, fp32 sharded parameters
 /// and gradients, reduce-scatter in fp32): the fp32 shard, its gradient and Adam's moments over
 /// dp_shard x cp GPUs; the gathered 16-bit layers (the one computing and the one prefetched,
@@ -179,6 +198,7 @@ std::vector<MomentRates> torchtitan_rates(const StageMemoryInputs& in) {
       rates->per_param.gathered_params_bytes = rates->per_expert_param.gathered_params_bytes = gathered_bytes;
       rates->fixed.gathered_params_bytes = (2 - gathered_bytes) * root_params;
       rates->per_param.unreduced_grads_bytes = rates->per_expert_param.unreduced_grads_bytes = 4;
+      rates->fixed.pipeline_buffers_bytes = pipeline_buffer_bytes(in, rates->moment);
     }
   } else {
     forward.fixed.gathered_params_bytes = 2 * root_params + 2 * in.largest_layer_params * gathered_bytes;

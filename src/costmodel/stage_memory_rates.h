@@ -28,6 +28,11 @@ struct StageMemoryInputs {
   int expert_grad_ranks = 1;  ///< the same for its routed experts
   double samples = 1;         ///< one micro-batch's samples on a GPU
   double held_samples = 1;    ///< samples whose activations the stage holds at its peak
+  int microbatches = 1;       ///< micro-batches of a step
+  int virtual_stages = 1;     ///< pipeline chunks a rank runs (interleaved 1F1B)
+  /// One sample's activation a stage sends to the next (torchtitan: [s / cp / tp, h], sequence
+  /// sharded), and the last stage's output (its logits, the vocabulary over tp), in bytes.
+  double boundary_bytes_per_sample = 0, output_bytes_per_sample = 0;
   /// The share of its activations the GPU keeps (below 1 where layers offload theirs to the host).
   double kept_activation_share = 1;
   ActivationMode mode;

@@ -33,6 +33,7 @@ const char* term_note(const std::string& name) {
   if (name == "gathered_params") return "ZeRO-3/FSDP: unsharded parameters held";
   if (name == "unreduced_grads") return "ZeRO-3/FSDP: unsharded gradients before reduce-scatter";
   if (name == "optimizer_step") return "the optimizer step's temporaries";
+  if (name == "pipeline_buffers") return "pipeline receive buffers, stage outputs kept";
   if (name == "allocator_reserve") return "the caching allocator's reserve over what is allocated";
   if (name == "runtime") return "outside PyTorch: CUDA context, NCCL buffers";
   return "";

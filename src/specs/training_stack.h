@@ -47,6 +47,9 @@ struct MemorySettings {
   bool async_tp = false;
   /// torchtitan: FSDP gathers the linear layers' weights in float8 (1 byte, not 2).
   bool float8_all_gather = false;
+  /// torchtitan before e5ef99a (October 2025), whose pipeline schedule's step() returned the
+  /// outputs: the last stage keeps every micro-batch's logits until the step ends.
+  bool pipeline_keeps_outputs = false;
 };
 
 }  // namespace fasop

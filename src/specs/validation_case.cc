@@ -126,7 +126,8 @@ void parse_memory_settings(const Field& field, MemorySettings& memory) {
                                    {"compile", &memory.compiled, torchtitan},
                                    {"compile_loss", &memory.compiled_loss, torchtitan},
                                    {"async_tp", &memory.async_tp, torchtitan},
-                                   {"float8_all_gather", &memory.float8_all_gather, torchtitan}}) {
+                                   {"float8_all_gather", &memory.float8_all_gather, torchtitan},
+                                   {"pipeline_keeps_outputs", &memory.pipeline_keeps_outputs, torchtitan}}) {
     const Field setting = field.child(name);
     if (!setting.present()) continue;
     if (!fits) setting.fail(std::string("is a setting of the ") + (megatron ? "torchtitan" : "megatron") +
@@ -153,7 +154,8 @@ void parse_plan_field(const Field& field, ValidationPlan& plan) {
                               "virtual_stages", "pipeline_layout", "distributed_optimizer", "overlap_grad_reduce", "overlap_tp_comm", "overlap_ep_comm",
                               "overlap_param_gather", "fsdp", "grad_reduce_in_bf16", "stack", "transformer_engine",
                               "gradient_accumulation_fusion", "cross_entropy_fusion", "activation_offload_layers",
-                              "compile", "compile_loss", "async_tp", "float8_all_gather", "optimizer_dtype"});
+                              "compile", "compile_loss", "async_tp", "float8_all_gather", "pipeline_keeps_outputs",
+                              "optimizer_dtype"});
   plan.gpus = field.child("gpus").positive_int(kMaxNodes);
   plan.tp = field.child("tp").positive_int(kMaxGpusPerNode);
   plan.pp = field.child("pp").positive_int(kMaxUnits);
