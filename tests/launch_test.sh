@@ -132,7 +132,11 @@ near() {
   awk -v a="$1" -v b="$2" -v r="$3" 'BEGIN { if (a !~ /^[-+0-9.eE]+$/ || b !~ /^[-+0-9.eE]+$/) exit 1
     d = a - b; if (d < 0) d = -d; if (b < 0) b = -b; exit !(d <= r * b) }'
 }
-report_header=job,first_iteration,last_iteration,warmup_iterations,measured_step_s,min_step_s,max_step_s,predicted_step_s,error,tokens_per_s_per_gpu,predicted_tokens_per_s_per_gpu,mfu,predicted_mfu,max_allocated_gib,max_reserved_gib,predicted_peak_memory_gib
+report_header=job,first_iteration,last_iteration,warmup_iterations,measured_step_s,min_step_s,max_step_s,predicted_step_s,error,tokens_per_s_per_gpu,predicted_tokens_per_s_per_gpu,mfu,predicted_mfu,max_allocated_gib,max_reserved_gib,predicted_peak_memory_gib,rank,stage,moment,predicted_allocated_gib,allocated_error,predicted_reserved_gib,reserved_error
+# rank_rows FILE: report.csv's per-rank rows as "rank:stage" words, in the file's order.
+rank_rows() { awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i } NR > 2 { printf "%s%s:%s", (n++ ? " " : ""), $c["rank"], $c["stage"] } END { print "" }' "$1"; }
+# rank_field FILE RANK COLUMN: COLUMN of RANK's row.
+rank_field() { awk -F, -v r="$2" -v n="$3" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i } NR > 2 && $c["rank"] == r { print $c[n] }' "$1"; }
 
 # Real training on CPU: tests/tiny_gpt_train.py under torchrun, pipeline- and data-parallel
 # (tp 1, pp 2, dp 2: 4 ranks on the 2 nodes, gloo), printing Megatron-LM's log lines, which
@@ -155,8 +159,9 @@ check_training() {
     fail "$where training: node exit codes $(cat "$run"/node-*.exit 2>&1 | tr '\n' ' '); $(tail -5 "$run"/node-*.log 2>&1)"
   "$bin" launch report "$job" --warmup 2 > "$job.report" 2>&1 && grep -q "^iterations 3-10 measured" "$job.report" && ok ||
     fail "$where training: launch report: $(cat "$job.report")"
-  [ -f "$run/report.csv" ] && [ "$(head -1 "$run/report.csv")" = "$report_header" ] && [ "$(wc -l < "$run/report.csv")" -eq 2 ] &&
-    ok || fail "$where training: report.csv: $(cat "$run/report.csv" 2>&1)"
+  # The run's row, then the memory lines' ranks: data-parallel rank 0 of each stage (tp 1, dp 2).
+  [ -f "$run/report.csv" ] && [ "$(head -1 "$run/report.csv")" = "$report_header" ] && [ "$(wc -l < "$run/report.csv")" -eq 4 ] &&
+    [ "$(rank_rows "$run/report.csv")" = "0:0 2:1" ] && ok || fail "$where training: report.csv: $(cat "$run/report.csv" 2>&1)"
   awk -v s="$(csv_field "$run/report.csv" measured_step_s)" 'BEGIN { exit !(s > 0) }' && ok ||
     fail "$where training: measured_step_s not positive: $(cat "$run/report.csv")"
   near "$(csv_field "$run/report.csv" predicted_step_s)" "$train_predicted" 1e-12 && ok ||
@@ -232,6 +237,24 @@ near "$(csv_field $csv tokens_per_s_per_gpu)" "$(awk -v m="$mean" 'BEGIN { print
 near "$(csv_field $csv max_reserved_gib)" 0.5 1e-12 && ok || fail "hand-made run: max_reserved_gib is not 512/1024: $(cat $csv)"
 near "$(csv_field $csv max_allocated_gib)" "$(awk 'BEGIN { printf "%.17g", 300 / 1024 }')" 1e-12 && ok ||
   fail "hand-made run: max_allocated_gib is not the largest, 300/1024: $(cat $csv)"
+# Per rank: ranks 0-1 run stage 0 and 2-3 stage 1 (tp 2, dp 1); each rank's own maxima against
+# its stage's prediction, the error their ratio - 1; the run's row predicts the larger stage's.
+[ "$(rank_rows $csv)" = "0:0 2:1 3:1" ] && ok || fail "hand-made run: ranks and stages are not 0:0 2:1 3:1: $(cat $csv)"
+near "$(rank_field $csv 2 max_allocated_gib)" "$(awk 'BEGIN { printf "%.17g", 250 / 1024 }')" 1e-12 &&
+  near "$(rank_field $csv 0 max_reserved_gib)" "$(awk 'BEGIN { printf "%.17g", 400 / 1024 }')" 1e-12 && ok ||
+  fail "hand-made run: ranks 2's max allocated and 0's max reserved are not 250/1024 and 400/1024: $(cat $csv)"
+[ "$(rank_field $csv 2 predicted_allocated_gib)" = "$(rank_field $csv 3 predicted_allocated_gib)" ] &&
+  [ "$(rank_field $csv 3 predicted_allocated_gib)" = "$(csv_field $csv predicted_allocated_gib)" ] && ok ||
+  fail "hand-made run: ranks 2 and 3 (stage 1) predict differently, or the run's row not theirs: $(cat $csv)"
+for r in 0 2 3; do
+  near "$(rank_field $csv $r allocated_error)" \
+    "$(awk -v m="$(rank_field $csv $r max_allocated_gib)" -v p="$(rank_field $csv $r predicted_allocated_gib)" 'BEGIN { printf "%.17g", m / p - 1 }')" 1e-12 &&
+    near "$(rank_field $csv $r reserved_error)" \
+      "$(awk -v m="$(rank_field $csv $r max_reserved_gib)" -v p="$(rank_field $csv $r predicted_reserved_gib)" 'BEGIN { printf "%.17g", m / p - 1 }')" 1e-12 &&
+    ok || fail "hand-made run: rank $r's errors are not measured / predicted - 1: $(cat $csv)"
+done
+grep -qE "^   3     1 (forward|backward|optimizer step) +0\.29 " handmade.report && ok ||
+  fail "hand-made run: no per-rank line for rank 3 in launch report: $(cat handmade.report)"
 # Calibrated GPU data makes the estimate meet the run. The tiny model's step is mostly not GEMMs:
 # the default parameter (gemm_peak_share, at its bound 0.2) explains about +6% at most, so this
 # +25% run fits memory_share; a second copy at +4% fits the default.
@@ -240,12 +263,31 @@ estimated_step() { "$bin" estimate --plan plan.yaml --cluster "$1" 2>&1 | sed -n
   grep -q "fp16.memory_share" cal.out && ok || fail "hand-made run: calibrate --fit-params memory_share: $(cat cal.out)"
 step=$(estimated_step cal.yaml)
 near "$step" "$mean" 0.005 && ok || fail "hand-made run: estimate with the calibrated memory_share gives '$step' s, measured $mean s"
+# The memory lines fit each GPU's workspace_gib: box-b's cpu-b (stage 0) by rank 0's measured -
+# predicted max allocated, box-a's cpu-a (stage 1) by the mean of ranks 2's and 3's (the median
+# of two); the fit meets rank 0's max allocated exactly.
+expected_workspace() {  # GPU RANK...: the GPU's workspace before, plus the median gap of RANKs
+  local before gaps
+  before=$(awk -v g="$1" '$1 == g && $2 == "memory_runtime.megatron.workspace_gib" { print $3 }' cal.out)
+  shift
+  gaps=$(for r in "$@"; do echo "$(rank_field $csv $r max_allocated_gib) $(rank_field $csv $r predicted_allocated_gib)"; done)
+  awk -v b="$before" '{ s += $1 - $2; n++ } END { printf "%.17g", b + s / n }' <<< "$gaps"
+}
+fitted_workspace() { sed -n "s/^#   node type $1: gpu_data: {.*workspace_gib: \([0-9.e+-]*\),.*/\1/p" cal.yaml; }
+near "$(fitted_workspace box-b)" "$(expected_workspace cpu-b 0)" 1e-9 &&
+  near "$(fitted_workspace box-a)" "$(expected_workspace cpu-a 2 3)" 1e-9 && ok ||
+  fail "hand-made run: calibrate's workspace_gib is not the GPU's plus its ranks' median gap: $(cat cal.out; head -3 cal.yaml)"
+[ "$(grep -c '^ *workspace_gib: ' cal.yaml)" -eq 2 ] && [ "$(grep -c '^ *reserve_share: ' cal.yaml)" -eq 2 ] && ok ||
+  fail "hand-made run: cal.yaml does not set memory_runtime on both node types: $(cat cal.yaml)"
+awk '$1 == "handmade-1" && $2 == 0 && ($8 == "(+0.0%)" || $8 == "(-0.0%)") { found = 1 } END { exit !found }' cal.out && ok ||
+  fail "hand-made run: the fitted workspace does not meet rank 0's max allocated: $(cat cal.out)"
 cp -r handmade handmade-4pc
 handmade_log 1.04 > handmade-4pc/node-1.log
 mean4=$(handmade_mean handmade-4pc/node-1.log)
-"$bin" calibrate --from-run "$PWD/handmade-4pc" --warmup 4 --out cal4.yaml > cal4.out 2>&1 &&
+"$bin" calibrate --from-run "$PWD/handmade-4pc" --warmup 4 --no-fit-memory --out cal4.yaml > cal4.out 2>&1 &&
   awk '$2 == "fp16.gemm_peak_share" && $4 < $3 { down++ } END { exit !down }' cal4.out && ok ||
   fail "hand-made run at +4%: calibrate: $(cat cal4.out)"
+! grep -q "memory_runtime" cal4.yaml && ok || fail "hand-made run at +4%: --no-fit-memory fitted memory: $(cat cal4.out)"
 step=$(estimated_step cal4.yaml)
 near "$step" "$mean4" 0.005 && ok || fail "hand-made run at +4%: estimate with the calibrated gemm_peak_share gives '$step' s, measured $mean4 s"
 # Runs that cannot be reported: no node logs, logs without iteration lines, all in the warm-up.

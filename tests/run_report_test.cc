@@ -1,5 +1,7 @@
-// Run reports: trainers' logs parsed (Megatron-LM's format), the warm-up skipped, measured
-// against predicted; a step's model FLOPs counted by hand.
+// Run reports: trainers' logs parsed (Megatron-LM's format, torchtitan's memory), the warm-up
+// skipped, measured against predicted, each logged rank's memory against its stage's; the
+// runtime memory constants fitted to ranks' memory and set in a cluster file's gpu_data; a
+// step's model FLOPs counted by hand.
 #include <catch2/catch.hpp>
 
 #include "launch/iteration_log.h"
@@ -114,10 +116,156 @@ TEST_CASE("a run report: error, tokens/s/GPU, MFU and memory against the predict
   CHECK_THAT(run_report_text(r), Contains("0.50") && Contains("rank 3"));
   const std::string csv = run_report_csv(r, "local-7");
   CHECK_THAT(csv, Contains("\nlocal-7,5,12,3,0.1,0.09,0.11,0.08,0.25"));
-  CHECK_THAT(csv, Contains(",0.341796875,0.5,0.75\n"));  // 350/1024, 512/1024 GiB
+  CHECK_THAT(csv, Contains(",0.341796875,0.5,0.75,"));  // 350/1024, 512/1024 GiB
   predicted.global_batch = 16;
   CHECK_THAT(run_report_text(make_run_report(*measure_steps(log, 3), predicted, log)),
              Contains("the log's global batch size is 8, the plan's 16"));
+}
+
+TEST_CASE("torchtitan's metrics line gives rank 0's max reserved; a rank's reports merge", "[run_report]") {
+  // torchtitan's line, colour codes and all: "memory: 12.50GiB(15.62%)" is max reserved.
+  const std::string line =
+      "[rank0]:[titan] 2026-01-02 10:00:00,000 - root - INFO - \033[31mstep: 10  \033[32mloss:  7.1234  "
+      "\033[38;2;180;60;0mgrad_norm:  1.2000  \033[36mmemory: 12.50GiB(15.62%)  \033[34mtps: 1,234  "
+      "\033[36mtflops: 56.78  \033[35mmfu: 5.74%\033[39m";
+  IterationLog log = parse_iteration_log(line + "\n" + "step: 3 memory: lots GiB(1%)\nmemory: 3.00GiB(1.00%)\n");
+  REQUIRE(log.memory.size() == 1);
+  CHECK(log.memory[0].rank == 0);
+  CHECK(log.memory[0].max_reserved_mib == 12.5 * 1024);
+  CHECK_FALSE(log.memory[0].allocated_logged);
+  // Rank 3 twice (two nodes' logs, or two reports): the largest of each figure.
+  const std::string again = "[Rank 3] (after 4 iterations) memory (MB) | allocated: 310.00 | max allocated: 340.00 | "
+                            "reserved: 450.00 | max reserved: 600.00";
+  std::vector<MemoryRecord> ranks = memory_by_rank(parse_iteration_log(kMemory3 + "\n" + again + "\n" + kMemory0).memory);
+  REQUIRE(ranks.size() == 2);
+  CHECK(ranks[0].rank == 0);
+  CHECK(ranks[1].rank == 3);
+  CHECK(ranks[1].allocated_mib == 310);
+  CHECK(ranks[1].max_allocated_mib == 350);
+  CHECK(ranks[1].max_reserved_mib == 600);
+}
+
+namespace {
+
+/// Two stages of 2 GPUs (ranks 0-1 and 2-3): stage 0 predicts 128 MiB allocated and 256
+/// reserved at its backward pass, stage 1 320 MiB and 0.4 GiB at its forward pass.
+std::vector<StageMemoryPrediction> two_stages() {
+  StageMemoryPrediction first{0, 2, "backward", 0.125, 0.25, 0.75};
+  StageMemoryPrediction second{2, 2, "forward", 0.3125, 0.4, 0.9};
+  return {first, second};
+}
+
+}  // namespace
+
+TEST_CASE("each logged rank's memory against its stage's: allocated, reserved, errors", "[run_report]") {
+  CHECK(stage_of_rank(two_stages(), 0) == 0);
+  CHECK(stage_of_rank(two_stages(), 1) == 0);
+  CHECK(stage_of_rank(two_stages(), 2) == 1);
+  CHECK(stage_of_rank(two_stages(), 3) == 1);
+  CHECK(stage_of_rank(two_stages(), 4) == -1);
+  const std::string rank9 = "[Rank 9] (after 2 iterations) memory (MB) | allocated: 1.00 | max allocated: 2.00 | "
+                            "reserved: 3.00 | max reserved: 4.00";
+  IterationLog log = merge_iteration_logs({parse_iteration_log(kMemory0 + "\n" + rank9), parse_iteration_log(last_rank_log())});
+  RunPrediction predicted;
+  predicted.step_s = 0.080;
+  predicted.peak_memory_gib = 0.9;
+  predicted.global_batch = 8;
+  predicted.tokens_per_step = 8 * 32;
+  predicted.gpus = 4;
+  predicted.stage_memory = two_stages();
+  RunReport r = make_run_report(*measure_steps(log, 3), predicted, log);
+  REQUIRE(r.ranks.size() == 3);
+  // Rank 0 (stage 0): 150 MiB against 128 allocated (+17.2%), 256 against 256 reserved.
+  CHECK(r.ranks[0].rank == 0);
+  CHECK(r.ranks[0].stage == 0);
+  CHECK(r.ranks[0].moment == "backward");
+  CHECK(r.ranks[0].allocated_error() == Approx(150.0 / 128 - 1));
+  CHECK(r.ranks[0].reserved_error() == Approx(0).margin(1e-12));
+  // Rank 3 (stage 1): 350 MiB against 320 (+9.4%), 512 MiB against 0.4 GiB (+25.0%).
+  CHECK(r.ranks[1].rank == 3);
+  CHECK(r.ranks[1].stage == 1);
+  CHECK(r.ranks[1].allocated_error() == Approx(0.09375));
+  CHECK(r.ranks[1].reserved_error() == Approx(0.25));
+  // Rank 9: no stage of the plan runs it.
+  CHECK(r.ranks[2].rank == 9);
+  CHECK(r.ranks[2].stage == -1);
+  const std::string text = run_report_text(r);
+  CHECK_THAT(text, Contains("rank stage moment          max allocated  predicted    error  max reserved  predicted    error\n"));
+  CHECK_THAT(text, Contains("   0     0 backward                 0.15       0.12   +17.2%          0.25       0.25    +0.0%\n"));
+  CHECK_THAT(text, Contains("   3     1 forward                  0.34       0.31    +9.4%          0.50       0.40   +25.0%\n"));
+  CHECK_THAT(text, Contains("   9     - not in the plan          0.00          -        -          0.00          -        -\n"));
+  // report.csv: the run's row (the old columns first, as before), then a row per rank.
+  const std::string csv = run_report_csv(r, "local-7");
+  CHECK_THAT(csv, Contains("max_reserved_gib,predicted_peak_memory_gib,rank,stage,moment,predicted_allocated_gib,"
+                           "allocated_error,predicted_reserved_gib,reserved_error\n"));
+  // The run's: the largest rank (350 MiB, 512 MiB) against the largest stage (0.3125, 0.4 GiB).
+  CHECK_THAT(csv, Contains(",0.341796875,0.5,0.9,,,,0.3125,0.09375,0.4,0.25\n"));
+  CHECK_THAT(csv, Contains("\nlocal-7,,,,,,,,,,,,,0.146484375,0.25,0.75,0,0,backward,0.125,0.171875,0.25,0.0\n"));
+  CHECK_THAT(csv, Contains("\nlocal-7,,,,,,,,,,,,,0.341796875,0.5,0.9,3,1,forward,0.3125,0.09375,0.4,0.25\n"));
+  CHECK_THAT(csv, Contains("\nlocal-7,,,,,,,,,,,,,0.001953125,0.00390625,,9,,,,,,\n"));
+  // A torchtitan rank 0: max reserved alone.
+  IterationLog titan = merge_iteration_logs(
+      {parse_iteration_log("step: 10  loss: 7.0  memory: 0.30GiB(1.00%)  tps: 1"), parse_iteration_log(last_rank_log())});
+  RunReport t = make_run_report(*measure_steps(titan, 3), predicted, titan);
+  REQUIRE(t.ranks.size() == 2);
+  CHECK_FALSE(t.ranks[0].allocated_logged);
+  CHECK(t.ranks[0].reserved_error() == Approx(0.30 / 0.25 - 1));
+  CHECK_THAT(run_report_text(t), Contains("   0     0 backward                    -       0.12        -          0.30       0.25   +20.0%\n"));
+  // Without a breakdown (FASOP's policy) the ranks go unmatched, and the report says why.
+  predicted.stage_memory.clear();
+  CHECK_THAT(run_report_text(make_run_report(*measure_steps(log, 3), predicted, log)),
+             Contains("the plan's policy gives no per-stage breakdown"));
+}
+
+TEST_CASE("the runtime memory constants fitted to ranks' memory: medians, in closed form", "[run_report]") {
+  RuntimeMemory before;
+  before.workspace_gib = 0.075;
+  before.te_workspace_gib = 0.03;
+  before.reserve_share = 0.05;
+  // Allocated: measured - predicted 0.5, 0.2, 0.4 GiB: the median 0.4 goes to the workspace.
+  // Reserved: (measured reserved - predicted allocated - 0.4) / dynamic = 1.1/4, 1.8/8, 0.5/2 =
+  // 0.275, 0.225, 0.25: the median 0.25.
+  std::vector<RankMemorySample> samples = {{10.0, 11.0, 9.5, 4.0}, {20.0, 22.0, 19.8, 8.0}, {15.0, 15.5, 14.6, 2.0}};
+  RuntimeMemory after = fit_runtime_memory(before, samples);
+  CHECK(after.workspace_gib == Approx(0.475));
+  CHECK(after.reserve_share == Approx(0.25));
+  CHECK(after.te_workspace_gib == 0.03);  // the others stay
+  CHECK(after.context_gib == before.context_gib);
+  // An even count takes the middle two's mean; a rank without dynamic terms gives no share.
+  samples.push_back({5.0, 9.0, 4.9, 0.0});
+  after = fit_runtime_memory(before, samples);
+  CHECK(after.workspace_gib == Approx(0.075 + (0.2 + 0.4) / 2));  // gaps 0.1, 0.2, 0.4, 0.5
+  CHECK(after.reserve_share == Approx((1.2 / 4 + 0.6 / 2) / 2));   // shift 0.3: 0.3, 0.2125, 0.3
+  // Measured below predicted past the constants: both stop at 0.
+  after = fit_runtime_memory(before, {{1.0, 1.0, 2.0, 1.0}});
+  CHECK(after.workspace_gib == 0);
+  CHECK(after.reserve_share == 0);  // (1 - 2 + 0.075) / 1 < 0
+  CHECK(fit_runtime_memory(before, {}).workspace_gib == 0.075);
+}
+
+TEST_CASE("a node type's gpu_data sets memory_runtime over its GPU's, field by field", "[run_report]") {
+  const std::string head =
+      "name: c\nnode_types:\n  - {name: p5, gpu: H100, gpus_per_node: 8, gpu_memory_gib: 80,\n"
+      "     intra_node_bandwidth_bits_per_s: 1e12, inter_node_bandwidth_bits_per_s: 1e11, price_usd_per_hour: 1,\n"
+      "     gpu_data: ";
+  const std::string tail = "}\nnodes: [{type: p5, count: 1}]\n";
+  const RuntimeMemory shipped = parse_cluster(head + "{}" + tail, "c.yaml").node_types[0].gpu_data.runtime_memory(TrainingStack::kMegatron);
+  ClusterSpec c = parse_cluster(
+      head + "{bf16.gemm_peak_share: 0.5, memory_runtime: {megatron: {workspace_gib: 0.475, reserve_share: 0.25}}}" + tail,
+      "c.yaml");
+  const RuntimeMemory megatron = c.node_types[0].gpu_data.runtime_memory(TrainingStack::kMegatron);
+  CHECK(megatron.workspace_gib == 0.475);
+  CHECK(megatron.reserve_share == 0.25);
+  CHECK(megatron.te_workspace_gib == shipped.te_workspace_gib);
+  CHECK(megatron.context_gib == shipped.context_gib);
+  CHECK(c.node_types[0].gpu_data.efficiency("bf16").gemm_peak_share == 0.5);
+  CHECK_THROWS_WITH(parse_cluster(head + "{memory_runtime: {megatron: {workspace_gib: -1}}}" + tail, "c.yaml"),
+                    Contains("gpu_data.memory_runtime.megatron.workspace_gib") && Contains("zero or positive"));
+  CHECK_THROWS_WITH(parse_cluster(head + "{memory_runtime: {megatron: {workspace: 1}}}" + tail, "c.yaml"),
+                    Contains("gpu_data.memory_runtime.megatron.workspace'") && Contains("unknown field"));
+  CHECK_THROWS_WITH(parse_cluster(head + "{memory_runtime: {jax: {workspace_gib: 1}}}" + tail, "c.yaml"),
+                    Contains("gpu_data.memory_runtime.jax") && Contains("unknown stack"));
+  CHECK_THROWS_WITH(parse_cluster(head + "{memory_runtime: 1}" + tail, "c.yaml"), Contains("gpu_data.memory_runtime"));
 }
 
 TEST_CASE("a step's model FLOPs: every GEMM and attention of the forward, times 3", "[run_report]") {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <tuple>
 
 #include "cli/planner_options.h"
 #include "cli/run_calibration.h"
@@ -29,6 +30,7 @@ struct CalibrateOptions {
   std::string runs_dir = "main_logs/runs";
   int warmup = 5;
   std::vector<std::string> fit_params = {"gemm_peak_share"};
+  bool no_fit_memory = false;
   std::string out;
 };
 
@@ -41,7 +43,7 @@ CalibrationRun calibration_run(const std::string& run, const CalibrateOptions& o
   if (!measured)
     throw SpecError(dir + ": no iteration past the warm-up of " + std::to_string(options.warmup) +
                     " in the node logs; `fasop-cpp launch report " + run + "` says what the logs hold");
-  return {status.job, load_run_plan(status), measured->step_s};
+  return {status.job, load_run_plan(status), measured->step_s, log.memory};
 }
 
 /// The text of cluster `ref` as given to the planner: a file, or a preset's.
@@ -51,21 +53,68 @@ std::string cluster_text(const std::string& ref) {
   return find_preset(embedded_presets(), ref, "cluster").text;
 }
 
+/// True when `names` holds `name`.
+bool has(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
 /// Per node type the calibration moved, its new gpu_data as a line to paste.
 std::string node_type_gpu_data(const RunCalibration& calibration) {
   std::vector<std::string> types;
   for (const CalibratedParameter& p : calibration.parameters)
     for (const std::string& t : p.node_types)
-      if (std::find(types.begin(), types.end(), t) == types.end()) types.push_back(t);
+      if (!has(types, t)) types.push_back(t);
+  for (const CalibratedRuntime& r : calibration.memory)
+    for (const std::string& t : r.node_types)
+      if (!has(types, t)) types.push_back(t);
   std::string text;
   for (const std::string& t : types) {
     std::string values;
     for (const CalibratedParameter& p : calibration.parameters)
-      if (std::find(p.node_types.begin(), p.node_types.end(), t) != p.node_types.end())
-        values += (values.empty() ? "" : ", ") + p.parameter + ": " + format_double(p.after);
+      if (has(p.node_types, t)) values += (values.empty() ? "" : ", ") + p.parameter + ": " + format_double(p.after);
+    for (const CalibratedRuntime& r : calibration.memory)
+      if (has(r.node_types, t))
+        values += std::string(values.empty() ? "" : ", ") + "memory_runtime: {" + r.stack + ": {workspace_gib: " +
+                  format_double(r.after.workspace_gib) + ", reserve_share: " + format_double(r.after.reserve_share) + "}}";
     text += "  node type " + t + ": gpu_data: {" + values + "}\n";
   }
   return text;
+}
+
+/// The change from `before` to `after`, e.g. "+12.5%".
+std::string change_text(double before, double after) {
+  if (before == 0) return after == 0 ? "+0.0%" : "(from 0)";
+  return (after >= before ? "+" : "") + fixed(100 * (after / before - 1), 1) + "%";
+}
+
+/// A predicted figure with its error against the measured one, e.g. "0.16 (-19.1%)".
+std::string predicted_text(double predicted_gib, double measured_gib) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.2f (%+.1f%%)", predicted_gib, 100 * (predicted_gib / measured_gib - 1));
+  return text;
+}
+
+/// The fitted runtime constants, as rows of the parameter table, and the ranks they were fitted to.
+void print_memory_fit(const RunCalibration& calibration) {
+  for (const CalibratedRuntime& r : calibration.memory)
+    for (auto [name, before, after] : {std::tuple{"workspace_gib", r.before.workspace_gib, r.after.workspace_gib},
+                                      {"reserve_share", r.before.reserve_share, r.after.reserve_share}})
+      std::printf("%-14s %-34s %10.4g %10.4g %9s  (memory, %d logged rank%s%s)\n", r.gpu.c_str(),
+                  ("memory_runtime." + r.stack + "." + name).c_str(), before, after, change_text(before, after).c_str(),
+                  r.ranks, r.ranks == 1 ? "" : "s",
+                  name == std::string("reserve_share") && after > 1
+                      ? "; over 1: more reserve than the dynamic terms explain, check the ranks below before using it"
+                      : "");
+  if (calibration.ranks.empty()) return;
+  std::printf("\nmemory per rank (GiB; predicted: the rank's stage at its worst moment)\n");
+  std::printf("%-14s %4s %5s %13s %16s %16s %12s %16s %16s\n", "run", "rank", "stage", "max allocated", "before", "after",
+              "max reserved", "before", "after");
+  for (const CalibratedRankMemory& m : calibration.ranks)
+    std::printf("%-14s %4d %5d %13.2f %16s %16s %12.2f %16s %16s\n", m.job.c_str(), m.rank, m.stage, m.max_allocated_gib,
+                predicted_text(m.allocated_before_gib, m.max_allocated_gib).c_str(),
+                predicted_text(m.allocated_after_gib, m.max_allocated_gib).c_str(), m.max_reserved_gib,
+                predicted_text(m.reserved_before_gib, m.max_reserved_gib).c_str(),
+                predicted_text(m.reserved_after_gib, m.max_reserved_gib).c_str());
 }
 
 void run_from_runs(const CalibrateOptions& options) {
@@ -73,6 +122,7 @@ void run_from_runs(const CalibrateOptions& options) {
   for (const std::string& run : options.runs) runs.push_back(calibration_run(run, options));
   for (const std::string& name : options.fit_params) fit_parameter(name);  // an unknown name throws here
   RunCalibration calibration = calibrate_from_runs(runs, options.fit_params);
+  if (!options.no_fit_memory) calibrate_memory_from_runs(runs, calibration);
   std::printf("%-14s %-34s %10s %10s %9s\n", "GPU", "parameter", "before", "after", "change");
   for (const CalibratedParameter& p : calibration.parameters)
     std::printf("%-14s %-34s %10.4g %10.4g %9s%s\n", p.gpu.c_str(), p.parameter.c_str(), p.before, p.after,
@@ -81,6 +131,9 @@ void run_from_runs(const CalibrateOptions& options) {
                 p.after == p.before ? "  (unmoved: no run's step time improves with it)"
                 : p.at_bound()      ? "  (at its bound: the error left is not this parameter's)"
                                     : "");
+  print_memory_fit(calibration);
+  if (!options.no_fit_memory && calibration.memory.empty())
+    std::printf("(memory runtime not fitted: no rank of the runs' plans logs Megatron-LM's memory line)\n");
   std::printf("\n%-14s %12s %22s %22s\n", "run", "measured s", "predicted before", "predicted after");
   for (const CalibratedRun& r : calibration.runs)
     std::printf("%-14s %12.5g %12.5g (%+6.1f%%) %12.5g (%+6.1f%%)\n", r.job.c_str(), r.measured_s, r.before_s,
@@ -159,8 +212,8 @@ void run(const CalibrateOptions& options) {
 void add_calibrate_command(CLI::App& app) {
   auto options = std::make_shared<CalibrateOptions>();
   CLI::App* command = app.add_subcommand(
-      "calibrate", "fit GPU data to launched runs (--from-run: measured step times) or a node type's compute "
-                   "efficiency to a measured profile (--profile)");
+      "calibrate", "fit GPU data to launched runs (--from-run: measured step times, and memory where the logs "
+                   "give it) or a node type's compute efficiency to a measured profile (--profile)");
   command->add_option("--model", options->model, "model preset or YAML file (with --profile)");
   command->add_option("--cluster", options->cluster, "cluster preset or YAML file holding the node type (with --profile)");
   command->add_option("--profile", options->profile, "measured profile YAML (configs/profiles format)");
@@ -175,6 +228,12 @@ void add_calibrate_command(CLI::App& app) {
                       "--from-run: GPU-data parameters to fit, comma-separated (default gemm_peak_share; e.g. "
                       "network.bus_share, dispatch_s.megatron)")
       ->delimiter(',');
+  command->add_flag("--no-fit-memory", options->no_fit_memory,
+                    "--from-run: keep the GPUs' memory runtime constants. By default, where the logs have "
+                    "Megatron-LM's memory lines (max allocated, max reserved per rank), gpu_data.memory_runtime.STACK "
+                    "(the plan's stack, megatron by default) is fitted too: workspace_gib shifted so that the median "
+                    "rank's predicted allocated meets its measured one, reserve_share so that the median rank's "
+                    "predicted reserved does; each rank is shown before and after");
   command->add_option("--out", options->out, "--from-run: write the plans' cluster file with the fitted gpu_data here");
   command->callback([options] {
     if (!options->runs.empty()) {

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cli/run_report.h"
+#include "costmodel/plan_context.h"
 #include "specs/gpu_parameters.h"
 #include "specs/spec_error.h"
 #include "specs/yaml_field.h"
@@ -48,7 +50,81 @@ void set_everywhere(std::vector<CalibrationRun>& runs, const CalibratedParameter
       if (type.gpu_data.name == p.gpu) set_parameter(type.gpu_data, "", p.parameter, value);
 }
 
+constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
+
+/// The training stack whose runtime constants a plan's memory takes (plan files write none for megatron).
+std::string plan_stack(const LoadedPlan& plan) { return plan.file.stack.empty() ? "megatron" : plan.file.stack; }
+
+/// A logged rank of a run, with its stage's prediction before the fit.
+struct LoggedRank {
+  size_t run = 0;
+  std::string stack;
+  CalibratedRankMemory report;
+  RankMemorySample sample;
+};
+
+/// The runs' ranks that log max allocated and reserved and that their plans run.
+std::vector<LoggedRank> logged_ranks(const std::vector<CalibrationRun>& runs) {
+  std::vector<LoggedRank> out;
+  for (size_t r = 0; r < runs.size(); ++r) {
+    const LoadedPlan& plan = runs[r].plan;
+    const std::vector<StageMemoryPrediction> stages = predict_stage_memory(plan);
+    if (stages.empty()) continue;
+    const PlanContext layout = rank_layout_context(plan.setup->cluster, plan.file.key);
+    for (const MemoryRecord& record : memory_by_rank(runs[r].memory)) {
+      const int stage = stage_of_rank(stages, record.rank);
+      if (!record.allocated_logged || stage < 0) continue;
+      LoggedRank rank{r, plan_stack(plan), {}, {}};
+      rank.report = {runs[r].job, layout.stage_smallest_memory_type(stage).gpu_data.name, record.rank, stage,
+                     record.max_allocated_mib / 1024, record.max_reserved_mib / 1024, stages[stage].allocated_gib, 0,
+                     stages[stage].reserved_gib, 0};
+      rank.sample = {rank.report.max_allocated_gib, rank.report.max_reserved_gib, stages[stage].allocated_gib,
+                     plan.result.estimate.stages[stage].memory.breakdown->terms.dynamic_bytes() / kGib};
+      out.push_back(rank);
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+void calibrate_memory_from_runs(std::vector<CalibrationRun>& runs, RunCalibration& calibration) {
+  std::vector<LoggedRank> ranks = logged_ranks(runs);
+  for (const LoggedRank& rank : ranks) {
+    const std::string& gpu = rank.report.gpu;
+    auto same = [&](const CalibratedRuntime& c) { return c.gpu == gpu && c.stack == rank.stack; };
+    if (std::any_of(calibration.memory.begin(), calibration.memory.end(), same)) continue;
+    CalibratedRuntime fitted;
+    fitted.gpu = gpu;
+    fitted.stack = rank.stack;
+    std::vector<RankMemorySample> samples;
+    for (const LoggedRank& other : ranks)
+      if (other.report.gpu == gpu && other.stack == rank.stack) samples.push_back(other.sample);
+    for (const NodeType& t : runs[rank.run].plan.setup->cluster.node_types)
+      if (t.gpu_data.name == gpu) {
+        fitted.before = t.gpu_data.runtime_memory(training_stack_named(rank.stack).value_or(TrainingStack::kMegatron));
+        fitted.node_types.push_back(t.name);
+      }
+    fitted.after = fit_runtime_memory(fitted.before, samples);
+    fitted.ranks = static_cast<int>(samples.size());
+    calibration.memory.push_back(fitted);
+  }
+  if (ranks.empty()) return;
+  for (CalibrationRun& run : runs) {
+    for (NodeType& type : run.plan.setup->cluster.node_types)
+      for (const CalibratedRuntime& fitted : calibration.memory)
+        if (type.gpu_data.name == fitted.gpu) type.gpu_data.memory_runtime[fitted.stack] = fitted.after;
+    run.plan.result = estimate_again(run.plan);
+  }
+  std::vector<std::vector<StageMemoryPrediction>> after;
+  for (const CalibrationRun& run : runs) after.push_back(predict_stage_memory(run.plan));
+  for (LoggedRank& rank : ranks) {
+    const StageMemoryPrediction& stage = after[rank.run].at(rank.report.stage);
+    rank.report.allocated_after_gib = stage.allocated_gib;
+    rank.report.reserved_after_gib = stage.reserved_gib;
+    calibration.ranks.push_back(rank.report);
+  }
+}
 
 bool CalibratedParameter::at_bound() const {
   const double tolerance = 1e-3 * (high - low);
@@ -111,6 +187,12 @@ std::string calibrated_cluster_yaml(const std::string& cluster_text, const std::
     for (const CalibratedParameter& p : calibration.parameters)
       if (std::find(p.node_types.begin(), p.node_types.end(), name) != p.node_types.end())
         type["gpu_data"][p.parameter] = p.after;
+    for (const CalibratedRuntime& r : calibration.memory)
+      if (std::find(r.node_types.begin(), r.node_types.end(), name) != r.node_types.end()) {
+        YAML::Node stack = type["gpu_data"]["memory_runtime"][r.stack];
+        stack["workspace_gib"] = r.after.workspace_gib;
+        stack["reserve_share"] = r.after.reserve_share;
+      }
   }
   YAML::Emitter out;
   out << YAML::Precision(6) << root;

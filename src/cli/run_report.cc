@@ -2,12 +2,37 @@
 
 #include <optional>
 
+#include "costmodel/plan_context.h"
 #include "profiles/model_flops.h"
 #include "specs/precision.h"
 #include "specs/spec_error.h"
 #include "specs/spec_store.h"
 
 namespace fasop {
+namespace {
+
+constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
+
+}  // namespace
+
+std::vector<StageMemoryPrediction> predict_stage_memory(const LoadedPlan& loaded) {
+  const std::vector<StageReport>& stages = loaded.result.estimate.stages;
+  const PlanContext layout = rank_layout_context(loaded.setup->cluster, loaded.file.key);
+  std::vector<StageMemoryPrediction> out;
+  for (size_t s = 0; s < stages.size(); ++s) {
+    const std::optional<MemoryBreakdown>& breakdown = stages[s].memory.breakdown;
+    if (!breakdown) return {};
+    StageMemoryPrediction p;
+    p.first_rank = layout.stage_first_rank(static_cast<int>(s));
+    p.ranks = layout.stage_gpus(static_cast<int>(s));
+    p.moment = memory_moment_name(breakdown->moment);
+    p.allocated_gib = breakdown->terms.allocated_bytes() / kGib;
+    p.reserved_gib = breakdown->terms.reserved_bytes() / kGib;
+    p.device_gib = breakdown->terms.device_bytes() / kGib;
+    out.push_back(p);
+  }
+  return out;
+}
 
 RunPrediction predict_run(const LoadedPlan& loaded) {
   const PlanFile& plan = loaded.file;
@@ -33,6 +58,7 @@ RunPrediction predict_run(const LoadedPlan& loaded) {
     else p.peak_flops += gpus * peak->second * 1e12;
   }
   if (!every_peak) p.peak_flops = 0;  // an MFU over part of the GPUs would mislead
+  p.stage_memory = predict_stage_memory(loaded);
   return p;
 }
 

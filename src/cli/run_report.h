@@ -10,8 +10,14 @@
 
 namespace fasop {
 
-/// What `plan` predicted, with the model's FLOPs and its GPUs' peaks for throughput and MFU.
+/// What `plan` predicted, with the model's FLOPs and its GPUs' peaks for throughput and MFU, and
+/// each stage's memory (predict_stage_memory).
 RunPrediction predict_run(const LoadedPlan& plan);
+
+/// Each stage's memory as `plan`'s estimate breaks it down, with the global ranks that run it
+/// (Megatron's order: tp fastest, then cp, then dp, then the stages); empty where the estimate
+/// has no breakdown (FASOP's policy).
+std::vector<StageMemoryPrediction> predict_stage_memory(const LoadedPlan& plan);
 
 /// The plan a run ran, loaded from the run directory's copy (relative spec paths from where it
 /// was launched).

@@ -83,17 +83,6 @@ int nccl_groups(const PlanKey& k, int stage, bool tied, TrainingStack stack) {
          count(k.ep > 1 && expert_data_parallel(k) > 1);
 }
 
-/// The node type of stage `stage` with the least GPU memory.
-const NodeType& smallest_memory_type(const PlanContext& ctx, int stage) {
-  const NodeType* smallest = nullptr;
-  const int first = ctx.stage_first_rank(stage), last = first + ctx.stage_gpus(stage) - 1;
-  for (int node = ctx.node_of(first); node <= ctx.node_of(last); ++node) {
-    const NodeType& type = ctx.cluster->node_types[ctx.key.node_order[node]];
-    if (!smallest || type.gpu_memory_gib < smallest->gpu_memory_gib) smallest = &type;
-  }
-  return *smallest;
-}
-
 /// Stage `stage`'s inputs to stage_memory_rates under ZeRO stage `zero_stage`; `sizes` holds
 /// the model's at the stage's tp, `runtime` its smallest GPU's constants.
 StageMemoryInputs stage_inputs(const PlanContext& ctx, const AnalyticOptions& options, int stage, int zero_stage,
@@ -192,7 +181,7 @@ std::optional<MemoryModel> AnalyticPolicy::memory_model(const PlanContext& ctx) 
     auto sizes = std::find_if(sizes_by_tp.begin(), sizes_by_tp.end(), [tp](const auto& entry) { return entry.first == tp; });
     if (sizes == sizes_by_tp.end())
       sizes = sizes_by_tp.insert(sizes_by_tp.end(), {tp, measure_units(m, k, tp, activation_mode(k, tp, settings), nullptr, nullptr)});
-    const NodeType& type = smallest_memory_type(ctx, s);
+    const NodeType& type = ctx.stage_smallest_memory_type(s);
     auto runtime = std::find_if(runtimes.begin(), runtimes.end(), [&](const auto& entry) { return entry.first == &type; });
     if (runtime == runtimes.end())
       runtime = runtimes.insert(runtimes.end(), {&type, type.gpu_data.runtime_memory(settings.stack)});
@@ -230,7 +219,7 @@ std::vector<StageMemory> AnalyticPolicy::stage_memory(const PlanContext& ctx, co
     if (sizes == sizes_by_tp.end())
       sizes = sizes_by_tp.insert(sizes_by_tp.end(),
                                  {tp, measure_units(*ctx.model, k, tp, activation_mode(k, tp, options_.memory), nullptr, nullptr)});
-    const RuntimeMemory runtime = smallest_memory_type(ctx, s).gpu_data.runtime_memory(options_.memory.stack);
+    const RuntimeMemory runtime = ctx.stage_smallest_memory_type(s).gpu_data.runtime_memory(options_.memory.stack);
     const std::vector<MomentRates> sharded = stage_memory_rates(stage_inputs(ctx, options_, s, 3, sizes->second, runtime));
     double worst = 0;
     const double params = model.stage_param_sum(s, first, end), experts = model.stage_expert_sum(first, end),

@@ -37,4 +37,14 @@ int PlanContext::stage_first_rank(int stage) const {
   return rank;
 }
 
+const NodeType& PlanContext::stage_smallest_memory_type(int stage) const {
+  const NodeType* smallest = nullptr;
+  const int first = stage_first_rank(stage), last = first + stage_gpus(stage) - 1;
+  for (int node = node_of(first); node <= node_of(last); ++node) {
+    const NodeType& type = cluster->node_types[key.node_order[node]];
+    if (!smallest || type.gpu_memory_gib < smallest->gpu_memory_gib) smallest = &type;
+  }
+  return *smallest;
+}
+
 }  // namespace fasop

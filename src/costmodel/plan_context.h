@@ -84,6 +84,9 @@ struct PlanContext {
     return stage_first_rank(stage) + (dp_index * key.cp + cp_index) * stage_tp(stage) + tp_index;
   }
   int num_units() const { return model->num_units(); }
+  /// The node type of stage `stage` with the least GPU memory (whose runtime constants and
+  /// capacity its memory prediction takes).
+  const NodeType& stage_smallest_memory_type(int stage) const;
   /// Node holding `rank`: ranks fill the nodes in order, each node's GPUs in turn.
   int node_of(int rank) const;
   /// Where each node's ranks end (only where node types differ in GPUs per node).

@@ -51,6 +51,19 @@ std::optional<MemoryRecord> memory_line(const std::string& line) {
   return record;
 }
 
+/// torchtitan's metrics line: "step: 10  loss: ...  memory: 12.34GiB(56.78%)  ...", with colour
+/// codes before the names (each ends in 'm': no word boundary before "memory"); the GiB are the
+/// logging rank's max reserved since its previous line.
+std::optional<MemoryRecord> torchtitan_memory_line(const std::string& line) {
+  static const std::regex memory(R"(step:.*memory:\s*([0-9]+(\.[0-9]*)?)\s*GiB\()");
+  std::smatch match;
+  if (!std::regex_search(line, match, memory)) return std::nullopt;
+  MemoryRecord record;
+  record.max_reserved_mib = std::stod(match[1]) * 1024;
+  record.allocated_logged = false;
+  return record;
+}
+
 }  // namespace
 
 IterationLog parse_iteration_log(const std::string& text) {
@@ -61,6 +74,8 @@ IterationLog parse_iteration_log(const std::string& text) {
       if (auto record = iteration_line(line)) log.iterations.push_back(*record);
     } else if (line.find("memory (MB)") != std::string::npos) {
       if (auto record = memory_line(line)) log.memory.push_back(*record);
+    } else if (line.find("GiB(") != std::string::npos) {
+      if (auto record = torchtitan_memory_line(line)) log.memory.push_back(*record);
     }
   }
   return log;
@@ -78,6 +93,23 @@ IterationLog merge_iteration_logs(const std::vector<IterationLog>& logs) {
   }
   for (const auto& [iteration, record] : by_iteration) merged.iterations.push_back(record);
   return merged;
+}
+
+std::vector<MemoryRecord> memory_by_rank(const std::vector<MemoryRecord>& records) {
+  std::map<int, MemoryRecord> by_rank;
+  for (const MemoryRecord& r : records) {
+    auto [it, fresh] = by_rank.emplace(r.rank, r);
+    if (fresh) continue;
+    MemoryRecord& m = it->second;
+    m.allocated_mib = std::max(m.allocated_mib, r.allocated_mib);
+    m.max_allocated_mib = std::max(m.max_allocated_mib, r.max_allocated_mib);
+    m.reserved_mib = std::max(m.reserved_mib, r.reserved_mib);
+    m.max_reserved_mib = std::max(m.max_reserved_mib, r.max_reserved_mib);
+    m.allocated_logged = m.allocated_logged || r.allocated_logged;
+  }
+  std::vector<MemoryRecord> out;
+  for (const auto& [rank, record] : by_rank) out.push_back(record);
+  return out;
 }
 
 }  // namespace fasop

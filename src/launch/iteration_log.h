@@ -4,7 +4,9 @@
 //    [2026-11-23 18:00:00.123456] iteration       10/      50 | consumed samples: 80 |
 //     elapsed time per iteration (ms): 1234.5 | ... | global batch size:     8 | lm loss: ... |
 //   [Rank 3] (after 1 iterations) memory (MB) | allocated: 1.0 | max allocated: 2.0 | reserved: 3.0 | max reserved: 4.0
-// (each a single line). Fields other than the iteration and its time are optional.
+// (each a single line). Fields other than the iteration and its time are optional. torchtitan's
+// metrics line gives the logging rank's max reserved ("step: 10  loss: ...  memory: 12.34GiB(56.78%)  ..."),
+// read as rank 0's: torchtitan logs on rank 0 by default.
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +26,8 @@ struct IterationRecord {
 struct MemoryRecord {
   int rank = 0;
   double allocated_mib = 0, max_allocated_mib = 0, reserved_mib = 0, max_reserved_mib = 0;
+  /// False for torchtitan's line, which gives max reserved alone (the other figures are 0).
+  bool allocated_logged = true;
 };
 
 /// What a log holds, in its order.
@@ -38,5 +42,9 @@ IterationLog parse_iteration_log(const std::string& text);
 /// The logs of several nodes as one: iteration lines by iteration (where two nodes log the same
 /// iteration, the slower time: a step ends when its last rank does), memory reports appended.
 IterationLog merge_iteration_logs(const std::vector<IterationLog>& logs);
+
+/// One record per logged rank, by rank: the largest of each figure over the rank's reports (a
+/// rank reporting allocated memory once counts as logging it).
+std::vector<MemoryRecord> memory_by_rank(const std::vector<MemoryRecord>& records);
 
 }  // namespace fasop

@@ -33,7 +33,91 @@ std::string seconds(double s) {
   return text;
 }
 
+/// A value of a column of the per-rank table, or "-" where there is none.
+std::string cell(bool known, double value, int decimals) { return known ? fixed(value, decimals) : "-"; }
+std::string error_cell(bool known, double error) { return known ? signed_percent(error) : "-"; }
+
+/// The logged ranks' memory as a table, or why there is none.
+std::string rank_memory_text(const RunReport& r) {
+  if (r.ranks.empty()) return "";
+  if (r.predicted.stage_memory.empty())
+    return "memory per rank: the plan's policy gives no per-stage breakdown to compare with (plan with --policy analytic)\n";
+  char line[256];
+  std::string out = "memory per rank (GiB; predicted: the rank's stage at its worst moment)\n";
+  std::snprintf(line, sizeof line, "%4s %5s %-15s %13s %10s %8s %13s %10s %8s\n", "rank", "stage", "moment", "max allocated",
+                "predicted", "error", "max reserved", "predicted", "error");
+  out += line;
+  for (const RankMemoryReport& m : r.ranks) {
+    const bool staged = m.stage >= 0, allocated = staged && m.allocated_logged;
+    std::snprintf(line, sizeof line, "%4d %5s %-15s %13s %10s %8s %13s %10s %8s\n", m.rank,
+                  staged ? std::to_string(m.stage).c_str() : "-", staged ? m.moment.c_str() : "not in the plan",
+                  cell(m.allocated_logged, m.max_allocated_gib, 2).c_str(), cell(staged, m.predicted_allocated_gib, 2).c_str(),
+                  error_cell(allocated, m.allocated_error()).c_str(), fixed(m.max_reserved_gib, 2).c_str(),
+                  cell(staged, m.predicted_reserved_gib, 2).c_str(), error_cell(staged, m.reserved_error()).c_str());
+    out += line;
+  }
+  return out;
+}
+
+/// The largest of the stages' predictions: allocated, reserved.
+std::pair<double, double> largest_stage_memory(const std::vector<StageMemoryPrediction>& stages) {
+  double allocated = 0, reserved = 0;
+  for (const StageMemoryPrediction& s : stages) {
+    allocated = std::max(allocated, s.allocated_gib);
+    reserved = std::max(reserved, s.reserved_gib);
+  }
+  return {allocated, reserved};
+}
+
+/// The middle of `values` (of an even count, the mean of the middle two).
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
 }  // namespace
+
+RuntimeMemory fit_runtime_memory(const RuntimeMemory& before, const std::vector<RankMemorySample>& samples) {
+  RuntimeMemory after = before;
+  if (samples.empty()) return after;
+  std::vector<double> allocated_gaps;
+  for (const RankMemorySample& s : samples) allocated_gaps.push_back(s.max_allocated_gib - s.allocated_gib);
+  after.workspace_gib = std::max(0.0, before.workspace_gib + median(allocated_gaps));
+  const double shift_gib = after.workspace_gib - before.workspace_gib;
+  std::vector<double> shares;
+  for (const RankMemorySample& s : samples)
+    if (s.dynamic_gib > 0) shares.push_back((s.max_reserved_gib - s.allocated_gib - shift_gib) / s.dynamic_gib);
+  if (!shares.empty()) after.reserve_share = std::max(0.0, median(shares));
+  return after;
+}
+
+int stage_of_rank(const std::vector<StageMemoryPrediction>& stages, int rank) {
+  for (size_t s = 0; s < stages.size(); ++s)
+    if (rank >= stages[s].first_rank && rank < stages[s].first_rank + stages[s].ranks) return static_cast<int>(s);
+  return -1;
+}
+
+std::vector<RankMemoryReport> rank_memory_reports(const std::vector<MemoryRecord>& records,
+                                                  const std::vector<StageMemoryPrediction>& stages) {
+  std::vector<RankMemoryReport> out;
+  for (const MemoryRecord& record : memory_by_rank(records)) {
+    RankMemoryReport m;
+    m.rank = record.rank;
+    m.allocated_logged = record.allocated_logged;
+    m.max_allocated_gib = gib(record.max_allocated_mib);
+    m.max_reserved_gib = gib(record.max_reserved_mib);
+    m.stage = stage_of_rank(stages, record.rank);
+    if (m.stage >= 0) {
+      const StageMemoryPrediction& stage = stages[m.stage];
+      m.moment = stage.moment;
+      m.predicted_allocated_gib = stage.allocated_gib;
+      m.predicted_reserved_gib = stage.reserved_gib;
+    }
+    out.push_back(m);
+  }
+  return out;
+}
 
 std::optional<MeasuredSteps> measure_steps(const IterationLog& log, int warmup) {
   MeasuredSteps m;
@@ -82,7 +166,9 @@ RunReport make_run_report(const MeasuredSteps& measured, const RunPrediction& pr
       report.memory->max_reserved_mib = m.max_reserved_mib;
     }
     report.memory->max_allocated_mib = std::max(report.memory->max_allocated_mib, m.max_allocated_mib);
+    report.memory->allocated_logged = report.memory->allocated_logged || m.allocated_logged;
   }
+  report.ranks = rank_memory_reports(log.memory, predicted.stage_memory);
   return report;
 }
 
@@ -120,10 +206,12 @@ std::string run_report_text(const RunReport& r) {
     out << line;
   }
   if (r.memory) {
-    std::snprintf(line, sizeof line, "%-16s %14s %14s   (max reserved, rank %d; max allocated %s GiB)\n", "memory (GiB)",
-                  fixed(gib(r.memory->max_reserved_mib), 2).c_str(), fixed(r.predicted.peak_memory_gib, 2).c_str(),
-                  r.memory->rank, fixed(gib(r.memory->max_allocated_mib), 2).c_str());
-    out << line;
+    const std::string allocated =
+        r.memory->allocated_logged ? "max allocated " + fixed(gib(r.memory->max_allocated_mib), 2) + " GiB" : "max allocated not logged";
+    std::snprintf(line, sizeof line, "%-16s %14s %14s   (max reserved, rank %d; %s; predicted: the device peak)\n",
+                  "memory (GiB)", fixed(gib(r.memory->max_reserved_mib), 2).c_str(),
+                  fixed(r.predicted.peak_memory_gib, 2).c_str(), r.memory->rank, allocated.c_str());
+    out << line << rank_memory_text(r);
   } else {
     out << "memory: not in the logs (Megatron-LM reports it after the first iteration)\n";
   }
@@ -139,13 +227,31 @@ std::string run_report_csv(const RunReport& r, const std::string& job) {
   std::string csv =
       "job,first_iteration,last_iteration,warmup_iterations,measured_step_s,min_step_s,max_step_s,predicted_step_s,"
       "error,tokens_per_s_per_gpu,predicted_tokens_per_s_per_gpu,mfu,predicted_mfu,max_allocated_gib,"
-      "max_reserved_gib,predicted_peak_memory_gib\n";
+      "max_reserved_gib,predicted_peak_memory_gib,rank,stage,moment,predicted_allocated_gib,allocated_error,"
+      "predicted_reserved_gib,reserved_error\n";
+  // The run's row: the largest of the ranks against the largest of the stages.
+  const bool allocated = r.memory && r.memory->allocated_logged, staged = !r.predicted.stage_memory.empty();
+  const auto [allocated_gib, reserved_gib] = largest_stage_memory(r.predicted.stage_memory);
   csv += job + "," + std::to_string(m.first_iteration) + "," + std::to_string(m.last_iteration) + "," +
          std::to_string(m.warmup) + "," + num(m.step_s) + "," + num(m.min_step_s) + "," + num(m.max_step_s) + "," +
          num(r.predicted.step_s) + "," + num(r.error) + "," + num(r.tokens_per_s_per_gpu) + "," +
          num(r.predicted_tokens_per_s_per_gpu) + "," + num(r.mfu) + "," + num(r.predicted_mfu) + "," +
-         (r.memory ? num(gib(r.memory->max_allocated_mib)) : "") + "," +
-         (r.memory ? num(gib(r.memory->max_reserved_mib)) : "") + "," + num(r.predicted.peak_memory_gib) + "\n";
+         (allocated ? num(gib(r.memory->max_allocated_mib)) : "") + "," +
+         (r.memory ? num(gib(r.memory->max_reserved_mib)) : "") + "," + num(r.predicted.peak_memory_gib) + ",,,," +
+         (staged ? num(allocated_gib) : "") + "," + (staged && allocated ? num(gib(r.memory->max_allocated_mib) / allocated_gib - 1) : "") +
+         "," + (staged ? num(reserved_gib) : "") + "," + (staged && r.memory ? num(gib(r.memory->max_reserved_mib) / reserved_gib - 1) : "") +
+         "\n";
+  for (const RankMemoryReport& rank : r.ranks) {
+    const bool in_plan = rank.stage >= 0;
+    const StageMemoryPrediction* stage = in_plan ? &r.predicted.stage_memory[rank.stage] : nullptr;
+    csv += job + ",,,,,,,,,,,,," + (rank.allocated_logged ? num(rank.max_allocated_gib) : "") + "," +
+           num(rank.max_reserved_gib) + "," + (in_plan ? num(stage->device_gib) : "") + "," + std::to_string(rank.rank) + "," +
+           (in_plan ? std::to_string(rank.stage) + "," + stage->moment + "," + num(rank.predicted_allocated_gib) + "," +
+                          (rank.allocated_logged ? num(rank.allocated_error()) : "") + "," +
+                          num(rank.predicted_reserved_gib) + "," + num(rank.reserved_error())
+                    : ",,,,,") +
+           "\n";
+  }
   return csv;
 }
 
