@@ -348,6 +348,30 @@ TEST_CASE("activations per layer follow Korthikanti et al. 2022, Table 2, in eve
   CHECK(bytes(8, false, true, true) / bytes(8, false, false, false) == Approx(4.25 / 23.0).epsilon(1e-3));
 }
 
+TEST_CASE("torchtitan's per-op checkpointing: eager caches what its policy saves, compiled what backward reads",
+          "[analytic][memory]") {
+  // llama2-7b's block (h 4096, 32 heads, no grouping: queries, keys and values h wide each,
+  // SwiGLU f 11008), bf16, micro-batch 1. The policy saves wq's, wv's, w1's and w2's outputs,
+  // attention's output and fp32 log-sum-exp; the block's input is kept. Compiled, w2's output
+  // (and under tp its reduce-scatter) is dropped: the residual add's gradient reads neither.
+  const ModelSpec m = PresetSpecs("llama2-7b", "aws-h100").model;
+  const LayerUnit& layer = m.units[1];
+  const double s = m.sequence, h = 4096, f = 11008, a = 32;
+  auto bytes = [&](int tp, bool compiled) {
+    ActivationMode mode{.sequence_parallel = tp > 1, .stack = TrainingStack::kTorchtitan, .op_selective = true,
+                        .compiled = compiled};
+    return unit_activation_bytes(m, layer, tp, 1, mode);
+  };
+  const double saved_tp1 = 2 * h + 2 * h + 2 * h + 2 * h + 4 * a + 2 * f;  // input, wq, wv, attention, lse, w1
+  CHECK(bytes(1, false) == Approx(s * (saved_tp1 + 2 * h)).epsilon(1e-12));
+  CHECK(bytes(1, true) == Approx(s * saved_tp1).epsilon(1e-12));
+  // tp 2: the input over the sequence, the GEMM outputs over the heads and width; w2's output
+  // whole, before its reduce-scatter; the two reduce-scatters' outputs over the sequence.
+  const double saved_tp2 = 2 * h / 2 + (2 * h + 2 * h + 2 * h + 4 * a + 2 * f) / 2 + 2 * h / 2;
+  CHECK(bytes(2, false) == Approx(s * (saved_tp2 + 2 * h + 2 * h / 2)).epsilon(1e-12));
+  CHECK(bytes(2, true) == Approx(s * saved_tp2).epsilon(1e-12));
+}
+
 TEST_CASE("the distributed optimizer's bytes per parameter are Megatron-LM's", "[analytic][memory]") {
   // Megatron-LM docs (distrib_optimizer.md): fp16 parameters and gradients 20 bytes, 4 + 16/d
   // with the distributed optimizer (ZeRO-1), of which the fp32 copy of the gradients (4, 4/d)

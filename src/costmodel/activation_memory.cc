@@ -156,12 +156,16 @@ double megatron_layer_bytes(const ModelSpec& m, const LayerUnit& unit, const Dim
 /// Per-op selective checkpointing keeps the block's input and what its policy saves: the
 /// outputs of the 1st, 3rd, 5th and 7th matmul (wq, wv, w1, w2; w2's before its reduce-scatter,
 /// whole over the sequence), attention's output and log-sum-exp, and the reduce-scatters'
-/// outputs under tensor parallelism.
+/// outputs under tensor parallelism. Eager PyTorch caches every output the policy saves;
+/// compiled, the partitioner saves only what the backward pass reads, which w2's output and
+/// the reduce-scatter after it are not (the residual add's gradient needs neither).
 double torchtitan_layer_token_bytes(const Dims& d, const ActivationMode& mode) {
   const bool tp = d.t > 1;
-  if (mode.op_selective)
-    return d.e * d.h / d.sp + (2 * d.e * d.qw + d.e * d.kvw + 4 * d.a + d.e * d.f) / d.t + d.e * d.h +
-           (tp ? 2 * d.e * d.h / d.t : 0);
+  if (mode.op_selective) {
+    const double mlp_output = mode.compiled ? 0 : d.e * d.h + (tp ? d.e * d.h / d.t : 0);
+    return d.e * d.h / d.sp + (2 * d.e * d.qw + d.e * d.kvw + 4 * d.a + d.e * d.f) / d.t + mlp_output +
+           (tp ? d.e * d.h / d.t : 0);
+  }
   const double gathered_input = tp ? d.e * d.h : 0;  // the all-gathered GEMM input, whole over the sequence
   const double norm = mode.compiled ? (d.e * d.h + 4) / d.sp + gathered_input : ((4 + d.e) * d.h + 4) / d.sp + d.e * d.h;
   const double attention = (4 * d.e * d.qw + 4 * d.a) / d.t;
