@@ -93,6 +93,41 @@ void hold_activations(MomentRates& forward, MomentRates& backward, const StageMe
   }
 }
 
+/// The step's three moments, each starting from what is held the whole step.
+struct StepMoments {
+  MomentRates forward, backward, step;
+};
+StepMoments step_moments(const MomentRates& held) {
+  StepMoments moments{held, held, held};
+  moments.forward.moment = MemoryMoment::kForward;
+  moments.backward.moment = MemoryMoment::kBackward;
+  moments.step.moment = MemoryMoment::kOptimizerStep;
+  return moments;
+}
+
+/// The loss's transient in a pass of one micro-batch: on the last stage only.
+double loss_transient_bytes(const StageMemoryInputs& in, MemoryMoment moment) {
+  if (!is_last_stage(in)) return 0;
+  const double per_sample =
+      moment == MemoryMoment::kForward ? in.head_transient.forward_bytes : in.head_transient.backward_bytes;
+  return per_sample * in.samples;
+}
+
+/// A unit's transient or the loss's in both passes, as the unit's own passes make them.
+void set_pass_transients(StepMoments& m, const StageMemoryInputs& in) {
+  set_transient(m.forward.fixed, in.layer_transient.forward_bytes * in.samples,
+                loss_transient_bytes(in, MemoryMoment::kForward));
+  set_transient(m.backward.fixed, in.layer_transient.backward_bytes * in.samples,
+                loss_transient_bytes(in, MemoryMoment::kBackward));
+}
+
+/// The moments with the runtime's terms added, in MemoryMoment's order.
+std::vector<MomentRates> with_runtime(const StepMoments& m, const StageMemoryInputs& in) {
+  std::vector<MomentRates> moments{m.forward, m.backward, m.step};
+  for (MomentRates& rates : moments) add_runtime(rates, in);
+  return moments;
+}
+
 /// Megatron-Core: persistent state as its DistributedDataParallel and optimizer keep it (a
 /// contiguous gradient buffer; the distributed optimizer's shards), the activations in flight, a
 /// unit's transient or the loss's on top; the optimizer step after the activations are freed,
@@ -125,32 +160,25 @@ std::vector<MomentRates> megatron_rates(const StageMemoryInputs& in) {
     held.fixed.gathered_params_bytes = 2 * in.largest_layer_params * weight_bytes;
   }
 
-  MomentRates forward = held, backward = held, step = held;
-  forward.moment = MemoryMoment::kForward;
-  backward.moment = MemoryMoment::kBackward;
-  step.moment = MemoryMoment::kOptimizerStep;
-  hold_activations(forward, backward, in);
-  const double loss_forward = is_last_stage(in) ? in.head_transient.forward_bytes * in.samples : 0;
-  const double loss_backward = is_last_stage(in) ? in.head_transient.backward_bytes * in.samples : 0;
-  set_transient(forward.fixed, in.layer_transient.forward_bytes * in.samples, loss_forward);
+  StepMoments m = step_moments(held);
+  hold_activations(m.forward, m.backward, in);
+  set_transient(m.forward.fixed, in.layer_transient.forward_bytes * in.samples,
+                loss_transient_bytes(in, MemoryMoment::kForward));
   // Without gradient-accumulation fusion each weight's gradient is a temporary before it is added
   // to the buffer; the embedding's backward always makes a dense one.
   const double gradient_temporary = (in.settings.gradient_accumulation_fusion ? 0 : in.largest_matrix_params) * weight_bytes;
   const double embedding_gradient = in.stage == 0 ? in.embedding_params * weight_bytes : 0;
-  set_transient(backward.fixed,
+  set_transient(m.backward.fixed,
                 std::max({in.layer_transient.backward_bytes * in.samples, gradient_temporary, embedding_gradient}),
-                loss_backward);
-  if (in.zero_stage >= 3) backward.fixed.unreduced_grads_bytes = in.largest_layer_params * gradient_bytes;
+                loss_transient_bytes(in, MemoryMoment::kBackward));
+  if (in.zero_stage >= 3) m.backward.fixed.unreduced_grads_bytes = in.largest_layer_params * gradient_bytes;
   // A 16-bit gradient (fp16's, or bf16's with --grad-reduce-in-bf16) gets an fp32 copy to step
   // with, unless the optimizer steps in bf16.
   if (gradient_bytes == 2 && e == 2 && !in.settings.bf16_optimizer) {
-    const double copy = 4.0 / (in.zero_stage >= 1 ? in.grad_ranks : 1);
-    step.per_param.optimizer_step_bytes = copy;
-    step.per_expert_param.optimizer_step_bytes = 4.0 / (in.zero_stage >= 1 ? in.expert_grad_ranks : 1);
+    m.step.per_param.optimizer_step_bytes = 4.0 / (in.zero_stage >= 1 ? in.grad_ranks : 1);
+    m.step.per_expert_param.optimizer_step_bytes = 4.0 / (in.zero_stage >= 1 ? in.expert_grad_ranks : 1);
   }
-  std::vector<MomentRates> moments{forward, backward, step};
-  for (MomentRates& rates : moments) add_runtime(rates, in);
-  return moments;
+  return with_runtime(m, in);
 }
 
 /// torch.distributed.pipelining's buffers on one rank (torchtitan's pipeline parallelism): every
@@ -187,34 +215,26 @@ std::vector<MomentRates> torchtitan_rates(const StageMemoryInputs& in) {
   MomentRates held;
   set_param_state(held.per_param, fsdp_param_state(in.grad_ranks));
   held.per_expert_param = held.per_param;
-  MomentRates forward = held, backward = held, step = held;
-  forward.moment = MemoryMoment::kForward;
-  backward.moment = MemoryMoment::kBackward;
-  step.moment = MemoryMoment::kOptimizerStep;
+  StepMoments m = step_moments(held);
   if (in.pp > 1) {
     // The stage's parameters stay gathered (float8 for the linear layers where gathered so; the
     // embedding and head in bf16); their gradients accumulate in fp32 from the first backward.
-    for (MomentRates* rates : {&forward, &backward}) {
+    for (MomentRates* rates : {&m.forward, &m.backward}) {
       rates->per_param.gathered_params_bytes = rates->per_expert_param.gathered_params_bytes = gathered_bytes;
       rates->fixed.gathered_params_bytes = (2 - gathered_bytes) * root_params;
       rates->per_param.unreduced_grads_bytes = rates->per_expert_param.unreduced_grads_bytes = 4;
       rates->fixed.pipeline_buffers_bytes = pipeline_buffer_bytes(in, rates->moment);
     }
   } else {
-    forward.fixed.gathered_params_bytes = 2 * root_params + 2 * in.largest_layer_params * gathered_bytes;
-    backward.fixed.gathered_params_bytes = forward.fixed.gathered_params_bytes;
+    m.forward.fixed.gathered_params_bytes = 2 * root_params + 2 * in.largest_layer_params * gathered_bytes;
+    m.backward.fixed.gathered_params_bytes = m.forward.fixed.gathered_params_bytes;
     // A layer's bf16 gradients and their fp32 copy for the reduce-scatter; the head's bf16
     // gradients wait for the root's reduce-scatter at the end of the backward pass.
-    backward.fixed.unreduced_grads_bytes = 6 * in.largest_layer_params + 2 * in.head_params;
+    m.backward.fixed.unreduced_grads_bytes = 6 * in.largest_layer_params + 2 * in.head_params;
   }
-  hold_activations(forward, backward, in);
-  const double loss_forward = is_last_stage(in) ? in.head_transient.forward_bytes * in.samples : 0;
-  const double loss_backward = is_last_stage(in) ? in.head_transient.backward_bytes * in.samples : 0;
-  set_transient(forward.fixed, in.layer_transient.forward_bytes * in.samples, loss_forward);
-  set_transient(backward.fixed, in.layer_transient.backward_bytes * in.samples, loss_backward);
-  std::vector<MomentRates> moments{forward, backward, step};
-  for (MomentRates& rates : moments) add_runtime(rates, in);
-  return moments;
+  hold_activations(m.forward, m.backward, in);
+  set_pass_transients(m, in);
+  return with_runtime(m, in);
 }
 
 /// DeepSpeed's ZeRO (its estimate_zero2/3_model_states_mem_needs): 16-bit weights and gradients
@@ -227,18 +247,10 @@ std::vector<MomentRates> deepspeed_rates(const StageMemoryInputs& in) {
   held.per_expert_param = held.per_param;
   if (in.zero_stage >= 1) held.fixed.workspace_bytes = 5e8 * 2;
   if (in.zero_stage >= 3) held.fixed.gathered_params_bytes = 4 * in.largest_layer_params;
-  MomentRates forward = held, backward = held, step = held;
-  forward.moment = MemoryMoment::kForward;
-  backward.moment = MemoryMoment::kBackward;
-  step.moment = MemoryMoment::kOptimizerStep;
-  hold_activations(forward, backward, in);
-  const double loss_forward = is_last_stage(in) ? in.head_transient.forward_bytes * in.samples : 0;
-  const double loss_backward = is_last_stage(in) ? in.head_transient.backward_bytes * in.samples : 0;
-  set_transient(forward.fixed, in.layer_transient.forward_bytes * in.samples, loss_forward);
-  set_transient(backward.fixed, in.layer_transient.backward_bytes * in.samples, loss_backward);
-  std::vector<MomentRates> moments{forward, backward, step};
-  for (MomentRates& rates : moments) add_runtime(rates, in);
-  return moments;
+  StepMoments m = step_moments(held);
+  hold_activations(m.forward, m.backward, in);
+  set_pass_transients(m, in);
+  return with_runtime(m, in);
 }
 
 }  // namespace
