@@ -403,7 +403,7 @@ TEST_CASE("the interleaved schedule's bubble is (pp - 1) / (v m)", "[analytic][p
   // 1F1B takes (m + pp - 1) x 3 s = 33 s; with v = 2 chunks a rank (m + (pp - 1) / v) x 3 s =
   // 28.5 s, a bubble of 4.5 s over the 24 s of work: (pp - 1) / (v m) = 3 / 16.
   PresetSpecs g("gpt2xl", "aws-a100-80g");
-  PlanKey key{1, 1, 1, 4, {0}};
+  PlanKey key{.mbs = 1, .tp = 1, .dp = 1, .pp = 4, .node_order = {0}};
   PlanContext ctx;
   ctx.model = &g.model;
   ctx.key = key;
@@ -568,7 +568,7 @@ TEST_CASE("overlapped tp communication: the exposed remainder plus the slowdown 
   CHECK(profile.tp_comm_time_s("transformer", 2, 1) == Approx(layer.forward.tp_comm_s + layer.backward.tp_comm_s).epsilon(1e-12));
   CHECK(profile.tp_comm_time_s("transformer", 2, 1) > 0);
   AnalyticPolicy policy;
-  PlanKey key{1, 2, 4, 1, {0}};
+  PlanKey key{.mbs = 1, .tp = 2, .dp = 4, .pp = 1, .node_order = {0}};
   ClusterSpec cluster = made_up_cluster(real, 1);
   PlanContext ctx = make_plan_context(m, cluster, {&profile}, policy, key);
   CHECK(ctx.unit_tp_comm_s[0][1] == profile.tp_comm_time_s("transformer", 2, 1));
@@ -600,7 +600,7 @@ TEST_CASE("gradients are reduced in buckets under the last backward pass", "[ana
   AnalyticOptions options;
   options.bucket_params = P / 3.5;
   AnalyticPolicy policy(options);
-  PlanKey key{1, 1, 8, 1, {0}};
+  PlanKey key{.mbs = 1, .tp = 1, .dp = 8, .pp = 1, .node_order = {0}};
   PlanContext ctx = make_plan_context(m, cluster, {&profile}, policy, key);
   const std::vector<int> whole{m.num_units()};
   std::vector<StageTiming> timings{{1e-3, 2e-3, 0, 0}};
@@ -664,7 +664,7 @@ TEST_CASE("a data-parallel ring pays the network's latency only where it crosses
   AnalyticOptions options;
   options.overlap_dp_allreduce = false;
   AnalyticPolicy policy(options);
-  PlanKey key{1, 1, 32, 1, {0, 0, 0, 0}};
+  PlanKey key{.mbs = 1, .tp = 1, .dp = 32, .pp = 1, .node_order = {0, 0, 0, 0}};
   PlanContext ctx = make_plan_context(m, cluster, {&profile}, policy, key);
   const std::vector<int> whole{m.num_units()};
   std::vector<StageTiming> timings{{1e-3, 2e-3, 0, 0}};
@@ -672,7 +672,7 @@ TEST_CASE("a data-parallel ring pays the network's latency only where it crosses
   CHECK(policy.stage_syncs(ctx, whole, &timings)[0].reduce_s == Approx(latency_s + bytes_s).epsilon(1e-12));
   // On one node (dp 8) every step stays on NVLink: 14 steps of 1 us at the node's 1e12 bit/s.
   ClusterSpec one = made_up_cluster(node, 1);
-  PlanKey key8{1, 1, 8, 1, {0}};
+  PlanKey key8{.mbs = 1, .tp = 1, .dp = 8, .pp = 1, .node_order = {0}};
   PlanContext ctx8 = make_plan_context(m, one, {&profile}, policy, key8);
   CHECK(policy.stage_syncs(ctx8, whole, &timings)[0].reduce_s ==
         Approx(14 * 1e-6 + 2 * 7.0 / 8 * 8 * 2 * P / 1e12).epsilon(1e-12));
@@ -694,7 +694,7 @@ TEST_CASE("the parameter all-gather hides under the first forward and the pipeli
   options.overlap_param_gather = true;
   options.bucket_params = P0 / 3.5;
   AnalyticPolicy policy(options);
-  PlanKey key{1, 1, 4, 2, {0}};
+  PlanKey key{.mbs = 1, .tp = 1, .dp = 4, .pp = 2, .node_order = {0}};
   key.zero_stage = 1;
   PlanContext ctx = make_plan_context(m, cluster, {&profile}, policy, key);
   // Stage 0 forwards for 1 ms, sends for 0.2 ms; stage 1's first forward waits 1.2 ms for them.
@@ -734,7 +734,7 @@ TEST_CASE("the optimizer step moves 34 bytes a local parameter at the GPU's memo
   ClusterSpec cluster = made_up_cluster(node, 1);
   ProfileSpec profile = analytic_profile(m, node, {1}, {1});
   AnalyticPolicy policy;
-  PlanKey key{1, 1, 8, 1, {0}};
+  PlanKey key{.mbs = 1, .tp = 1, .dp = 8, .pp = 1, .node_order = {0}};
   PlanContext ctx = make_plan_context(m, cluster, {&profile}, policy, key);
   const std::vector<int> whole{m.num_units()};
   // Without ZeRO each GPU updates every parameter of its stage; with ZeRO its 1/dp.
@@ -760,7 +760,7 @@ TEST_CASE("FSDP gathers each unit ahead of the compute: what the pass cannot hid
   ClusterSpec cluster = made_up_cluster(node, 1);
   ProfileSpec profile = analytic_profile(m, node, {1}, {1});
   AnalyticPolicy policy;
-  PlanKey key{1, 1, 8, 1, {0}};
+  PlanKey key{.mbs = 1, .tp = 1, .dp = 8, .pp = 1, .node_order = {0}};
   key.zero_stage = 3;
   PlanContext ctx = make_plan_context(m, cluster, {&profile}, policy, key);
   ctx.unit_compute_s[0].assign(n, 3e-3);
@@ -811,7 +811,7 @@ TEST_CASE("a step's terms add up to its time", "[analytic][step]") {
     // communication: compute m x 0.9 x 3n ms, tp comm m x 0.1 x 3n ms, no bubble or sends; the
     // gradient all-reduce and the optimizer step as stage_syncs has them.
     AnalyticPolicy policy;
-    PlanKey key{1, 1, 8, 1, {0}};
+    PlanKey key{.mbs = 1, .tp = 1, .dp = 8, .pp = 1, .node_order = {0}};
     PlanContext ctx = make_plan_context(m, cluster, {&profile}, policy, key);
     ctx.unit_compute_s[0].assign(n, 3e-3);
     ctx.unit_tp_comm_s[0].assign(n, 0.3e-3);
@@ -838,7 +838,7 @@ TEST_CASE("a step's terms add up to its time", "[analytic][step]") {
     options.overlap_param_gather = true;
     AnalyticPolicy policy(options);
     for (int v : {1, 2}) {
-      PlanKey key{1, 1, 4, 2, {0}};
+      PlanKey key{.mbs = 1, .tp = 1, .dp = 4, .pp = 2, .node_order = {0}};
       key.zero_stage = 1;
       key.virtual_stages = v;
       PlanContext ctx = make_plan_context(m, cluster, {&profile}, policy, key);
@@ -963,7 +963,7 @@ TEST_CASE("bad model and cluster files name the file and the field", "[analytic]
                     Catch::Contains("m.yaml") && Catch::Contains("'kv_heads'"));
   // tp must split whole heads.
   PresetSpecs l("llama2-70b", "mixed-h100-a100-l4");
-  PlanKey key{1, 3, 32, 1, l.cluster.nodes};  // 3 does not divide 64 heads
+  PlanKey key{.mbs = 1, .tp = 3, .dp = 32, .pp = 1, .node_order = l.cluster.nodes};  // 3 does not divide 64 heads
   CHECK_THROWS_WITH(validate_plan_key(l.model, l.cluster, key), Catch::Contains("--tp") && Catch::Contains("heads"));
 }
 
@@ -995,7 +995,7 @@ TEST_CASE("per-stage data parallelism: layouts per node type, ranks, micro-batch
   }
   CHECK(per_stage > 0);
   // A hand-made layout: tp 2; L4 as one stage of dp 16, A100 and H100 as two stages of dp 8.
-  PlanKey key{1, 2, 16, 5, type_block_placements(l.cluster)[5]};  // L4, A100-80G, H100 order
+  PlanKey key{.mbs = 1, .tp = 2, .dp = 16, .pp = 5, .node_order = type_block_placements(l.cluster)[5]};  // L4, A100-80G, H100 order
   key.stage_dp = {16, 8, 8, 8, 8};
   CHECK_NOTHROW(validate_plan_key(l.model, l.cluster, key));
   ProfileSpec h100 = analytic_profile(l.model, l.cluster.node_types[0], {2}, {1, 2});
@@ -1039,7 +1039,7 @@ TEST_CASE("node types may differ in GPUs per node", "[analytic][specs]") {
   AnalyticPolicy policy;
   ProfileSpec h100 = analytic_profile(l.model, cluster.node_types[0], {1, 2, 4}, {1, 2, 4, 8, 16});
   ProfileSpec l4 = analytic_profile(l.model, cluster.node_types[1], {1, 2, 4}, {1, 2, 4, 8, 16});
-  PlanKey key{1, 4, 2, 3, {0, 0, 1, 1}};
+  PlanKey key{.mbs = 1, .tp = 4, .dp = 2, .pp = 3, .node_order = {0, 0, 1, 1}};
   PlanContext ctx = make_plan_context(l.model, cluster, {&h100, &l4}, policy, key);
   CHECK(ctx.node_of(15) == 1);
   CHECK(ctx.node_of(16) == 2);
@@ -1085,7 +1085,7 @@ TEST_CASE("a step's terms: the optimizer by hand, the parameter all-gather, and 
   ClusterSpec one_node = l.cluster;
   one_node.nodes = {0};
   const NodeType& node = one_node.node_types[0];
-  PlanKey key{1, 1, 8, 1, {0}};
+  PlanKey key{.mbs = 1, .tp = 1, .dp = 8, .pp = 1, .node_order = {0}};
   key.zero_stage = 1;
   ProfileSpec profile = analytic_profile(l.model, node, {1}, {1});
   double params = 0;

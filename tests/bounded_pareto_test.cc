@@ -306,7 +306,7 @@ TEST_CASE("layout floors with the data-parallel sync, the pipeline's fill and wh
   const NodeCounts counts{30, 28, 32, 30};
   const ShapeFloor big_floor(big.input.search, true, true);
   CHECK(big_floor.step_floor_s(counts) > 1.0);
-  PlanKey fastest{1, 2, 16, 15, {}};
+  PlanKey fastest{.mbs = 1, .tp = 2, .dp = 16, .pp = 15};
   for (auto [type, nodes] : {std::pair{3, 30}, {1, 28}, {2, 32}, {0, 30}}) fastest.node_order.insert(fastest.node_order.end(), nodes, type);
   const ClusterSpec shape = shape_cluster(big.cluster, counts);
   SearchInput on_shape = big.input.search;
@@ -418,7 +418,7 @@ TEST_CASE("unit times looked up once per search give the contexts of looking the
   // Two H100 nodes, then two L4 nodes: tp 2, dp 4, pp 4, mbs 2.
   ClusterSpec shape = inv.cluster;
   shape.nodes = {0, 0, 2, 2};
-  PlanKey key{2, 2, 4, 4, shape.nodes};
+  PlanKey key{.mbs = 2, .tp = 2, .dp = 4, .pp = 4, .node_order = shape.nodes};
   const PlanContext looked_up = make_plan_context(inv.model, shape, inv.input.search.profiles, inv.policy, key);
   const PlanContext tabled = make_plan_context(inv.model, shape, inv.input.search.profiles, inv.policy, key, &table);
   CHECK(tabled.unit_compute_s == looked_up.unit_compute_s);

@@ -21,7 +21,7 @@ std::string describe(const FasopRow& r) {
 }
 
 PlanKey key_of(const FasopRow& row, const ClusterSpec& cluster) {
-  PlanKey key{row.mbs, row.tp, row.dp, row.pp, {}};
+  PlanKey key{.mbs = row.mbs, .tp = row.tp, .dp = row.dp, .pp = row.pp};
   for (const std::string& name : row.placement) key.node_order.push_back(cluster.find_node_type(name));
   return key;
 }

@@ -544,7 +544,7 @@ TEST_CASE("FSDP of a MoE model gathers dense weights over cp x dp and each MoE l
   AnalyticOptions no_prefetch;
   no_prefetch.zero3_prefetch = false;
   AnalyticPolicy policy(no_prefetch);
-  PlanKey key{1, 1, 8, 1, {0}};
+  PlanKey key{.mbs = 1, .tp = 1, .dp = 8, .pp = 1, .node_order = {0}};
   key.ep = 4, key.zero_stage = 3;
   validate_plan_key(m, cluster, key);
   PlanContext ctx = make_plan_context(m, cluster, {&profile}, policy, key);
@@ -604,7 +604,7 @@ TEST_CASE("recomputing layernorm and moe_act costs their element-wise passes aga
   const ProfileSpec profile = analytic_profile(m, node, {1}, {1}, options);
   const AnalyticPolicy policy;
   auto context = [&](RecomputeModules recomputed) {
-    PlanKey key{1, 1, 8, 1, {0}};
+    PlanKey key{.mbs = 1, .tp = 1, .dp = 8, .pp = 1, .node_order = {0}};
     key.ep = 4;
     if (recomputed) key.set_recompute(RecomputeMode::kSelective), key.recompute_modules = recomputed;
     PlanContext ctx = make_plan_context(m, cluster, {&profile}, policy, key);

@@ -73,7 +73,7 @@ TEST_CASE("nvlink domains: a job's nodes fill equal segments of a domain", "[nvl
 
 TEST_CASE("nvlink domains: a pipeline send inside a domain runs on NVLink, between domains on the network", "[nvlink]") {
   AnalyticPolicy policy;
-  const PlanKey key{1, 1, 1, 4, {0, 0, 0, 0}};  // mbs 1, tp 1, dp 1, pp 4 over the 4 trays
+  const PlanKey key{.mbs = 1, .tp = 1, .dp = 1, .pp = 4, .node_order = {0, 0, 0, 0}};  // mbs 1, tp 1, dp 1, pp 4 over the 4 trays
   // One sample's activations, 1e6 bytes. NVLink: 5 us + 8e6 / 1e12 s = 13 us. The network:
   // 10 us + 8e6 / 1e11 s = 90 us.
   const PlanContext flat = context(trays(""), policy, key);
@@ -94,7 +94,7 @@ TEST_CASE("nvlink domains: a data-parallel ring across domains uses every NIC of
   AnalyticOptions options;
   options.overlap_dp_allreduce = false;
   AnalyticPolicy policy(options);
-  const PlanKey key{1, 1, 4, 1, {0, 0, 0, 0}};  // mbs 1, tp 1, dp 4, pp 1: 2 micro-batches
+  const PlanKey key{.mbs = 1, .tp = 1, .dp = 4, .pp = 1, .node_order = {0, 0, 0, 0}};  // mbs 1, tp 1, dp 4, pp 1: 2 micro-batches
   // The gradients, B = 48,016,000 x 4 bytes = 192,064,000; a ring all-reduce over 4 ranks:
   // 6 latencies + 2 x 3/4 x 8 B / bandwidth.
   const double B = 192'064'000;

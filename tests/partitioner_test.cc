@@ -177,7 +177,7 @@ TEST_CASE("the floor counts what the backward pass recomputes, and stops at a ca
   };
   for (Mode mode : {Mode{RecomputeMode::kNone, 1.0}, Mode{RecomputeMode::kSelective, 1 + s_len / (6 * h + s_len) / 3},
                     Mode{RecomputeMode::kFull, 4.0 / 3}}) {
-    PlanKey key{1, 1, 8, 4, specs.cluster.nodes};
+    PlanKey key{.mbs = 1, .tp = 1, .dp = 8, .pp = 4, .node_order = specs.cluster.nodes};
     key.set_recompute(mode.mode);
     PlanContext ctx = make_plan_context(specs.model, specs.cluster, {&profiles[0], &profiles[1]}, policy, key);
     INFO("recompute mode " << int(mode.mode));

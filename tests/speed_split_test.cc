@@ -66,7 +66,7 @@ namespace {
 /// on the fast node, 4-7 on the slow one; a global batch of 32 is 32 / (2 x 8) = 2 micro-batches
 /// of 16 samples.
 PlanKey mixed_key(bool speed_split) {
-  PlanKey key{2, 1, 8, 1, {0, 1}};
+  PlanKey key{.mbs = 2, .tp = 1, .dp = 8, .pp = 1, .node_order = {0, 1}};
   key.speed_split = speed_split;
   return key;
 }
@@ -154,7 +154,7 @@ TEST_CASE("speed split: stages on one node type are the plain plan, exactly", "[
   const ProfileSpec ga = tiny_profile("GA"), gb = tiny_profile("GB");
   AnalyticPolicy policy;
   // pp 2, tp 1, dp 4: stage 0 on the fast node, stage 1 on the slow one; neither mixes.
-  PlanKey plain{1, 1, 4, 2, {0, 1}};
+  PlanKey plain{.mbs = 1, .tp = 1, .dp = 4, .pp = 2, .node_order = {0, 1}};
   plain.zero_stage = 1;
   PlanKey split = plain;
   split.speed_split = true;
@@ -175,13 +175,13 @@ TEST_CASE("speed split: where it cannot apply, one-line errors", "[analytic][spe
   const ProfileSpec ga = tiny_profile("GA"), gb = tiny_profile("GB");
   // The fasop policy runs a stage at one speed.
   FasopPolicy fasop;
-  PlanKey key{1, 1, 8, 1, {0, 1}};
+  PlanKey key{.mbs = 1, .tp = 1, .dp = 8, .pp = 1, .node_order = {0, 1}};
   key.speed_split = true;
   std::string error = spec_error([&] { make_plan_context(model, cluster, {&ga, &gb}, fasop, key); });
   CHECK_THAT(error, Contains("--speed-split") && Contains("--policy analytic"));
   CHECK(error.find('\n') == std::string::npos);
   // tp 8 on nodes of 4 GPUs: the one replica spans a fast and a slow node, so it has no one speed.
-  PlanKey wide{1, 8, 1, 1, {0, 1}};
+  PlanKey wide{.mbs = 1, .tp = 8, .dp = 1, .pp = 1, .node_order = {0, 1}};
   wide.speed_split = true;
   CHECK_FALSE(speed_split_applies(cluster, wide));
   // A replica on two node types has no one speed.

@@ -30,7 +30,7 @@ TEST_CASE("per-stage tp: a plan priced by hand", "[analytic][stage-tp]") {
   // Sailor's shape: the fast node runs two stages of tp 1 x dp 2 (ranks 0-1 and 2-3), the slow
   // node one stage of tp 4 x dp 1 (ranks 4-7). dp is the largest (2): a pipeline micro-batch of
   // mbs x dp = 2 samples, 1 per replica on stages 0 and 1, both on stage 2; 8 / 2 = 4 of them.
-  PlanKey key{1, 4, 2, 3, {0, 1}};
+  PlanKey key{.mbs = 1, .tp = 4, .dp = 2, .pp = 3, .node_order = {0, 1}};
   key.stage_tp = {1, 1, 4};
   key.stage_dp = {2, 2, 1};
   REQUIRE_NOTHROW(validate_plan_key(model, cluster, key));
@@ -105,7 +105,7 @@ TEST_CASE("per-stage tp: uniform stage_tp is the plain plan, exactly", "[analyti
   ProfileSpec l4 = analytic_profile(l.model, l.cluster.node_types[2], {2}, {1, 2});
   AnalyticPolicy policy;
   for (bool per_stage_dp : {false, true}) {
-    PlanKey plain{1, 2, per_stage_dp ? 16 : 8, per_stage_dp ? 5 : 6, type_block_placements(l.cluster)[5]};
+    PlanKey plain{.mbs = 1, .tp = 2, .dp = per_stage_dp ? 16 : 8, .pp = per_stage_dp ? 5 : 6, .node_order = type_block_placements(l.cluster)[5]};
     if (per_stage_dp) plain.stage_dp = {16, 8, 8, 8, 8};
     plain.zero_stage = 1;
     PlanKey uniform = plain;
@@ -124,14 +124,14 @@ TEST_CASE("per-stage tp: bad degrees are one-line errors", "[analytic][stage-tp]
   const ModelSpec model = tiny_model();
   const ClusterSpec cluster = tiny_cluster();
   auto error_of = [&](const PlanKey& key) { return spec_error([&] { validate_plan_key(model, cluster, key); }); };
-  PlanKey key{1, 4, 2, 3, {0, 1}};
+  PlanKey key{.mbs = 1, .tp = 4, .dp = 2, .pp = 3, .node_order = {0, 1}};
   key.stage_dp = {2, 2, 1};
   key.stage_tp = {1, 4};  // two entries, three stages
   std::string error = error_of(key);
   CHECK_THAT(error, Contains("--stage-tp") && Contains("pp is 3"));
   CHECK(error.find('\n') == std::string::npos);
   // tp 8 on a node of 4 GPUs (8 GPUs in all, 8 divides the 16 heads).
-  PlanKey wide{1, 8, 1, 1, {0, 1}};
+  PlanKey wide{.mbs = 1, .tp = 8, .dp = 1, .pp = 1, .node_order = {0, 1}};
   wide.stage_tp = {8};
   error = error_of(wide);
   CHECK_THAT(error, Contains("--stage-tp") && Contains("does not divide the 4 GPUs"));
@@ -145,12 +145,12 @@ TEST_CASE("per-stage tp: bad degrees are one-line errors", "[analytic][stage-tp]
   key.tp = 2;
   CHECK_THAT(error_of(key), Contains("--tp") && Contains("largest"));
   // One node type, two tps: stages 0 (tp 1 x 2) and 1 (tp 2 x 1) both on the fast node.
-  PlanKey mixed{1, 4, 2, 3, {0, 1}};
+  PlanKey mixed{.mbs = 1, .tp = 4, .dp = 2, .pp = 3, .node_order = {0, 1}};
   mixed.stage_dp = {2, 1, 1};
   mixed.stage_tp = {1, 2, 4};
   CHECK_THAT(error_of(mixed), Contains("both run on 'fast' nodes") && Contains("one tp"));
   // A tp group of 2 starting at GPU 1 of a node.
-  PlanKey straddle{1, 4, 1, 4, {0, 1}};
+  PlanKey straddle{.mbs = 1, .tp = 4, .dp = 1, .pp = 4, .node_order = {0, 1}};
   straddle.stage_tp = {1, 2, 1, 4};
   CHECK_THAT(error_of(straddle), Contains("straddle"));
   // The fasop policy prices one tp.

@@ -24,7 +24,7 @@ TEST_CASE("uneven dp: the slowest replica's micro-batches, priced by hand", "[an
   const ClusterSpec cluster = tiny_cluster();
   const ProfileSpec ga = tiny_profile("GA"), gb = tiny_profile("GB");
   AnalyticPolicy policy(without_overlap());
-  PlanKey key{1, 2, 2, 2, {0, 1}};  // stage 0: the fast node's 4 GPUs, stage 1 the slow node's
+  PlanKey key{.mbs = 1, .tp = 2, .dp = 2, .pp = 2, .node_order = {0, 1}};  // stage 0: the fast node's 4 GPUs, stage 1 the slow node's
   // Not without the flag: one line, naming it.
   const std::string error = spec_error([&] { validate_plan_key(model, cluster, key); });  // 2 does not divide 7
   CHECK_THAT(error, Contains("--dp") && Contains("--uneven-dp"));
@@ -68,7 +68,7 @@ TEST_CASE("uneven dp: the checks that remain", "[analytic][uneven-dp]") {
   ModelSpec model = tiny_model();
   model.global_batch = 6;
   const ClusterSpec cluster = tiny_cluster();
-  PlanKey key{4, 1, 4, 2, {0, 1}};  // mbs 4 over shares of 2 samples (ceil(6 / 4))
+  PlanKey key{.mbs = 4, .tp = 1, .dp = 4, .pp = 2, .node_order = {0, 1}};  // mbs 4 over shares of 2 samples (ceil(6 / 4))
   key.uneven_dp = true;
   CHECK_THROWS_WITH(validate_plan_key(model, cluster, key), Contains("--mbs") && Contains("largest replica's share 2"));
   model.global_batch = 3;  // 4 replicas, 3 samples
@@ -76,11 +76,11 @@ TEST_CASE("uneven dp: the checks that remain", "[analytic][uneven-dp]") {
   CHECK_THROWS_WITH(validate_plan_key(model, cluster, key), Contains("--dp") && Contains("gives some none"));
   // mbs that does not divide a replica's share, without the flag: the error names the flag.
   model.global_batch = 8;
-  PlanKey odd{3, 1, 2, 4, {0, 1}};
+  PlanKey odd{.mbs = 3, .tp = 1, .dp = 2, .pp = 4, .node_order = {0, 1}};
   CHECK_THROWS_WITH(validate_plan_key(model, cluster, odd), Contains("--mbs") && Contains("--uneven-dp"));
   // Per-stage dp: a stage of 2 replicas splits a micro-batch of 3 samples as 2 and 1.
   PlanContext ctx;
-  ctx.key = PlanKey{1, 1, 3, 2, {0, 1}};
+  ctx.key = PlanKey{.mbs = 1, .tp = 1, .dp = 3, .pp = 2, .node_order = {0, 1}};
   ctx.key.stage_dp = {3, 2};
   CHECK(ctx.stage_mbs(0) == 1);
   CHECK(ctx.stage_mbs(1) == 2);

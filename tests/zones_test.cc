@@ -67,7 +67,7 @@ TEST_CASE("zones: a pipeline send between zones, its time and its egress by hand
   CHECK(zoned.multi_zone());
   CHECK_FALSE(plain.multi_zone());
   AnalyticPolicy policy;
-  const PlanKey key{1, 1, 1, 2, {0, 1}};  // mbs 1, tp 1, dp 1, pp 2: 8 micro-batches
+  const PlanKey key{.mbs = 1, .tp = 1, .dp = 1, .pp = 2, .node_order = {0, 1}};  // mbs 1, tp 1, dp 1, pp 2: 8 micro-batches
   const PlanContext ctx = context(model, zoned, policy, key), flat = context(model, plain, policy, key);
   // One micro-batch's activations, 1e6 bytes, from node a to node b. In one zone: 10 us +
   // 8e6 bit / 100e9 bit/s = 90 us. Between zones: min(100e9, 10e9) = 10e9 bit/s and max(10 us,
@@ -114,7 +114,7 @@ TEST_CASE("zones: a node's GPUs share its link between zones", "[zones]") {
   const ModelSpec model = tiny_model();
   const ClusterSpec zoned = two_nodes("a", "b", 2);
   AnalyticPolicy policy;
-  const PlanContext ctx = context(model, zoned, policy, PlanKey{1, 2, 1, 2, {0, 1}});
+  const PlanContext ctx = context(model, zoned, policy, PlanKey{.mbs = 1, .tp = 2, .dp = 1, .pp = 2, .node_order = {0, 1}});
   CHECK(ctx.boundary_send_s[0] == Approx(1.8e-3).epsilon(1e-12));
   CHECK(egress_usd_per_step(ctx, {2, 2}) == Approx(1.6e-4).epsilon(1e-12));
 }
@@ -126,7 +126,7 @@ TEST_CASE("zones: a data-parallel ring across zones, its time and its egress by 
   AnalyticOptions options;
   options.overlap_dp_allreduce = false;
   AnalyticPolicy policy(options);
-  PlanKey key{1, 1, 2, 1, {0, 1}};  // mbs 1, tp 1, dp 2, pp 1: 4 micro-batches
+  PlanKey key{.mbs = 1, .tp = 1, .dp = 2, .pp = 1, .node_order = {0, 1}};  // mbs 1, tp 1, dp 2, pp 1: 4 micro-batches
   const PlanContext ctx = context(model, zoned, policy, key);
   // The gradients: 48,016,000 parameters x 4 bytes (bf16 training reduces in fp32) = B =
   // 192,064,000 bytes. A ring all-reduce over d = 2 ranks at the zones' 10e9 bit/s and 1 ms:
@@ -159,16 +159,16 @@ TEST_CASE("zones: a ring crosses zones at every edge between two of them", "[zon
                            "nodes:\n  - {type: na, count: 2}\n  - {type: nb, count: 2}\n";
   const ClusterSpec cluster = parse_cluster(yaml, "four.yaml");
   AnalyticPolicy policy;
-  CHECK(egress_usd_per_step(context(model, cluster, policy, PlanKey{1, 1, 4, 1, {0, 0, 1, 1}}), {4}) ==
+  CHECK(egress_usd_per_step(context(model, cluster, policy, PlanKey{.mbs = 1, .tp = 1, .dp = 4, .pp = 1, .node_order = {0, 0, 1, 1}}), {4}) ==
         Approx(5.76192e-3).epsilon(1e-12));
-  CHECK(egress_usd_per_step(context(model, cluster, policy, PlanKey{1, 1, 4, 1, {0, 1, 0, 1}}), {4}) ==
+  CHECK(egress_usd_per_step(context(model, cluster, policy, PlanKey{.mbs = 1, .tp = 1, .dp = 4, .pp = 1, .node_order = {0, 1, 0, 1}}), {4}) ==
         Approx(1.152384e-2).epsilon(1e-12));
   // The ring runs at its slowest edge, between zones even where its first and last rank share
   // zone a (a b b a): 2 (d - 1) = 6 steps of 1 ms + 1.5 x 8 B / 10e9.
   AnalyticOptions options;
   options.overlap_dp_allreduce = false;
   AnalyticPolicy plain(options);
-  const PlanContext ctx = context(model, cluster, plain, PlanKey{1, 1, 4, 1, {0, 1, 1, 0}});
+  const PlanContext ctx = context(model, cluster, plain, PlanKey{.mbs = 1, .tp = 1, .dp = 4, .pp = 1, .node_order = {0, 1, 1, 0}});
   CHECK(plain.stage_syncs(ctx, {4})[0].reduce_s == Approx(6e-3 + 1.5 * 8 * 192'064'000 / 10e9).epsilon(1e-12));
 }
 
@@ -182,22 +182,22 @@ TEST_CASE("zones: the egress floor of a layout, from where its ranks sit, by han
   // pp 2, dp 2 over a a b b: the stages sit in one zone each; rank r sends to r + 2, both of
   // stage 0's ranks across: 2 pairs x 4 micro-batches x 2 directions x 1e6 bytes = 16e6 bytes,
   // $1.6e-4. No ring crosses. Exact, as the partition does not move the sends.
-  const PlanKey pipeline{1, 1, 2, 2, {0, 0, 1, 1}};
+  const PlanKey pipeline{.mbs = 1, .tp = 1, .dp = 2, .pp = 2, .node_order = {0, 0, 1, 1}};
   CHECK(floor.usd_per_step(pipeline) == Approx(1.6e-4).epsilon(1e-12));
   CHECK(egress_usd_per_step(context(model, cluster, policy, pipeline), {2, 2}) == Approx(1.6e-4).epsilon(1e-12));
   // Over a b a b each stage's ring crosses at both its edges, and no send does: the rings'
   // least edges a lane (2) x every parameter (48,016,000) x 2 (d - 1) / d x 4 bytes =
   // 384,128,000 bytes, $3.84128e-3, whatever the partition: here 3 + 1 layers.
-  const PlanKey rings{1, 1, 2, 2, {0, 1, 0, 1}};
+  const PlanKey rings{.mbs = 1, .tp = 1, .dp = 2, .pp = 2, .node_order = {0, 1, 0, 1}};
   CHECK(floor.usd_per_step(rings) == Approx(3.84128e-3).epsilon(1e-12));
   CHECK(egress_usd_per_step(context(model, cluster, policy, rings), {3, 1}) == Approx(3.84128e-3).epsilon(1e-12));
   // pp 4 over a b a b: three boundaries cross, 1 pair each, 8 micro-batches of 1e6 bytes
   // both ways: 3 x 16e6 = 48e6 bytes, $4.8e-4.
-  const PlanKey deep{1, 1, 1, 4, {0, 1, 0, 1}};
+  const PlanKey deep{.mbs = 1, .tp = 1, .dp = 1, .pp = 4, .node_order = {0, 1, 0, 1}};
   CHECK(floor.usd_per_step(deep) == Approx(4.8e-4).epsilon(1e-12));
   CHECK(egress_usd_per_step(context(model, cluster, policy, deep), {1, 1, 1, 1}) == Approx(4.8e-4).epsilon(1e-12));
   // One zone: nothing.
-  CHECK(floor.usd_per_step(PlanKey{1, 1, 2, 2, {0, 0, 0, 0}}) == 0);
+  CHECK(floor.usd_per_step(PlanKey{.mbs = 1, .tp = 1, .dp = 2, .pp = 2, .node_order = {0, 0, 0, 0}}) == 0);
 }
 
 TEST_CASE("zones: a pair's override, in either order", "[zones]") {
@@ -215,7 +215,7 @@ TEST_CASE("zones: a pair's override, in either order", "[zones]") {
   CHECK(cluster.zones.link("c", "a").egress_usd_per_gb == 0.02);
   CHECK(cluster.zones.link("a", "b").latency_s == 1e-3);
   AnalyticPolicy policy;
-  const PlanContext ctx = context(model, cluster, policy, PlanKey{1, 1, 1, 3, {0, 2, 1}});
+  const PlanContext ctx = context(model, cluster, policy, PlanKey{.mbs = 1, .tp = 1, .dp = 1, .pp = 3, .node_order = {0, 2, 1}});
   CHECK(ctx.boundary_send_s[0] == Approx(6e-3).epsilon(1e-12));
   CHECK(ctx.boundary_send_s[1] == Approx(1.8e-3).epsilon(1e-12));
   const std::vector<ZoneTraffic> traffic = zone_traffic(ctx, {2, 1, 1});
@@ -246,7 +246,7 @@ TEST_CASE("zones: the tied embedding's all-reduce between zones", "[zones]") {
   const ModelSpec model = parse_model(yaml, "tied.yaml");
   AnalyticPolicy policy;
   const ClusterSpec cluster = two_nodes("a", "b");
-  const PlanContext ctx = context(model, cluster, policy, PlanKey{1, 1, 1, 2, {0, 1}});
+  const PlanContext ctx = context(model, cluster, policy, PlanKey{.mbs = 1, .tp = 1, .dp = 1, .pp = 2, .node_order = {0, 1}});
   CHECK(policy.embedding_allreduce_s(ctx) == Approx(4.2e-3).epsilon(1e-12));
   CHECK(egress_usd_per_step(ctx, {2, 2}) == Approx(2.4e-4).epsilon(1e-12));
 }
@@ -259,7 +259,7 @@ TEST_CASE("zones: one zone changes nothing, and a copy that drops the zones is r
   // Both node types in zone a: sends and rings as without zones, and no egress.
   const ClusterSpec same = two_nodes("a", "a"), plain = two_nodes("", "");
   CHECK_FALSE(same.multi_zone());
-  for (const PlanKey& key : {PlanKey{1, 1, 1, 2, {0, 1}}, PlanKey{1, 1, 2, 1, {0, 1}}}) {
+  for (const PlanKey& key : {PlanKey{.mbs = 1, .tp = 1, .dp = 1, .pp = 2, .node_order = {0, 1}}, PlanKey{.mbs = 1, .tp = 1, .dp = 2, .pp = 1, .node_order = {0, 1}}}) {
     const std::vector<int> partition = key.pp == 2 ? std::vector<int>{2, 2} : std::vector<int>{4};
     const PlanContext a = context(model, same, policy, key), b = context(model, plain, policy, key);
     CHECK(a.boundary_send_s == b.boundary_send_s);
@@ -270,7 +270,7 @@ TEST_CASE("zones: one zone changes nothing, and a copy that drops the zones is r
   // only node_types) is an error, not a cluster in one zone.
   ClusterSpec lost = two_nodes("a", "b");
   lost.zones = ZoneSpec{};
-  CHECK_THROWS_WITH(context(model, lost, policy, PlanKey{1, 1, 1, 2, {0, 1}}), Contains("no zones: data"));
+  CHECK_THROWS_WITH(context(model, lost, policy, PlanKey{.mbs = 1, .tp = 1, .dp = 1, .pp = 2, .node_order = {0, 1}}), Contains("no zones: data"));
 }
 
 TEST_CASE("zones: the loader's errors name the file and the field, on one line", "[zones][specs]") {

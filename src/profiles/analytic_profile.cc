@@ -47,14 +47,25 @@ StackTraits traits(Stack stack) {
   switch (stack) {
     // Hugging Face's loss copies the shifted logits (contiguous) before PyTorch's cross entropy
     // (as below); the copy's backward zero-fills and copies the slice's gradient.
-    case Stack::kEager: return {22, 6, 15, 2, 6, 10, 6, 16, 20, 1, true, 0, 1};
+    case Stack::kEager:
+      return StackTraits{.layer_kernels = 22, .unfused_attention_kernels = 6, .replicated_elements = 15,
+                         .head_copy_elements = 2, .activation_elements = 6, .score_passes = 10,
+                         .small_unit_kernels = 6, .loss_fp32_bytes_per_logit = 16,
+                         .loss_backward_fp32_bytes_per_logit = 20, .loss_logit_copies = 1,
+                         .embedding_adds_positions = true, .embedding_layout_passes = 0, .vocab_multiple = 1};
     // fasop-cpp's profiler (LibTorch): cross_entropy's log_softmax on a row wider than shared
     // memory reads it three times (max, sum of exponentials, output) and writes it once (16).
     // Backward: nll_loss's dense zero-filled gradient (4), log_softmax's backward (a sum pass,
     // then gradient and output read and the input's gradient written: 16).
     // Its vocabulary is padded as Megatron-LM pads it (profile layers --vocab-multiple, default 128).
     // Its transformer layer is counted op by op (libtorch_layer.h), not from the first four fields.
-    case Stack::kLibtorch: return {0, 5, 0, 0, 0, 8.5, 5, 16, 20, 0, false, 0, kMegatronVocabMultiple};
+    case Stack::kLibtorch:
+      return StackTraits{.layer_kernels = 0, .unfused_attention_kernels = 5, .replicated_elements = 0,
+                         .head_copy_elements = 0, .activation_elements = 0, .score_passes = 8.5,
+                         .small_unit_kernels = 5, .loss_fp32_bytes_per_logit = 16,
+                         .loss_backward_fp32_bytes_per_logit = 20, .loss_logit_copies = 0,
+                         .embedding_adds_positions = false, .embedding_layout_passes = 0,
+                         .vocab_multiple = kMegatronVocabMultiple};
     case Stack::kMegatron: break;
   }
   // Megatron: 2 norms, 4 GEMMs, activation, 2 bias-dropout-adds, rotary or bias kernels (~2);
@@ -68,7 +79,11 @@ StackTraits traits(Stack stack) {
   // place (8); its backward scales the saved softmax by the loss's gradient in place (8).
   // Its embedding (Megatron-LM's and Megatron-DeepSpeed's Embedding.forward) transposes the
   // looked-up rows to [s, b, h] with a contiguous copy.
-  return {11, 4, 11, 0, 2, 6.5, 3, 32, 8, 0, true, 2, kMegatronVocabMultiple};
+  return StackTraits{.layer_kernels = 11, .unfused_attention_kernels = 4, .replicated_elements = 11,
+                     .head_copy_elements = 0, .activation_elements = 2, .score_passes = 6.5, .small_unit_kernels = 3,
+                     .loss_fp32_bytes_per_logit = 32, .loss_backward_fp32_bytes_per_logit = 8, .loss_logit_copies = 0,
+                     .embedding_adds_positions = true, .embedding_layout_passes = 2,
+                     .vocab_multiple = kMegatronVocabMultiple};
 }
 
 /// PyTorch's embedding backward (embedding_dense_backward on CUDA), per element of the output's

@@ -69,7 +69,7 @@ void add_block_layouts(const ModelSpec& model, const TypeBlocks& blocks, const s
         if (uneven && mbs > (gbs + largest - 1) / largest) break;
         int samples = mbs * largest;  // a pipeline micro-batch
         if (!uneven && std::any_of(type_dp.begin(), type_dp.end(), [&](int d) { return samples % d != 0; })) continue;
-        PlanKey key{mbs, *std::max_element(type_tp.begin(), type_tp.end()), largest, pp, {}};
+        PlanKey key{.mbs = mbs, .tp = *std::max_element(type_tp.begin(), type_tp.end()), .dp = largest, .pp = pp};
         if (!uniform_dp) key.stage_dp = stage_dp;
         if (!uniform_tp) key.stage_tp = stage_tp;
         key.uneven_dp = splits_batch_unevenly(gbs, key);
@@ -236,7 +236,7 @@ std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSp
           int pp = gpus / (tp * cp * dp);
           if (pp > layers || !batch_split_allowed(gbs, mbs, dp, options.uneven_dp)) continue;
           for (int ep : options.ep) {
-            PlanKey key{mbs, tp, dp, pp, {}};
+            PlanKey key{.mbs = mbs, .tp = tp, .dp = dp, .pp = pp};
             key.cp = cp;
             key.ep = ep;
             key.uneven_dp = splits_batch_unevenly(gbs, key);

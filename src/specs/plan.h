@@ -29,7 +29,7 @@ struct PlanKey {
   int tp = 1;   ///< tensor-parallel degree
   int dp = 1;   ///< data-parallel degree
   int pp = 1;   ///< pipeline stages
-  std::vector<int> node_order;  ///< node type of each node, in rank order
+  std::vector<int> node_order = {};  ///< node type of each node, in rank order
   int zero_stage = 0;      ///< ZeRO 0-3: what of optimizer state, gradients, parameters dp shards
   bool recompute = false;  ///< full activation recomputation: keep each layer's input, redo its forward
   /// Megatron-LM's selective recomputation: the modules of recompute_modules are recomputed, by
