@@ -586,9 +586,7 @@ StepTerms AnalyticPolicy::step_terms(const PlanContext& ctx, const std::vector<i
   terms.dp_comm_s = m * parts.gather_s + syncs[b].reduce_exposed_s + syncs[a].gather_exposed_s;
   terms.overlap_cost_s = m * parts.overlap_s + syncs[b].reduce_overlap_s + syncs[a].gather_overlap_s;
   terms.optimizer_s = syncs[a].optimizer_s;
-  // The bubble: the rest of the bottleneck stage's pipeline (sends apart, as the base counts them).
-  terms.bubble_s = 0;
-  terms.bubble_s = step.step_s - terms.sum();
+  // The bubble and the sends stay the base's: the silent schedule's end less the stage's passes.
   return terms;
 }
 

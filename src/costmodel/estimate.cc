@@ -41,8 +41,6 @@ StepTerms CostPolicy::step_terms(const PlanContext& ctx, const std::vector<int>&
   terms.dp_comm_s = step.dp_allreduce_s[b];
   terms.embedding_s = step.embedding_allreduce_s;
   if (!step.after_sync_s.empty()) terms.optimizer_s = step.after_sync_s[step.after_sync_stage];
-  // What the step's own arithmetic rounds (FASOP's float32 sum) lands in the bubble.
-  terms.bubble_s += step.step_s - terms.sum();
   return terms;
 }
 
