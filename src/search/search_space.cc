@@ -178,54 +178,52 @@ bool uses_skipped_tp(const PlanKey& key, const std::vector<int>& skipped) {
   return skipped_tp(key.tp) || std::any_of(key.stage_tp.begin(), key.stage_tp.end(), skipped_tp);
 }
 
-}  // namespace
+/// Whether Megatron-LM's interleaved schedule runs `key` with `v` chunks a rank: a layout
+/// places any split of the `layers` layers, in whole rounds of pp micro-batches.
+bool interleaves(const PlanKey& key, int v, int layers, int global_batch) {
+  return v == 1 ||
+         (key.pp > 1 && key.pp * v <= layers && slowest_replica_microbatches(global_batch, key) % key.pp == 0);
+}
 
-std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSpec& cluster,
-                                         const SearchSpaceOptions& options, const LayoutFilter& keep) {
-  const int gpus = cluster.num_gpus();
-  const int gbs = model.global_batch;
-  const int layers = model.num_transformer_layers();  // counted once: it walks the units
-  const bool fasop_tp = options.max_tp > 0;
-  const int max_tp = fasop_tp ? std::min(cluster.gpus_per_node(), options.max_tp) : cluster.gpus_per_node();
-  const std::vector<std::vector<int>> placements =
-      options.placements == PlacementKind::kCyclic ? cyclic_placements(cluster) : type_block_placements(cluster);
-  // Megatron-LM's interleaved schedule: v chunks a rank (a layout places any split of the
-  // layers), whole rounds of pp micro-batches.
-  auto interleaves = [&](const PlanKey& key, int v) {
-    return v == 1 || (key.pp > 1 && key.pp * v <= layers && slowest_replica_microbatches(gbs, key) % key.pp == 0);
-  };
-  // Every variant of `key` the options ask for (ZeRO, recomputation, sequence parallelism,
-  // virtual stages), each passed to `emit`.
-  auto variants = [&](PlanKey key, auto emit) {
-    if (!options.fixed.matches(key) || uses_skipped_tp(key, options.skipped_tp)) return;
-    const bool moe = model.moe.enabled();
-    for (int zero : options.zero_stages) {
-      if (zero > 0 && key.dp * key.cp == 1) continue;  // nothing to shard
-      for (RecomputeMode recompute : options.recompute)
-        for (bool sp : options.sequence_parallel) {
-          if (sp && key.tp == 1) continue;  // nothing to split
-          // Megatron-LM runs experts with tp only under sequence parallelism.
-          if (moe && key.tp > 1 && !sp) {
-            if (std::find(options.sequence_parallel.begin(), options.sequence_parallel.end(), true) !=
-                options.sequence_parallel.end())
-              continue;  // the sp variant comes
-            sp = true;
-          }
-          for (int v : options.virtual_stages) {
-            if (!interleaves(key, v)) continue;
-            key.zero_stage = zero;
-            key.set_recompute(recompute);
-            key.recompute_modules = options.recompute_modules;
-            key.sequence_parallel = sp;
-            key.virtual_stages = v;
-            if (options.ep_comm_overlap && key.ep > 1 && !ep_overlap_runs(key)) continue;
-            emit(key);
-          }
+/// Every variant of `key` the options ask for (ZeRO, recomputation, sequence parallelism,
+/// virtual stages), each passed to `emit`.
+template <typename Emit>
+void for_each_variant(const ModelSpec& model, const SearchSpaceOptions& options, int layers, PlanKey key, Emit emit) {
+  if (!options.fixed.matches(key) || uses_skipped_tp(key, options.skipped_tp)) return;
+  const bool moe = model.moe.enabled();
+  for (int zero : options.zero_stages) {
+    if (zero > 0 && key.dp * key.cp == 1) continue;  // nothing to shard
+    for (RecomputeMode recompute : options.recompute)
+      for (bool sp : options.sequence_parallel) {
+        if (sp && key.tp == 1) continue;  // nothing to split
+        // Megatron-LM runs experts with tp only under sequence parallelism.
+        if (moe && key.tp > 1 && !sp) {
+          if (std::find(options.sequence_parallel.begin(), options.sequence_parallel.end(), true) !=
+              options.sequence_parallel.end())
+            continue;  // the sp variant comes
+          sp = true;
         }
-    }
-  };
-  // The uniform layouts do not depend on the placement: listed (and filtered) once, then
-  // emitted for each placement with its speed-split variant where that applies.
+        for (int v : options.virtual_stages) {
+          if (!interleaves(key, v, layers, model.global_batch)) continue;
+          key.zero_stage = zero;
+          key.set_recompute(recompute);
+          key.recompute_modules = options.recompute_modules;
+          key.sequence_parallel = sp;
+          key.virtual_stages = v;
+          if (options.ep_comm_overlap && key.ep > 1 && !ep_overlap_runs(key)) continue;
+          emit(key);
+        }
+      }
+  }
+}
+
+/// The uniform layouts (one tp and dp on every stage) and their variants that `keep` keeps,
+/// without a placement: they do not depend on it.
+std::vector<PlanKey> uniform_layouts(const ModelSpec& model, const ClusterSpec& cluster,
+                                     const SearchSpaceOptions& options, int max_tp, int layers,
+                                     const LayoutFilter& keep) {
+  const int gpus = cluster.num_gpus(), gbs = model.global_batch;
+  const bool fasop_tp = options.max_tp > 0;
   std::vector<PlanKey> uniform;
   for (int mbs : divisors(gbs)) {
     for (int tp : divisors(max_tp)) {
@@ -245,7 +243,7 @@ std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSp
             if (ep > 1 && !expert_layout_fault(model, cluster, key).empty()) continue;
             for (const std::string& precision : options.precisions) {
               key.precision = precision;
-              variants(key, [&](const PlanKey& k) {
+              for_each_variant(model, options, layers, key, [&](const PlanKey& k) {
                 if (!keep || keep(k)) uniform.push_back(k);
               });
             }
@@ -254,6 +252,21 @@ std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSp
       }
     }
   }
+  return uniform;
+}
+
+}  // namespace
+
+std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSpec& cluster,
+                                         const SearchSpaceOptions& options, const LayoutFilter& keep) {
+  const int layers = model.num_transformer_layers();  // counted once: it walks the units
+  const int max_tp =
+      options.max_tp > 0 ? std::min(cluster.gpus_per_node(), options.max_tp) : cluster.gpus_per_node();
+  const std::vector<std::vector<int>> placements =
+      options.placements == PlacementKind::kCyclic ? cyclic_placements(cluster) : type_block_placements(cluster);
+  // The uniform layouts are listed (and filtered) once, then emitted for each placement with
+  // its speed-split variant where that applies.
+  const std::vector<PlanKey> uniform = uniform_layouts(model, cluster, options, max_tp, layers, keep);
   std::vector<PlanKey> keys;
   auto add = [&](PlanKey key) {
     keys.push_back(key);
@@ -269,7 +282,7 @@ std::vector<PlanKey> enumerate_plan_keys(const ModelSpec& model, const ClusterSp
     }
     if ((options.per_stage_dp || options.per_stage_tp) && options.placements == PlacementKind::kTypeBlocks)
       add_per_type_layouts(model, cluster, placement, max_tp, options,
-                           [&](const PlanKey& key) { variants(key, add); });
+                           [&](const PlanKey& key) { for_each_variant(model, options, layers, key, add); });
   }
   return keys;
 }
