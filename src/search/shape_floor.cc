@@ -337,23 +337,42 @@ void ShapeFloor::add_config_floors(const SearchInput& input, const std::vector<i
   }
 }
 
+namespace {
+
+/// ref_c(l): the fastest type's time of layer l at one configuration; r_c(t) the least ratio of
+/// type t's layer times to them. The transformer layers' ratio r^L_c(t) likewise, over those
+/// layers only: a type that runs the embedding and head nearly as fast as the fastest but its
+/// layers slowly earns its layers' credit there.
+struct LayerRatios {
+  std::vector<double> ref, ratio, layer_ratio;
+};
+template <typename Has, typename LayerTime>
+LayerRatios layer_ratios(size_t types, const std::vector<bool>& transformer_layer, Has has, LayerTime layer_s) {
+  const size_t layers = transformer_layer.size();
+  LayerRatios r{.ref = std::vector<double>(layers, kInf),
+                .ratio = std::vector<double>(types, kInf),
+                .layer_ratio = std::vector<double>(types, kInf)};
+  for (size_t t = 0; t < types; ++t)
+    for (size_t l = 0; l < layers && has(t); ++l) r.ref[l] = std::min(r.ref[l], layer_s(t, l));
+  for (size_t t = 0; t < types; ++t)
+    for (size_t l = 0; l < layers && has(t); ++l)
+      if (r.ref[l] > 0) {
+        r.ratio[t] = std::min(r.ratio[t], layer_s(t, l) / r.ref[l]);
+        if (transformer_layer[l]) r.layer_ratio[t] = std::min(r.layer_ratio[t], layer_s(t, l) / r.ref[l]);
+      }
+  return r;
+}
+
+}  // namespace
+
 ShapeFloor::ConfigFloor ShapeFloor::config_times(size_t i, size_t j, double batch_scale, double factor) const {
   const size_t types = points_.size(), layers = layer_counts_.size();
   auto has = [&](size_t t) { return !points_[t][i].empty(); };
   auto layer_s = [&](size_t t, size_t l) { return points_[t][i][j].layer_s[l]; };
-  // ref_c(l): the fastest type's time of layer l at this configuration; r_c(t) the least ratio.
-  // The transformer layers' ratio r^L_c(t) likewise, over those layers only: a type that runs
-  // the embedding and head nearly as fast as the fastest but its layers slowly earns its
-  // layers' credit there.
-  std::vector<double> ref(layers, kInf), ratio(types, kInf), layer_ratio(types, kInf);
-  for (size_t t = 0; t < types; ++t)
-    for (size_t l = 0; l < layers && has(t); ++l) ref[l] = std::min(ref[l], layer_s(t, l));
-  for (size_t t = 0; t < types; ++t)
-    for (size_t l = 0; l < layers && has(t); ++l)
-      if (ref[l] > 0) {
-        ratio[t] = std::min(ratio[t], layer_s(t, l) / ref[l]);
-        if (transformer_layer_[l]) layer_ratio[t] = std::min(layer_ratio[t], layer_s(t, l) / ref[l]);
-      }
+  const LayerRatios ratios = layer_ratios(types, transformer_layer_, has, layer_s);
+  const std::vector<double>& ref = ratios.ref;
+  const std::vector<double>& ratio = ratios.ratio;
+  const std::vector<double>& layer_ratio = ratios.layer_ratio;
   ConfigFloor config;
   for (size_t l = 0; l < layers; ++l)
     if (ref[l] < kInf) {
