@@ -61,61 +61,11 @@ struct StageSync {
   double after_sync_s() const { return optimizer_s + gather_exposed_s + gather_overlap_s; }
 };
 
-/// A cost model for any cluster, beside FASOP's (fasop_policy.h), with none of its quirks, and
-/// a step's terms as Megatron-LM runs them:
-/// - a stage runs on the GPUs of its ranks (Megatron order: tp, then dp, then stage) at the pace
-///   of the slowest node type among them, within the smallest GPU memory among them;
-/// - every point-to-point send is an alpha-beta message (latency + bytes / bandwidth) of one
-///   micro-batch's activations, 1/tp of them per rank (Megatron's scatter/gather), over the
-///   link it crosses: inside a node, or the node's network shared by its GPUs of the stage;
-///   sends of every stage are simulated in 1F1B, blocking; with interleaving and overlap_p2p
-///   only the fill and drain wait for them;
-/// - each stage's gradients are reduced on the slowest link of its data-parallel ring (ring
-///   time 2(d-1)/d x bytes / (bandwidth x the link's collective efficiency at the message's
-///   bytes) + 2(d-1) latencies; a reduce-scatter or all-gather half of it): an all-reduce of
-///   gradient_bytes a parameter, or with ZeRO 1-2 a reduce-scatter, in K buckets of
-///   max(40e6, 1e6 x dp) parameters (Megatron-Core's default) that the last backward pass
-///   (W seconds) produces uniformly and one stream reduces in turn: exposed
-///   bucketed_exposed_s(K, c, W) = max(c, K c - W (K-1)/K) past the backward pass; without
-///   overlap one bucket, all exposed;
-/// - ZeRO 1-2 (the distributed optimizer) then all-gathers the updated 16-bit parameters (half a
-///   ring of 2 bytes each, the same buckets): exposed after the optimizer step, or with
-///   overlap_param_gather under the next step's first forward (F seconds) and, on stage s > 0,
-///   the pipeline's fill before it (slack: earlier stages' forward and sends):
-///   max(0, max(c, K c - F (K-1)/K) - slack);
-/// - hidden communication slows the GEMMs it overlaps: the step pays overlap_slowdown (the GPU's
-///   data) x every second hidden (tensor-parallel overlap's cost is inside the layer times);
-/// - the optimizer step (Adam, memory-bound) reads and writes kOptimizerBytesPerParam bytes per
-///   local parameter (the stage's, / dp with ZeRO >= 1) at the GPU's memory bandwidth x its
-///   memory share; the step adds the slowest stage's, after the gradient synchronisation;
-/// - tied embeddings add an all-reduce between the first and last stage;
-/// - zones (ClusterSpec::zones): a link between nodes in different zones runs at the lower of
-///   the nodes' network share and the zones' bandwidth (per node, shared alike), with the
-///   larger of the two latencies; a data-parallel ring runs at its slowest edge between zones.
-///   The bytes that cross between zones are priced as egress (zone_egress.h), added to the
-///   step's price, not its time;
-/// - ZeRO-3 (FSDP) gathers each unit's 16-bit parameters before its forward and again before
-///   its backward, and reduce-scatters its gradients after its backward, every micro-batch,
-///   one unit's ahead of the compute: a pass exposes max(the first unit's collectives, all of
-///   them - the pass's compute), the hidden rest pays overlap_slowdown (zero3_prefetch off:
-///   all exposed);
-/// - memory per GPU: each stage's worst moment (forward, backward, optimizer step) as its
-///   training stack allocates it, term by term (stage_memory_rates.h, docs/memory.md), within
-///   its smallest GPU's memory less the plan's headroom;
-/// - speed split (PlanKey::speed_split, Metis): a stage whose replicas sit on several node
-///   types splits its pipeline micro-batch by speed (speed_split.h) for its own units, and takes
-///   the slowest replica's time; each replica's layers at its own type's times at its share.
-///   Its GPUs hold the activations of its busiest replica's share in its split of the whole
-///   model's units (the memory model stays linear in a stage's units, as the partitioners need;
-///   that is the split of the stage's own units wherever every unit's time scales alike with
-///   the samples, as in a model of transformer layers alone), within the least memory of its
-///   nodes. Its sends and all-reduce move the plain plan's bytes over the plain plan's links (an
-///   assumption: Metis reshards the activations between stages, which we price as the plain
-///   plan's sends), though less of the all-reduce hides under the split stage's shorter
-///   backward pass; its optimizer step and overlap slowdown are its slowest type's, as without
-///   the split.
-/// Simplifications: with interleaving, the windows W and F are a rank's whole backward and
-/// forward of one micro-batch (all its chunks); a stage's buckets are of equal size.
+/// The analytic cost model: Megatron-LM's step on any cluster, beside FASOP's (fasop_policy.h)
+/// and with none of its quirks: stages at their slowest GPU type, alpha-beta sends and
+/// data-parallel rings over the links they cross, bucketed gradient reduction, ZeRO 0-3, the
+/// optimizer step, zones and speed splits. Each term's formula, source, function and test:
+/// (docs/cost-model.md#analytic-policy).
 class AnalyticPolicy : public CostPolicy {
  public:
   explicit AnalyticPolicy(AnalyticOptions options = {}) : options_(options) {}

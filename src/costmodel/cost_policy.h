@@ -52,7 +52,7 @@ struct StepResult {
 
 /// A step's time as a sum of terms, in seconds (PlanEstimate::terms). They add up to the step
 /// time, along the path that sets it: the bottleneck stage's pipeline, then the slowest stage
-/// after the gradient synchronisation.
+/// after the gradient synchronisation (docs/cost-model.md#step-terms).
 struct StepTerms {
   double compute_s = 0;       ///< the bottleneck stage's m x (forward + backward) kernels, tp communication excluded
   double bubble_s = 0;        ///< the rest of the pipeline on that stage: fill, drain and waiting

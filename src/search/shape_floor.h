@@ -16,45 +16,10 @@
 
 namespace fasop {
 
-/// What bounds the step time and memory of any plan on a shape of an inventory, computed once
-/// per search from the profiles (nothing here depends on the shape).
-///
-/// Work floor. Stage s of a layout has g_s GPUs, runs m micro-batches of the global batch B and
-/// takes at least m x its units' compute at its node type t_s, so T >= m x time_s, and
-/// g_s x m x time_s >= B x sum over its units of w_t(u), where w_t(u) is the fewest GPU-seconds
-/// per sample unit u takes on type t at any tp and micro-batch size. With ref(u) the fewest over
-/// every type, w_t(u) >= r_t ref(u), so sum_u ref(u) <= T / B x sum_s g_s / r_(t_s), and
-///   T >= B x sum_u ref(u) / sum_s g_s / r_(t_s) >= B x sum_u ref(u) / sum_g c(type of g),
-/// where c(type) bounds 1 / r of any stage type a GPU of that type can run at: where the policy
-/// runs a stage at the slowest of its ranks' types (by whole-model time), only the types at
-/// least as slow; for any other policy, every type of the shape.
-/// Path floor. One micro-batch passes every unit forward and backward: T >= sum_u of its
-/// fastest time on the shape's types, at the best tp and micro-batch size.
-/// Both fall as nodes are added, so a box of shapes is bounded by its largest corner.
-/// Per configuration. Where every layout has one tp and one micro-batch size (no per-stage
-/// degrees, uneven dp or speed split), the work and path floors also hold with ref and the
-/// ratios taken at the layout's own (tp, mbs), and a layout's floor is at least the least of
-/// those over the configurations some layout of the shape can run. A layout uses every GPU of
-/// the shape, G = tp x dp x pp, with dp dividing B / mbs (m = B / (mbs dp) micro-batches) and
-/// pp at most the transformer layers: most (tp, mbs, dp) have no pp on a given G, and a shape
-/// whose G has none at all has no layout. Where plans must fit in memory, a layout needs
-/// stages that can hold every transformer layer: stage s of pp holds min(pp - s, m)
-/// micro-batches, so at most (M - reserved) / (params x bytes per param + activations x mbs x
-/// min(pp - s, m)) layers on a GPU of M bytes, with the most lenient recomputation, sequence
-/// parallelism and ZeRO of the space: each (tp, mbs, dp) needs some least pp at each memory
-/// size, and more memory only lowers it. Memory-bound models (which must run tp 2 and mbs 1,
-/// say) get floors near their plans' times this way, not the ideal configuration's.
-/// The pipeline's fill and drain. Without interleaving, 1F1B's step holds a chain through every
-/// stage once plus stage k's last m - 1 backward passes and m - 1 - min(pp - k - 1, m)
-/// forward passes (pipeline_1f1b_lower_bound), so with every forward pass at most a share phi of
-/// its stage's time, T >= sum_s t_s + ((m - 1) - phi min(m - 1, pp - 1)) max_s t_s, where
-/// sum_s t_s >= the path floor and m max_s t_s >= the work floor.
-/// ZeRO 3. A stage's passes hold its parameters' gathers and reduce-scatter each micro-batch
-/// (t_s >= max(c_s, z_s)), at its data-parallel ring's link: no faster than its end ranks'
-/// types'. The chain through the stages holds every parameter's collectives at the bandwidth
-/// alone (linear in the parameters); on type blocks, a type of at least replica - 1 GPUs sits at
-/// an end of every stage it touches, so the ladder's stages of slow types pass each layer's
-/// collectives no faster than over those types' networks.
+/// Floors under the step time, cost and memory of every plan on a shape of an inventory, or on a
+/// box of shapes, computed once per search from the profiles without listing a layout: the work,
+/// path, per-configuration, fill-and-drain, ladder, ZeRO 3, sync and memory floors. Each floor's
+/// proof sketch and its test: (docs/search.md#shape-floor).
 class ShapeFloor {
  public:
   /// `input`: the pareto search's input (the inventory as its cluster, a profile per node
