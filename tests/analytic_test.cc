@@ -565,13 +565,13 @@ TEST_CASE("overlapped tp communication: the exposed remainder plus the slowdown 
   NodeType real = made_up_node();
   ProfileSpec profile = analytic_profile(m, real, {2}, {1});
   LayerTime layer = layer_time(m, m.units[1], 2, 1, real);
-  CHECK(profile.tp_comm_time_s("transformer", 2, 1) == Approx(layer.forward.tp_comm_s + layer.backward.tp_comm_s).epsilon(1e-12));
-  CHECK(profile.tp_comm_time_s("transformer", 2, 1) > 0);
+  CHECK(profile.layer_comm_time_s("transformer", 2, 1) == Approx(layer.forward.tp_comm_s + layer.backward.tp_comm_s).epsilon(1e-12));
+  CHECK(profile.layer_comm_time_s("transformer", 2, 1) > 0);
   AnalyticPolicy policy;
   PlanKey key{.mbs = 1, .tp = 2, .dp = 4, .pp = 1, .node_order = {0}};
   ClusterSpec cluster = made_up_cluster(real, 1);
   PlanContext ctx = make_plan_context(m, cluster, {&profile}, policy, key);
-  CHECK(ctx.unit_tp_comm_s[0][1] == profile.tp_comm_time_s("transformer", 2, 1));
+  CHECK(ctx.unit_layer_comm_s[0][1] == profile.layer_comm_time_s("transformer", 2, 1));
   CHECK(ctx.unit_compute_s[0][1] == profile.forward_backward_time_s("transformer", 2, 1));
 }
 
@@ -764,7 +764,7 @@ TEST_CASE("FSDP gathers each unit ahead of the compute: what the pass cannot hid
   key.zero_stage = 3;
   PlanContext ctx = make_plan_context(m, cluster, {&profile}, policy, key);
   ctx.unit_compute_s[0].assign(n, 3e-3);
-  ctx.unit_tp_comm_s[0].assign(n, 0);
+  ctx.unit_layer_comm_s[0].assign(n, 0);
   const std::vector<int> whole{n};
   auto gather = [&](int u) { return 7.0 * 2 * unit_params(m, m.units[u], 1) / node.intra_node_bandwidth_bits_per_s; };
   const double G = 2 * Cf;
@@ -783,7 +783,7 @@ TEST_CASE("FSDP gathers each unit ahead of the compute: what the pass cannot hid
   CHECK(parts.compute_s == Approx(3 * Cf).epsilon(1e-12));
   CHECK(parts.gather_s == Approx(3 * Cf).epsilon(1e-12));
   CHECK(parts.overlap_s == Approx(0.1 * 3 * Cf).epsilon(1e-12));
-  CHECK(parts.compute_s + parts.tp_comm_s + parts.gather_s + parts.overlap_s ==
+  CHECK(parts.compute_s + parts.layer_comm_s + parts.gather_s + parts.overlap_s ==
         Approx(t[0].forward_s + t[0].backward_s).epsilon(1e-12));
   // Gradients are reduce-scattered inside every backward pass: nothing left for after it.
   CHECK(policy.dp_allreduce_s(ctx, whole)[0] == 0);
@@ -814,13 +814,13 @@ TEST_CASE("a step's terms add up to its time", "[analytic][step]") {
     PlanKey key{.mbs = 1, .tp = 1, .dp = 8, .pp = 1, .node_order = {0}};
     PlanContext ctx = make_plan_context(m, cluster, {&profile}, policy, key);
     ctx.unit_compute_s[0].assign(n, 3e-3);
-    ctx.unit_tp_comm_s[0].assign(n, 0.3e-3);
+    ctx.unit_layer_comm_s[0].assign(n, 0.3e-3);
     const std::vector<int> whole{n};
     PlanEstimate e = estimate_plan(ctx, policy, whole, 1, nullptr, true);
     StageSync sync = policy.stage_syncs(ctx, whole)[0];
     const StepTerms& t = e.terms;
     CHECK(t.compute_s == Approx(8 * 0.9 * 3e-3 * n).epsilon(1e-12));
-    CHECK(t.tp_comm_s == Approx(8 * 0.1 * 3e-3 * n).epsilon(1e-12));
+    CHECK(t.layer_comm_s == Approx(8 * 0.1 * 3e-3 * n).epsilon(1e-12));
     CHECK(t.bubble_s == Approx(0).margin(1e-12));
     CHECK(t.sends_s == 0);
     CHECK(t.dp_comm_s == Approx(sync.reduce_exposed_s).epsilon(1e-12));
@@ -845,7 +845,7 @@ TEST_CASE("a step's terms add up to its time", "[analytic][step]") {
       PlanEstimate e = estimate_plan(ctx, policy, {5, 5}, 1, nullptr, true);
       const StepTerms& t = e.terms;
       INFO("v " << v);
-      for (double term : {t.compute_s, t.bubble_s, t.tp_comm_s, t.sends_s, t.dp_comm_s, t.overlap_cost_s, t.optimizer_s,
+      for (double term : {t.compute_s, t.bubble_s, t.layer_comm_s, t.sends_s, t.dp_comm_s, t.overlap_cost_s, t.optimizer_s,
                           t.embedding_s})
         CHECK(term >= -1e-15);
       CHECK(t.bubble_s > 0);
@@ -864,7 +864,7 @@ TEST_CASE("a step's terms add up to its time", "[analytic][step]") {
     PlanEstimate e = estimate_plan(ctx, f.policy, partition, kFasopIterations, nullptr, true);
     const StepTerms& t = e.terms;
     CHECK(t.optimizer_s == 0);
-    CHECK(t.tp_comm_s == 0);
+    CHECK(t.layer_comm_s == 0);
     CHECK(t.overlap_cost_s == 0);
     CHECK(t.dp_comm_s == e.dp_allreduce_s);
     CHECK(t.embedding_s == e.embedding_allreduce_s);

@@ -422,7 +422,7 @@ TEST_CASE("unit times looked up once per search give the contexts of looking the
   const PlanContext looked_up = make_plan_context(inv.model, shape, inv.input.search.profiles, inv.policy, key);
   const PlanContext tabled = make_plan_context(inv.model, shape, inv.input.search.profiles, inv.policy, key, &table);
   CHECK(tabled.unit_compute_s == looked_up.unit_compute_s);
-  CHECK(tabled.unit_tp_comm_s == looked_up.unit_tp_comm_s);
+  CHECK(tabled.unit_layer_comm_s == looked_up.unit_layer_comm_s);
   CHECK(step_time_s(tabled, inv.policy, {9, 8, 8, 9}) == step_time_s(looked_up, inv.policy, {9, 8, 8, 9}));
   // The H100's layer at tp 2, mbs 2 is the profile's own figure; an mbs never tabled, another
   // profile than the table's, or an unknown node type find nothing.

@@ -550,7 +550,7 @@ TEST_CASE("FSDP of a MoE model gathers dense weights over cp x dp and each MoE l
   PlanContext ctx = make_plan_context(m, cluster, {&profile}, policy, key);
   const int n = m.num_units();
   ctx.unit_compute_s[0].assign(n, 3e-3);
-  ctx.unit_tp_comm_s[0].assign(n, 0);
+  ctx.unit_layer_comm_s[0].assign(n, 0);
   const MemoryModel& memory = *ctx.partition_memory;
   const double dense = memory.stage_params_prefix(0).back(), experts = memory.expert_params_prefix.back();
   // Each MoE layer's 2 local experts of 3 x 1024 x 2048; the rest are dense weights.
@@ -609,7 +609,7 @@ TEST_CASE("recomputing layernorm and moe_act costs their element-wise passes aga
     if (recomputed) key.set_recompute(RecomputeMode::kSelective), key.recompute_modules = recomputed;
     PlanContext ctx = make_plan_context(m, cluster, {&profile}, policy, key);
     ctx.unit_compute_s[0].assign(m.num_units(), 3e-3);
-    ctx.unit_tp_comm_s[0].assign(m.num_units(), 1e-3);  // say, all-to-alls in the units' times
+    ctx.unit_layer_comm_s[0].assign(m.num_units(), 1e-3);  // say, all-to-alls in the units' times
     return ctx;
   };
   const PlanContext without = context(0), with = context(modules);
@@ -619,6 +619,6 @@ TEST_CASE("recomputing layernorm and moe_act costs their element-wise passes aga
   CHECK(recomputed.backward_s - plain.backward_s == Approx(611.979776e-6).epsilon(1e-9));
   // It is compute: the units' communication is not repeated.
   const StagePassParts a = policy.pass_parts(without, whole)[0], b = policy.pass_parts(with, whole)[0];
-  CHECK(b.tp_comm_s == a.tp_comm_s);
+  CHECK(b.layer_comm_s == a.layer_comm_s);
   CHECK(b.compute_s - a.compute_s == Approx(611.979776e-6).epsilon(1e-9));
 }

@@ -385,17 +385,17 @@ void AnalyticPolicy::time_stage(const PlanContext& ctx, const std::vector<int>& 
   const StageSplit split = ctx.splits_stage(s) ? split_stage(ctx, s, first, count) : StageSplit{};
   const double compute = ctx.splits_stage(s) ? split.split.time_s : stage_compute_s(ctx.unit_compute_s[type], first, count);
   time_passes(ctx, compute, timing);
-  // The tensor-parallel communication in the units' times, in the same share of the passes
-  // (a recomputed forward repeats its collectives; recomputed norms and activations do not).
+  // The communication in the units' times, in the same share of the passes (a recomputed
+  // forward repeats its collectives; recomputed norms and activations do not).
   const double passes = timing.forward_s + timing.backward_s;
-  const bool tp_known = size_t(type) < ctx.unit_tp_comm_s.size() && !ctx.unit_tp_comm_s[type].empty();
-  const double tp = ctx.splits_stage(s) ? split.tp_comm_s
-                    : tp_known          ? stage_compute_s(ctx.unit_tp_comm_s[type], first, count)
-                                        : 0;
-  parts.tp_comm_s = compute > 0 ? tp * passes / compute : 0;
+  const bool comm_known = size_t(type) < ctx.unit_layer_comm_s.size() && !ctx.unit_layer_comm_s[type].empty();
+  const double layer_comm = ctx.splits_stage(s) ? split.layer_comm_s
+                            : comm_known        ? stage_compute_s(ctx.unit_layer_comm_s[type], first, count)
+                                                : 0;
+  parts.layer_comm_s = compute > 0 ? layer_comm * passes / compute : 0;
   const double recomputed = recomputed_elementwise_s(ctx, s, type, first, count, compute);
   timing.backward_s += recomputed;
-  parts.compute_s = passes + recomputed - parts.tp_comm_s;
+  parts.compute_s = passes + recomputed - parts.layer_comm_s;
   parts.gather_s = parts.overlap_s = 0;
   const int dp = ctx.stage_grad_ranks(s);
   // A MoE stage's routed experts are sharded over their own expert-data-parallel group
@@ -582,7 +582,7 @@ StepTerms AnalyticPolicy::step_terms(const PlanContext& ctx, const std::vector<i
   const std::vector<StageSync> syncs =
       stage_syncs(ctx, partition, partition == timed_partition ? &step.timings : nullptr);
   terms.compute_s = m * parts.compute_s;
-  terms.tp_comm_s = m * parts.tp_comm_s;
+  terms.layer_comm_s = m * parts.layer_comm_s;
   terms.dp_comm_s = m * parts.gather_s + syncs[b].reduce_exposed_s + syncs[a].gather_exposed_s;
   terms.overlap_cost_s = m * parts.overlap_s + syncs[b].reduce_overlap_s + syncs[a].gather_overlap_s;
   terms.optimizer_s = syncs[a].optimizer_s;

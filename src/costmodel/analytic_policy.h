@@ -40,7 +40,7 @@ struct AnalyticOptions {
 /// StageTiming forward_s + backward_s.
 struct StagePassParts {
   double compute_s = 0;  ///< the layers' kernels (recomputation included), tp communication excluded
-  double tp_comm_s = 0;  ///< tensor-parallel communication (exposed, or what overlapping it costs)
+  double layer_comm_s = 0;  ///< tp, cp and ep communication in the units (exposed, or what overlapping it costs)
   double gather_s = 0;   ///< ZeRO-3: the exposed parameter gathers and gradient reduce-scatters
   double overlap_s = 0;  ///< ZeRO-3: what the hidden ones cost the GEMMs (overlap_slowdown x hidden)
 };

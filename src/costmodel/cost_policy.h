@@ -56,14 +56,14 @@ struct StepResult {
 struct StepTerms {
   double compute_s = 0;       ///< the bottleneck stage's m x (forward + backward) kernels, tp communication excluded
   double bubble_s = 0;        ///< the rest of the pipeline on that stage: fill, drain and waiting
-  double tp_comm_s = 0;       ///< m x the stage's exposed tensor-parallel communication
+  double layer_comm_s = 0;    ///< m x the stage's exposed tp, cp and ep communication (CSV: tp_comm_s)
   double sends_s = 0;         ///< what the point-to-point sends add to the pipeline
   double dp_comm_s = 0;       ///< exposed gradient reduction, parameter all-gather and ZeRO-3 gathers
   double overlap_cost_s = 0;  ///< what hidden communication costs the GEMMs (GpuSpec::overlap_slowdown)
   double optimizer_s = 0;     ///< the optimizer step
   double embedding_s = 0;     ///< the tied embedding's all-reduce
   double sum() const {
-    return compute_s + bubble_s + tp_comm_s + sends_s + dp_comm_s + overlap_cost_s + optimizer_s + embedding_s;
+    return compute_s + bubble_s + layer_comm_s + sends_s + dp_comm_s + overlap_cost_s + optimizer_s + embedding_s;
   }
 };
 

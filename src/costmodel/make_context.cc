@@ -213,7 +213,7 @@ void add_stage_times(PlanContext& ctx, const NodeTypeProfiles& profiles, const C
   const ClusterSpec& cluster = *ctx.cluster;
   const PlanKey& key = ctx.key;
   ctx.unit_compute_s.resize(cluster.node_types.size());
-  ctx.unit_tp_comm_s.resize(cluster.node_types.size());
+  ctx.unit_layer_comm_s.resize(cluster.node_types.size());
   // With per-stage dp, a node type's stages share one dp (the search never lets a stage straddle
   // two types) and so one micro-batch per GPU; find it from the stage on the type's first node.
   std::vector<int> type_mbs(cluster.node_types.size(), key.mbs);
@@ -234,12 +234,12 @@ void add_stage_times(PlanContext& ctx, const NodeTypeProfiles& profiles, const C
     const int tp = type_tp[type];
     if (const UnitTimes* tabled = unit_times ? unit_times->find(int(type), profile, tp, type_mbs[type]) : nullptr) {
       ctx.unit_compute_s[type] = tabled->compute_s;
-      ctx.unit_tp_comm_s[type] = tabled->tp_comm_s;
+      ctx.unit_layer_comm_s[type] = tabled->layer_comm_s;
       continue;
     }
     UnitTimes looked_up = profile_unit_times(model, *profile, tp, type_mbs[type]);
     ctx.unit_compute_s[type] = std::move(looked_up.compute_s);
-    ctx.unit_tp_comm_s[type] = std::move(looked_up.tp_comm_s);
+    ctx.unit_layer_comm_s[type] = std::move(looked_up.layer_comm_s);
   }
   add_recomputed_elementwise(ctx, type_tp, type_mbs);
   ctx.stage_node_type = policy.stage_node_types(ctx);

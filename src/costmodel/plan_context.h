@@ -26,10 +26,11 @@ struct PlanContext {
   int num_microbatches = 0;  ///< global batch / (dp * mbs), the ceiling with uneven dp (batch_split.h)
   /// Forward+backward seconds of one micro-batch through each unit, per node type.
   std::vector<std::vector<double>> unit_compute_s;
-  /// Of unit_compute_s, the tensor-parallel communication (exposed, or with overlap what it
-  /// costs), per node type; known for analytic profiles only (ProfileSpec::tp_comm_s), else 0.
+  /// Of unit_compute_s, the communication inside the units (tensor, context and expert
+  /// parallel; exposed, or with overlap what it costs), per node type; known for analytic
+  /// profiles only (ProfileSpec::layer_comm_s), else 0.
   /// Empty in contexts made by hand: no unit's communication is known.
-  std::vector<std::vector<double>> unit_tp_comm_s;
+  std::vector<std::vector<double>> unit_layer_comm_s;
   /// Per node type, per unit: the seconds selective recomputation's element-wise modules
   /// (layernorm, moe_act) add to the unit's backward pass, timed from the GPU's data
   /// (recomputed_elementwise.h); empty where the plan recomputes none (or a type has no GPU data).
@@ -48,7 +49,7 @@ struct PlanContext {
   /// Per node type that such a stage uses, its units' times at every sample count n from 0 to
   /// the pipeline micro-batch (mbs x dp), as prefix sums: [type][n][u] is units [0, u) on n
   /// samples (forward + backward; and the tensor-parallel communication in it).
-  std::vector<std::vector<std::vector<double>>> split_compute_prefix_s, split_tp_comm_prefix_s;
+  std::vector<std::vector<std::vector<double>>> split_compute_prefix_s, split_layer_comm_prefix_s;
   /// Per split stage, per unit: a floor under the unit's time in any split (the partitioners' floors).
   std::vector<std::vector<double>> split_floor_unit_s;
   /// Per split stage: the samples of its busiest replica in its split of the whole model's units

@@ -22,11 +22,11 @@ void fill_type_tables(PlanContext& ctx, const ProfileSpec& profile, int type, in
   if (!ctx.split_compute_prefix_s[type].empty()) return;
   const size_t units = ctx.model->units.size();
   ctx.split_compute_prefix_s[type].assign(1, std::vector<double>(units + 1, 0));  // no samples, no time
-  ctx.split_tp_comm_prefix_s[type].assign(1, std::vector<double>(units + 1, 0));
+  ctx.split_layer_comm_prefix_s[type].assign(1, std::vector<double>(units + 1, 0));
   for (int n = 1; n <= samples; ++n) {
     const UnitTimes times = profile_unit_times(*ctx.model, profile, tp, n);
     ctx.split_compute_prefix_s[type].push_back(prefix_sums(times.compute_s));
-    ctx.split_tp_comm_prefix_s[type].push_back(prefix_sums(times.tp_comm_s));
+    ctx.split_layer_comm_prefix_s[type].push_back(prefix_sums(times.layer_comm_s));
   }
 }
 
@@ -55,7 +55,7 @@ void add_speed_split_stages(PlanContext& ctx, const NodeTypeProfiles& profiles, 
   const int samples = key.mbs * key.dp;  // the pipeline micro-batch every stage splits
   ctx.split_replica_types.assign(key.pp, {});
   ctx.split_compute_prefix_s.assign(types, {});
-  ctx.split_tp_comm_prefix_s.assign(types, {});
+  ctx.split_layer_comm_prefix_s.assign(types, {});
   ctx.split_floor_unit_s.assign(key.pp, {});
   ctx.split_memory_samples.assign(key.pp, 0);
   for (int s = 0; s < key.pp; ++s) {
@@ -87,7 +87,7 @@ StageSplit split_stage(const PlanContext& ctx, int stage, int first, int count) 
   for (size_t r = 0; r < types.size(); ++r) {
     const int n = result.split.samples[r];
     if (n > 0 && time_s(int(r), n) == result.split.time_s) {
-      result.tp_comm_s = range_s(ctx.split_tp_comm_prefix_s[types[r]], n, first, count);
+      result.layer_comm_s = range_s(ctx.split_layer_comm_prefix_s[types[r]], n, first, count);
       break;
     }
   }

@@ -15,10 +15,10 @@ namespace fasop {
 void add_speed_split_stages(PlanContext& ctx, const NodeTypeProfiles& profiles, const std::vector<int>& type_tp);
 
 /// A split stage's micro-batch through its units [first, first + count): the split, and the
-/// tensor-parallel communication of the replica that sets its time.
+/// communication inside the units (tp, cp, ep) of the replica that sets its time.
 struct StageSplit {
   SpeedSplit split;
-  double tp_comm_s = 0;
+  double layer_comm_s = 0;
 };
 StageSplit split_stage(const PlanContext& ctx, int stage, int first, int count);
 

@@ -9,19 +9,19 @@ namespace fasop {
 UnitTimes profile_unit_times(const ModelSpec& model, const ProfileSpec& profile, int tp, int mbs) {
   UnitTimes times;
   times.compute_s.reserve(model.units.size());
-  times.tp_comm_s.reserve(model.units.size());
+  times.layer_comm_s.reserve(model.units.size());
   for (size_t u = 0; u < model.units.size(); ++u) {
     const std::string& layer = model.units[u].type;
     if (u > 0 && layer == model.units[u - 1].type) {  // runs of one layer type: look up once
       times.compute_s.push_back(times.compute_s.back());
-      times.tp_comm_s.push_back(times.tp_comm_s.back());
+      times.layer_comm_s.push_back(times.layer_comm_s.back());
       continue;
     }
     if (!profile.has(layer, tp))
       throw SpecError(profile.source + ": no forward time of layer type '" + layer + "' at tp " + std::to_string(tp) +
                       "; profile it or choose another --tp");
     times.compute_s.push_back(profile.forward_backward_time_s(layer, tp, mbs));
-    times.tp_comm_s.push_back(profile.tp_comm_time_s(layer, tp, mbs));
+    times.layer_comm_s.push_back(profile.layer_comm_time_s(layer, tp, mbs));
   }
   return times;
 }

@@ -9,11 +9,11 @@
 
 namespace fasop {
 
-/// One node type's forward-plus-backward time of each unit, and the tensor-parallel
-/// communication inside it, at one (tp, micro-batch size).
+/// One node type's forward-plus-backward time of each unit, and the communication inside it
+/// (tensor, context and expert parallel), at one (tp, micro-batch size).
 struct UnitTimes {
   std::vector<double> compute_s;
-  std::vector<double> tp_comm_s;
+  std::vector<double> layer_comm_s;
 };
 
 /// The profile's times of every unit of `model` at (tp, mbs): measured backward, else twice the

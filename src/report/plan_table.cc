@@ -117,7 +117,7 @@ std::string estimate_text(const ModelSpec& model, const ClusterSpec& cluster, co
       << "  DP all-reduce      " << fixed(e.dp_allreduce_s, 6) << " s\n"
       << "  embedding sync     " << fixed(e.embedding_allreduce_s, 6) << " s\n"
       << "  as terms           compute " << fixed(e.terms.compute_s, 6) << ", bubble " << fixed(e.terms.bubble_s, 6)
-      << ", tp comm " << fixed(e.terms.tp_comm_s, 6) << ", sends " << fixed(e.terms.sends_s, 6) << ",\n"
+      << ", tp comm " << fixed(e.terms.layer_comm_s, 6) << ", sends " << fixed(e.terms.sends_s, 6) << ",\n"
       << "                     dp comm " << fixed(e.terms.dp_comm_s, 6) << ", overlap cost "
       << fixed(e.terms.overlap_cost_s, 6) << ", optimizer " << fixed(e.terms.optimizer_s, 6) << ", embedding "
       << fixed(e.terms.embedding_s, 6) << " s\n"
@@ -175,7 +175,7 @@ std::string estimate_json(const ModelSpec& model, const ClusterSpec& cluster, co
   // The step time as a sum of terms (PlanEstimate::terms), in seconds.
   const StepTerms& t = e.terms;
   out << ", \"terms\": {\"compute\": " << num(t.compute_s) << ", \"bubble\": " << num(t.bubble_s)
-      << ", \"tp_comm\": " << num(t.tp_comm_s) << ", \"sends\": " << num(t.sends_s)
+      << ", \"tp_comm\": " << num(t.layer_comm_s) << ", \"sends\": " << num(t.sends_s)
       << ", \"dp_comm\": " << num(t.dp_comm_s) << ", \"overlap_cost\": " << num(t.overlap_cost_s)
       << ", \"optimizer\": " << num(t.optimizer_s) << ", \"embedding\": " << num(t.embedding_s) << "}"
       << ", \"stages\": [";

@@ -39,9 +39,9 @@ double ProfileSpec::forward_backward_time_s(const std::string& layer_type, int t
   return forward + interpolate(layer->second.at(tp), mbs);
 }
 
-double ProfileSpec::tp_comm_time_s(const std::string& layer_type, int tp, int mbs) const {
-  auto layer = tp_comm_s.find(layer_type);
-  if (layer == tp_comm_s.end() || !layer->second.count(tp)) return 0;
+double ProfileSpec::layer_comm_time_s(const std::string& layer_type, int tp, int mbs) const {
+  auto layer = layer_comm_s.find(layer_type);
+  if (layer == layer_comm_s.end() || !layer->second.count(tp)) return 0;
   return interpolate(layer->second.at(tp), mbs);
 }
 

@@ -14,9 +14,10 @@ struct ProfileSpec {
   std::map<std::string, std::map<int, std::map<int, double>>> forward_s;
   /// The same for the backward pass, where measured (fasop-cpp profile layers); else 2 x forward.
   std::map<std::string, std::map<int, std::map<int, double>>> backward_s;
-  /// Analytic profiles only: the tensor-parallel communication inside forward + backward, so
-  /// that an estimate can tell it apart from compute.
-  std::map<std::string, std::map<int, std::map<int, double>>> tp_comm_s;
+  /// Analytic profiles only: the communication inside a layer's forward + backward (tensor-
+  /// parallel collectives, ring attention's sends, the experts' all-to-alls), so that an
+  /// estimate can tell it apart from compute.
+  std::map<std::string, std::map<int, std::map<int, double>>> layer_comm_s;
 
   bool has(const std::string& layer_type, int tp) const;
   /// Forward seconds of one unit at micro-batch `mbs`: the stored point, linear interpolation
@@ -26,7 +27,7 @@ struct ProfileSpec {
   /// like the forward), else twice the forward.
   double forward_backward_time_s(const std::string& layer_type, int tp, int mbs) const;
   /// The tensor-parallel communication in forward_backward_time_s (0 where not known).
-  double tp_comm_time_s(const std::string& layer_type, int tp, int mbs) const;
+  double layer_comm_time_s(const std::string& layer_type, int tp, int mbs) const;
 };
 
 }  // namespace fasop

@@ -397,7 +397,7 @@ std::string validation_csv(const std::vector<ValidationResult>& results) {
            fixed(r.predicted_step_s, 6) + "," + (step ? fixed(r.error_pct, 3) : "") + "," +
            fixed(r.predicted_memory_gib, 3) + "," + (r.fits ? "true" : "false");
     const StepTerms& t = r.estimate.terms;
-    for (double term : {t.compute_s, t.bubble_s, t.tp_comm_s, t.sends_s, t.dp_comm_s, t.overlap_cost_s, t.optimizer_s,
+    for (double term : {t.compute_s, t.bubble_s, t.layer_comm_s, t.sends_s, t.dp_comm_s, t.overlap_cost_s, t.optimizer_s,
                         t.embedding_s})
       out += "," + fixed(term, 6);
     const MemoryMeasurement& measured = r.c.measurement.memory;
