@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <deque>
 #include <functional>
+#include <random>
 #include <tuple>
 
 #include "costmodel/analytic_policy.h"
@@ -314,6 +315,45 @@ TEST_CASE("layout floors with the data-parallel sync, the pipeline's fill and wh
   const double fastest_s = evaluate_candidate(on_shape, fastest).estimate.step_time_s;
   CHECK(fastest_s < 1.7);
   CHECK(big_floor.step_floor_s(counts) <= fastest_s);
+}
+
+TEST_CASE("floors stay under every plan's estimate on random clusters, batches and overlaps", "[pareto][bounded]") {
+  // Each trial draws a model, a global batch, Megatron's overlaps and a small inventory, and
+  // scales every node type's memory, links, price, peaks and memory bandwidth by random
+  // factors, so that the types' order by speed, memory and price changes from trial to trial.
+  // A fixed seed: the same trials on every run.
+  std::mt19937 rng(20261127);
+  auto uniform = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
+  auto pick = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); };
+  const std::vector<std::string> models{"opt-350m", "llama2-7b", "gpt2xl"};
+  size_t fitting = 0;
+  for (int trial = 0; trial < 12; ++trial) {
+    const std::string model = models[pick(3)];
+    const int global_batch = 8 << pick(2);
+    NodeCounts limits{pick(3), pick(2), pick(3)};
+    if (limits[0] + limits[1] + limits[2] == 0) limits[0] = 1;
+    AnalyticInventory inv(model, "mixed-h100-a100-l4", global_batch, limits);
+    inv.profiles.clear();
+    inv.input.search.profiles.clear();
+    for (NodeType& node : inv.cluster.node_types) {
+      node.gpu_memory_gib *= uniform(0.5, 1.5);
+      node.intra_node_bandwidth_bits_per_s *= uniform(0.3, 2);
+      node.inter_node_bandwidth_bits_per_s *= uniform(0.3, 2);
+      node.price_usd_per_hour *= uniform(0.5, 2);
+      for (auto& [precision, tflops] : node.peak_tflops) tflops *= uniform(0.5, 1.5);
+      node.memory_bandwidth_bytes_per_s *= uniform(0.5, 1.5);
+      inv.profiles.push_back(analytic_profile(inv.model, node, divisors(node.gpus_per_node), divisors(global_batch)));
+      inv.input.search.profiles.push_back(&inv.profiles.back());
+    }
+    AnalyticOptions options;
+    options.overlap_dp_allreduce = pick(2) == 1;
+    options.overlap_param_gather = options.overlap_dp_allreduce && pick(2) == 1;
+    inv.policy = AnalyticPolicy(options);
+    INFO("trial " << trial << ": " << model << ", batch " << global_batch << ", nodes " << limits[0] << ","
+                  << limits[1] << "," << limits[2]);
+    fitting += check_layout_floors(inv);
+  }
+  CHECK(fitting > 600);
 }
 
 TEST_CASE("a search for the cheapest or the fastest plan keeps the best few and rules out by one measure", "[pareto][bounded]") {

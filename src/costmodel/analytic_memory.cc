@@ -31,7 +31,7 @@ ModelSizes measure_units(const ModelSpec& m, const PlanKey& k, int tp, const Act
   sizes.element_bytes = activation_bytes(m.dtype);
   sizes.gradient_bytes = megatron_gradient_bytes(m.dtype, m.grad_reduce_in_bf16);
   const double vocab_rows = double(padded_vocab_shard(m.vocab, tp, kMegatronVocabMultiple));
-  const double shared_head = m.tied_embeddings && k.pp == 1 ? vocab_rows * m.hidden : 0;
+  const double shared_head = shared_head_params(m, k.pp, tp);
   if (params) params->assign(m.units.size() + 1, 0);
   if (activations) activations->assign(m.units.size() + 1, 0);
   double unit_param = 0, unit_kept = 0;

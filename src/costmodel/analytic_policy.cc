@@ -203,6 +203,17 @@ bool syncs_tied_embedding(const ModelSpec& model, int pp) {
          std::any_of(model.units.begin(), model.units.end(), [](const LayerUnit& u) { return u.role == LayerRole::kPostProcess; });
 }
 
+double shared_head_params(const ModelSpec& m, int pp, int tp) {
+  if (!m.tied_embeddings || pp != 1) return 0;
+  return double(padded_vocab_shard(m.vocab, tp, kMegatronVocabMultiple)) * m.hidden;
+}
+
+double one_stage_params(const ModelSpec& m, int tp) {
+  double params = -shared_head_params(m, 1, tp);
+  for (const LayerUnit& unit : m.units) params += unit_params(m, unit, tp);
+  return params;
+}
+
 double unit_params(const ModelSpec& m, const LayerUnit& unit, int tp) {
   // The vocabulary as Megatron pads it (a multiple of 128 x tp rows), split over tp.
   const double h = m.hidden, f = m.ffn_hidden, vocab_rows = double(padded_vocab_shard(m.vocab, tp, kMegatronVocabMultiple)),

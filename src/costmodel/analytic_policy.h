@@ -153,6 +153,12 @@ class AnalyticPolicy : public CostPolicy {
 /// Parameters of one pipeline unit of `model` on one GPU at tensor-parallel degree `tp`, its
 /// routed experts apart (unit_expert_params): what the stage's cp x dp GPUs replicate.
 double unit_params(const ModelSpec& model, const LayerUnit& unit, int tp);
+/// A tied head's weight on one GPU where it shares its stage with the embedding (pp 1): one
+/// tensor, which the units' unit_params count twice. 0 otherwise.
+double shared_head_params(const ModelSpec& model, int pp, int tp);
+/// The parameters on one GPU of the whole model on one stage at `tp`: every unit's, a tied
+/// head's weight once.
+double one_stage_params(const ModelSpec& model, int tp);
 /// Parameters of a MoE unit's routed experts on one GPU (experts / ep of them, each split over
 /// etp), which the expert-data-parallel GPUs replicate; 0 for other units.
 double unit_expert_params(const ModelSpec& model, const LayerUnit& unit, int ep, int etp);

@@ -153,7 +153,8 @@ LayerFootprint layer_footprint(const ModelSpec& model, const SearchSpaceOptions&
   const double kept = offloaded > 0 ? double(layers - offloaded + 1) / layers : 1;
   fp.state_bytes = params * per_param;
   fp.activation_bytes = activations * mbs * kept;
-  fp.whole_state_bytes = all_params * per_param;
+  // The whole model on one stage holds a tied head's weight once (the embedding's).
+  fp.whole_state_bytes = (all_params - shared_head_params(model, 1, tp)) * per_param;
   fp.whole_activation_bytes = all_activations * mbs * kept;
   fp.microbatches = model.global_batch / (mbs * dp);
   return fp;
@@ -248,8 +249,7 @@ ShapeFloor::ShapeFloor(const SearchInput& input, bool stage_type_is_slowest_rank
       }
   if (check_memory) {
     // However ZeRO shards it, the shape's GPUs together hold every parameter's state once.
-    double params = 0;
-    for (const LayerUnit& unit : model.units) params += unit_params(model, unit, 1);
+    const double params = one_stage_params(model, 1);
     double bytes = kInf;
     for (int zero : input.space.zero_stages)
       for (int dp : divisors(model.global_batch))
@@ -293,8 +293,7 @@ void ShapeFloor::add_config_floors(const SearchInput& input, const std::vector<i
     const double factor = analytic ? recompute_time_factor(model, mode) * (1 - 1e-12) : 1;
     for (size_t i = 0; i < tps_; ++i) {
       const int tp = tps[i];
-      double all_params = 0;
-      for (const LayerUnit& unit : model.units) all_params += unit_params(model, unit, tp);
+      const double all_params = one_stage_params(model, tp);  // one stage: pp 1
       const double first_params = model.units.empty() ? 0 : unit_params(model, model.units[0], tp);
       double layer_params = kInf, least_unit_params = kInf;  // the smallest transformer layer's, unit's
       for (const LayerUnit& unit : model.units) {
