@@ -421,7 +421,7 @@ TEST_CASE("the interleaved schedule's bubble is (pp - 1) / (v m)", "[analytic][p
   std::vector<StageTiming> sending(4, StageTiming{1.0, 2.0, 0.1, 0.1});
   // Sends blocking (no --overlap-p2p-communication): v times each micro-batch's sends on every rank.
   AnalyticOptions blocking;
-  blocking.overlap_p2p = false;
+  blocking.execution.overlap_p2p_communication = false;
   CHECK(AnalyticPolicy(blocking).pipeline(ctx, sending).pipeline_s == Approx((8 + 1.5) * (3.0 + 2 * 0.2)));
   // Overlapped (Megatron's default with interleaving): the sends show only in the fill and drain.
   CHECK(policy.pipeline(ctx, sending).pipeline_s < (8 + 1.5) * (3.0 + 2 * 0.2));
@@ -508,7 +508,7 @@ TEST_CASE("GPU data: GEMM shape, memory, attention, launches, collectives, overl
   gpu.nvlink = {1.0, 0};
   // Overlapped with the GEMMs (20 ms), the rings are hidden and cost the GEMMs 10% of their time.
   LayerOptions overlap;
-  overlap.overlap_tp_comm = true;
+  overlap.execution.tp_comm_overlap = true;
   CHECK(pass_time(w, 4, node, "fp16", overlap).tp_comm_s == Approx(0.1 * ring_s).epsilon(1e-12));
   // An eager stack launching 10 kernels from 10 host ops at 100 us each: the host bounds the pass.
   LayerOptions eager;
@@ -555,7 +555,7 @@ TEST_CASE("overlapped tp communication: the exposed remainder plus the slowdown 
   CHECK(plain.seconds == Approx(gpu_s + 2 * ring_s).epsilon(1e-12));
   // Overlapped, the GEMMs' 5 ms hide 5 ms of the 33.012: the rest exposed, the hidden 5 ms at 10%.
   LayerOptions overlap;
-  overlap.overlap_tp_comm = true;
+  overlap.execution.tp_comm_overlap = true;
   PassTime t = pass_time(w, 4, node, "fp16", overlap);
   CHECK(t.tp_comm_s == Approx(2 * ring_s - 5e-3 + 0.1 * 5e-3).epsilon(1e-12));
   CHECK(t.seconds == Approx(gpu_s + 2 * ring_s - 5e-3 + 0.1 * 5e-3).epsilon(1e-12));
@@ -598,7 +598,7 @@ TEST_CASE("gradients are reduced in buckets under the last backward pass", "[ana
   ClusterSpec cluster = made_up_cluster(node, 1);
   ProfileSpec profile = analytic_profile(m, node, {1}, {1});
   AnalyticOptions options;
-  options.bucket_params = P / 3.5;
+  options.execution.ddp_bucket_size = P / 3.5;
   AnalyticPolicy policy(options);
   PlanKey key{.mbs = 1, .tp = 1, .dp = 8, .pp = 1, .node_order = {0}};
   PlanContext ctx = make_plan_context(m, cluster, {&profile}, policy, key);
@@ -615,7 +615,7 @@ TEST_CASE("gradients are reduced in buckets under the last backward pass", "[ana
   CHECK(policy.dp_allreduce_s(ctx, whole, &timings)[0] == Approx(1e-3 + 0.1 * 3e-3).epsilon(1e-12));
   // Without overlap: one bucket of every gradient, 4 ms, all after the backward pass.
   AnalyticOptions blocking = options;
-  blocking.overlap_dp_allreduce = false;
+  blocking.execution.overlap_grad_reduce = false;
   std::vector<StageSync> after = AnalyticPolicy(blocking).stage_syncs(ctx, whole, &timings);
   CHECK(after[0].buckets == 1);
   CHECK(after[0].reduce_exposed_s == Approx(4e-3).epsilon(1e-12));
@@ -662,7 +662,7 @@ TEST_CASE("a data-parallel ring pays the network's latency only where it crosses
   ClusterSpec cluster = made_up_cluster(node, 4);
   ProfileSpec profile = analytic_profile(m, node, {1}, {1});
   AnalyticOptions options;
-  options.overlap_dp_allreduce = false;
+  options.execution.overlap_grad_reduce = false;
   AnalyticPolicy policy(options);
   PlanKey key{.mbs = 1, .tp = 1, .dp = 32, .pp = 1, .node_order = {0, 0, 0, 0}};
   PlanContext ctx = make_plan_context(m, cluster, {&profile}, policy, key);
@@ -691,8 +691,8 @@ TEST_CASE("the parameter all-gather hides under the first forward and the pipeli
   ClusterSpec cluster = made_up_cluster(node, 1);
   ProfileSpec profile = analytic_profile(m, node, {1}, {1});
   AnalyticOptions options;
-  options.overlap_param_gather = true;
-  options.bucket_params = P0 / 3.5;
+  options.execution.overlap_param_gather = true;
+  options.execution.ddp_bucket_size = P0 / 3.5;
   AnalyticPolicy policy(options);
   PlanKey key{.mbs = 1, .tp = 1, .dp = 4, .pp = 2, .node_order = {0}};
   key.zero_stage = 1;
@@ -717,7 +717,7 @@ TEST_CASE("the parameter all-gather hides under the first forward and the pipeli
   CHECK(sync[1].gather_exposed_s == 0);
   // Without overlap_param_gather every bucket waits after the optimizer step.
   AnalyticOptions blocking = options;
-  blocking.overlap_param_gather = false;
+  blocking.execution.overlap_param_gather = false;
   CHECK(AnalyticPolicy(blocking).stage_syncs(ctx, partition, &timings)[1].gather_exposed_s == Approx(4 * c1).epsilon(1e-12));
   // The step adds the slowest stage's optimizer step and exposed all-gather (after_sync_s).
   std::vector<double> after = policy.after_sync_s(ctx, partition, &timings);
@@ -794,7 +794,7 @@ TEST_CASE("FSDP gathers each unit ahead of the compute: what the pass cannot hid
   ctx.unit_compute_s[0].assign(n, 3e-3);
   // Without prefetch every collective waits.
   AnalyticOptions no_prefetch;
-  no_prefetch.zero3_prefetch = false;
+  no_prefetch.execution.zero3_prefetch = false;
   std::vector<StageTiming> waiting = AnalyticPolicy(no_prefetch).stage_timings(ctx, whole);
   CHECK(waiting[0].forward_s == Approx(Cf + G).epsilon(1e-12));
   CHECK(waiting[0].backward_s == Approx(2 * Cf + 2 * G).epsilon(1e-12));
@@ -835,7 +835,7 @@ TEST_CASE("a step's terms add up to its time", "[analytic][step]") {
     // Two stages of dp 4, the distributed optimizer with both overlaps, interleaved or not:
     // every term non-negative, the sum the step.
     AnalyticOptions options;
-    options.overlap_param_gather = true;
+    options.execution.overlap_param_gather = true;
     AnalyticPolicy policy(options);
     for (int v : {1, 2}) {
       PlanKey key{.mbs = 1, .tp = 1, .dp = 4, .pp = 2, .node_order = {0}};
@@ -1095,7 +1095,7 @@ TEST_CASE("a step's terms: the optimizer by hand, the parameter all-gather, and 
   std::vector<int> partition{l.model.num_units()};
   for (bool overlap_gather : {false, true}) {
     AnalyticOptions options;
-    options.overlap_param_gather = overlap_gather;
+    options.execution.overlap_param_gather = overlap_gather;
     AnalyticPolicy policy(options);
     PlanContext ctx = make_plan_context(l.model, one_node, {&profile}, policy, key);
     std::vector<StageSync> sync = policy.stage_syncs(ctx, partition);

@@ -265,8 +265,8 @@ TEST_CASE("layout floors with the data-parallel sync, the pipeline's fill and wh
   for (int variant = 0; variant < 3; ++variant) {
     AnalyticInventory inv("opt-350m", "sailor-budget", 64, {2, 1, 1, 1});
     AnalyticOptions options;
-    options.overlap_dp_allreduce = variant != 1;
-    options.overlap_param_gather = variant == 2;
+    options.execution.overlap_grad_reduce = variant != 1;
+    options.execution.overlap_param_gather = variant == 2;
     inv.policy = AnalyticPolicy(options);
     INFO("variant " << variant);
     size_t egress_paid = 0;
@@ -346,8 +346,8 @@ TEST_CASE("floors stay under every plan's estimate on random clusters, batches a
       inv.input.search.profiles.push_back(&inv.profiles.back());
     }
     AnalyticOptions options;
-    options.overlap_dp_allreduce = pick(2) == 1;
-    options.overlap_param_gather = options.overlap_dp_allreduce && pick(2) == 1;
+    options.execution.overlap_grad_reduce = pick(2) == 1;
+    options.execution.overlap_param_gather = options.execution.overlap_grad_reduce && pick(2) == 1;
     inv.policy = AnalyticPolicy(options);
     INFO("trial " << trial << ": " << model << ", batch " << global_batch << ", nodes " << limits[0] << ","
                   << limits[1] << "," << limits[2]);

@@ -640,7 +640,7 @@ TEST_CASE("megatron upstream: the EP all-to-all overlap is --overlap-moe-expert-
           "[emit][megatron][moe]") {
   ModelSpec model = moe_model();
   PlanFile plan = moe_plan();  // pp 2: the overlap needs the interleaved schedule
-  plan.overlap_ep_comm = true;
+  plan.execution.overlap_moe_expert_parallel_comm = true;
   CHECK_THAT(spec_error([&] { megatron_args(plan, model, MegatronFlavor::kUpstream); }),
              Contains("overlap_ep_comm needs virtual stages where pp > 1"));
   // 16 layers on 2 ranks of 2 chunks: Megatron's even split, 4 layers a chunk.

@@ -542,7 +542,7 @@ TEST_CASE("FSDP of a MoE model gathers dense weights over cp x dp and each MoE l
   options.ep = 4;
   ProfileSpec profile = analytic_profile(m, node, {1}, {1}, options);
   AnalyticOptions no_prefetch;
-  no_prefetch.zero3_prefetch = false;
+  no_prefetch.execution.zero3_prefetch = false;
   AnalyticPolicy policy(no_prefetch);
   PlanKey key{.mbs = 1, .tp = 1, .dp = 8, .pp = 1, .node_order = {0}};
   key.ep = 4, key.zero_stage = 3;

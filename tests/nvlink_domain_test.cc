@@ -92,7 +92,7 @@ TEST_CASE("nvlink domains: a pipeline send inside a domain runs on NVLink, betwe
 
 TEST_CASE("nvlink domains: a data-parallel ring across domains uses every NIC of a domain", "[nvlink]") {
   AnalyticOptions options;
-  options.overlap_dp_allreduce = false;
+  options.execution.overlap_grad_reduce = false;
   AnalyticPolicy policy(options);
   const PlanKey key{.mbs = 1, .tp = 1, .dp = 4, .pp = 1, .node_order = {0, 0, 0, 0}};  // mbs 1, tp 1, dp 4, pp 1: 2 micro-batches
   // The gradients, B = 48,016,000 x 4 bytes = 192,064,000; a ring all-reduce over 4 ranks:

@@ -15,8 +15,8 @@ PlanFile sample_plan() {
   plan.cluster = "fasop-pareto";
   plan.profile_dir = "my profiles";
   plan.policy = "analytic";
-  plan.overlap_dp_allreduce = false;
-  plan.overlap_tp_comm = true;
+  plan.execution.overlap_grad_reduce = false;
+  plan.execution.tp_comm_overlap = true;
   plan.nodes = {{"p4d.24xlarge", 1}, {"g5.24xlarge", 2}};
   plan.global_batch = 64;
   plan.key.mbs = 2;
@@ -46,8 +46,8 @@ TEST_CASE("a plan file reads back as it was written, doubles bit for bit", "[pla
   CHECK(back.cluster == plan.cluster);
   CHECK(back.profile_dir == plan.profile_dir);
   CHECK(back.policy == "analytic");
-  CHECK_FALSE(back.overlap_dp_allreduce);
-  CHECK(back.overlap_tp_comm);
+  CHECK_FALSE(back.execution.overlap_grad_reduce);
+  CHECK(back.execution.tp_comm_overlap);
   CHECK(back.nodes == plan.nodes);
   CHECK(back.global_batch == 64);
   CHECK(back.key.mbs == 2);
@@ -96,10 +96,10 @@ TEST_CASE("plan file errors name the file and the field", "[plan]") {
 TEST_CASE("a plan file keeps the EP all-to-all overlap, and refuses it without experts' all-to-alls", "[plan]") {
   PlanFile plan = sample_plan();
   plan.key.ep = 2;  // 2 of a stage's tp 2 x dp 2 GPUs
-  plan.overlap_ep_comm = true;
+  plan.execution.overlap_moe_expert_parallel_comm = true;
   const std::string text = plan_file_yaml(plan);
   CHECK_THAT(text, Contains("\noverlap_ep_comm: true\n"));
-  CHECK(parse_plan_file(text, "p.yaml").overlap_ep_comm);
+  CHECK(parse_plan_file(text, "p.yaml").execution.overlap_moe_expert_parallel_comm);
   std::string ep1 = text;
   ep1.erase(ep1.find("ep: 2"), ep1.find('\n', ep1.find("ep: 2")) - ep1.find("ep: 2") + 1);
   CHECK_THROWS_WITH(parse_plan_file(ep1, "p.yaml"), Contains("'overlap_ep_comm'") && Contains("ep 1"));

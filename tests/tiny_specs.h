@@ -79,7 +79,7 @@ inline ProfileSpec tiny_profile(const std::string& gpu) {
 
 inline AnalyticOptions without_overlap() {
   AnalyticOptions o;
-  o.overlap_dp_allreduce = false;  // one bucket, wholly exposed: an all-reduce to price by hand
+  o.execution.overlap_grad_reduce = false;  // one bucket, wholly exposed: an all-reduce to price by hand
   return o;
 }
 

@@ -124,7 +124,7 @@ TEST_CASE("zones: a data-parallel ring across zones, its time and its egress by 
   const ClusterSpec zoned = two_nodes("a", "b");
   // One bucket, no overlap: the ring's whole time is its reduce.
   AnalyticOptions options;
-  options.overlap_dp_allreduce = false;
+  options.execution.overlap_grad_reduce = false;
   AnalyticPolicy policy(options);
   PlanKey key{.mbs = 1, .tp = 1, .dp = 2, .pp = 1, .node_order = {0, 1}};  // mbs 1, tp 1, dp 2, pp 1: 4 micro-batches
   const PlanContext ctx = context(model, zoned, policy, key);
@@ -166,7 +166,7 @@ TEST_CASE("zones: a ring crosses zones at every edge between two of them", "[zon
   // The ring runs at its slowest edge, between zones even where its first and last rank share
   // zone a (a b b a): 2 (d - 1) = 6 steps of 1 ms + 1.5 x 8 B / 10e9.
   AnalyticOptions options;
-  options.overlap_dp_allreduce = false;
+  options.execution.overlap_grad_reduce = false;
   AnalyticPolicy plain(options);
   const PlanContext ctx = context(model, cluster, plain, PlanKey{.mbs = 1, .tp = 1, .dp = 4, .pp = 1, .node_order = {0, 1, 1, 0}});
   CHECK(plain.stage_syncs(ctx, {4})[0].reduce_s == Approx(6e-3 + 1.5 * 8 * 192'064'000 / 10e9).epsilon(1e-12));
@@ -254,7 +254,7 @@ TEST_CASE("zones: the tied embedding's all-reduce between zones", "[zones]") {
 TEST_CASE("zones: one zone changes nothing, and a copy that drops the zones is refused", "[zones]") {
   const ModelSpec model = tiny_model();
   AnalyticOptions options;
-  options.overlap_dp_allreduce = false;
+  options.execution.overlap_grad_reduce = false;
   AnalyticPolicy policy(options);
   // Both node types in zone a: sends and rings as without zones, and no egress.
   const ClusterSpec same = two_nodes("a", "a"), plain = two_nodes("", "");

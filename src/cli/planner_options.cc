@@ -253,8 +253,7 @@ void choose_policy(const PlannerOptions& options, PlannerSetup& setup) {
     setup.input.space = SearchSpaceOptions();
   } else {
     AnalyticOptions analytic;
-    analytic.overlap_dp_allreduce = !options.no_overlap;
-    analytic.overlap_param_gather = options.overlap_param_gather;
+    analytic.execution = execution_of(options);
     analytic.memory = memory_settings_of(options);
     analytic.headroom = memory_headroom_of(options, setup.cluster);
     setup.policy = std::make_unique<AnalyticPolicy>(analytic);
@@ -352,8 +351,7 @@ namespace {
 /// How analytic profiles time a plan's layers: Megatron-LM's stack, --tp-comm-overlap, and the
 /// plan's context and expert parallelism.
 LayerOptions profile_layers(const PlannerOptions& options, int cp, int ep, int etp) {
-  LayerOptions layers{Stack::kMegatron, false, options.tp_comm_overlap};
-  layers.overlap_ep_comm = options.ep_comm_overlap;
+  LayerOptions layers{.stack = Stack::kMegatron, .sequence_parallel = false, .execution = execution_of(options)};
   layers.cp = cp;
   layers.ep = ep;
   layers.etp = etp;
@@ -457,6 +455,20 @@ std::unique_ptr<PlannerSetup> PlannerSetup::load(const PlannerOptions& options) 
   for (size_t type = 0; type < counts.size(); ++type) counts[type] = setup->cluster.node_count(int(type));
   setup->load_profiles(options, counts);
   return setup;
+}
+
+Execution execution_of(const PlannerOptions& options) {
+  return Execution{.overlap_grad_reduce = !options.no_overlap,
+                   .overlap_param_gather = options.overlap_param_gather,
+                   .tp_comm_overlap = options.tp_comm_overlap,
+                   .overlap_moe_expert_parallel_comm = options.ep_comm_overlap};
+}
+
+void set_execution_flags(PlannerOptions& options, const Execution& execution) {
+  options.no_overlap = !execution.overlap_grad_reduce;
+  options.overlap_param_gather = execution.overlap_param_gather;
+  options.tp_comm_overlap = execution.tp_comm_overlap;
+  options.ep_comm_overlap = execution.overlap_moe_expert_parallel_comm;
 }
 
 }  // namespace fasop

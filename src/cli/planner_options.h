@@ -1,6 +1,7 @@
 #pragma once
 #include <CLI/CLI.hpp>
 
+#include "specs/execution.h"
 #include "cli/fasop_flags.h"
 
 #include <deque>
@@ -87,6 +88,12 @@ struct PlannerSetup {
 /// The memory model's assumptions as one line of output, "memory: Megatron-Core as it allocates, 5%
 /// of each GPU kept free (--stack, --memory-headroom)"; "" under the fasop policy.
 std::string memory_assumptions_line(const PlannerOptions& options, const PlannerSetup& setup);
+
+/// The communication switches the options' flags ask for (--no-overlap, --overlap-param-gather,
+/// --tp-comm-overlap, --ep-comm-overlap); the others at their defaults.
+Execution execution_of(const PlannerOptions& options);
+/// The flags that ask for `execution` (a saved plan's, re-estimated).
+void set_execution_flags(PlannerOptions& options, const Execution& execution);
 
 /// Whether `key`'s layers need analytic layer times: context or expert parallelism, or a
 /// precision of its own, which no measured profile has.

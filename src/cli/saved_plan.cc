@@ -88,15 +88,14 @@ PlanFile make_plan_file(const PlannerOptions& options, const PlannerSetup& setup
   plan.cluster = setup.cluster_ref;
   plan.profile_dir = options.profile_dir;
   plan.policy = setup.policy_name;
-  plan.overlap_dp_allreduce = !options.no_overlap;
-  plan.overlap_tp_comm = options.tp_comm_overlap;
-  plan.overlap_param_gather = options.overlap_param_gather;
+  plan.execution = execution_of(options);
   if (setup.policy_name == "analytic") {
     plan.stack = options.stack == "megatron" ? "" : options.stack;
     plan.memory_headroom = options.memory_headroom;
   }
   const PlanKey& key = result.plan.key;
-  plan.overlap_ep_comm = options.ep_comm_overlap && key.ep > 1;  // only where it has all-to-alls to hide
+  // Only where it has all-to-alls to hide.
+  plan.execution.overlap_moe_expert_parallel_comm = options.ep_comm_overlap && key.ep > 1;
   // Only where the plan's precision has bf16 gradients to reduce (a search may try fp16 too).
   const std::string trained = key.precision.empty() ? setup.model.dtype : key.precision;
   plan.grad_reduce_in_bf16 = setup.model.grad_reduce_in_bf16 && has_bf16_gradients(trained);
@@ -144,10 +143,7 @@ LoadedPlan load_plan(const std::string& path, const PlanOverrides& overrides) {
   options.cluster = overrides.cluster.empty() ? resolve_beside(plan.cluster, path, overrides.spec_dir) : overrides.cluster;
   options.profile_dir = overrides.profile_dir.empty() ? plan.profile_dir : overrides.profile_dir;
   options.policy = plan.policy;
-  options.no_overlap = !plan.overlap_dp_allreduce;
-  options.tp_comm_overlap = plan.overlap_tp_comm;
-  options.overlap_param_gather = plan.overlap_param_gather;
-  options.ep_comm_overlap = plan.overlap_ep_comm;
+  set_execution_flags(options, plan.execution);
   options.stack = plan.stack;
   options.memory_headroom = plan.memory_headroom;
   options.iterations = plan.estimate.iterations;
@@ -173,7 +169,7 @@ LoadedPlan load_plan(const std::string& path, const PlanOverrides& overrides) {
   plan.key.node_order = order;
   try {
     validate_plan_key(setup.model, setup.cluster, plan.key);
-    if (std::string fault = ep_overlap_fault(plan.key); !fault.empty() && plan.overlap_ep_comm) throw SpecError(fault);
+    if (std::string fault = ep_overlap_fault(plan.key); !fault.empty() && plan.execution.overlap_moe_expert_parallel_comm) throw SpecError(fault);
   } catch (const SpecError& e) {
     throw SpecError(path + ": the plan no longer fits its specs: " + e.what());
   }

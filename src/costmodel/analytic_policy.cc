@@ -448,7 +448,7 @@ void AnalyticPolicy::time_stage(const PlanContext& ctx, const std::vector<int>& 
     const double last_gather = unit_s(first + count - 1, param_bytes);
     const double slowdown = stage_gpu(ctx, s).overlap_slowdown;
     auto overlap = [&](double comm, double lead, double pass_s, double& pass) {
-      const double exposed = options_.zero3_prefetch ? std::max(lead, comm - pass_s) : comm;
+      const double exposed = options_.execution.zero3_prefetch ? std::max(lead, comm - pass_s) : comm;
       const double cost = slowdown * (comm - exposed);
       pass += exposed + cost;
       parts.gather_s += exposed;
@@ -484,7 +484,7 @@ PipelineResult AnalyticPolicy::pipeline(const PlanContext& ctx, const std::vecto
   // share, so the fill and drain take (pp - 1) / v of a micro-batch's time on a rank, and each
   // micro-batch crosses v boundaries a rank instead of one. Every rank ends together.
   double total = 0;
-  if (options_.overlap_p2p) {
+  if (options_.execution.overlap_p2p_communication) {
     // Sends run beside the compute; only the fill and drain wait for them, crossing every
     // boundary once each way.
     double steady = 0, slowest = 0, fill_sends = 0;
@@ -509,7 +509,7 @@ std::vector<StageSync> AnalyticPolicy::stage_syncs(const PlanContext& ctx, const
   const PlanKey& k = ctx.key;
   const ModelSpec& model = *ctx.model;
   std::vector<StageTiming> computed;
-  if (!given && (options_.overlap_dp_allreduce || options_.overlap_param_gather)) computed = stage_timings(ctx, partition);
+  if (!given && (options_.execution.overlap_grad_reduce || options_.execution.overlap_param_gather)) computed = stage_timings(ctx, partition);
   const std::vector<StageTiming>& timings = given ? *given : computed;
   const bool sharded = k.zero_stage == 1 || k.zero_stage == 2;  // the distributed optimizer
   std::vector<StageSync> syncs(k.pp);
@@ -531,8 +531,8 @@ std::vector<StageSync> AnalyticPolicy::stage_syncs(const PlanContext& ctx, const
       const Link link = dp_link(ctx, s);
       const double slowdown = gpu.overlap_slowdown;
       // Megatron buckets only to overlap; without it one bucket holds every gradient.
-      const bool bucketed = options_.overlap_dp_allreduce || options_.overlap_param_gather;
-      sync.buckets = bucketed ? gradient_buckets(params + experts, dp, options_.bucket_params) : 1;
+      const bool bucketed = options_.execution.overlap_grad_reduce || options_.execution.overlap_param_gather;
+      sync.buckets = bucketed ? gradient_buckets(params + experts, dp, options_.execution.ddp_bucket_size) : 1;
       const double bucket = params / sync.buckets, expert_bucket = experts / sync.buckets;
       const Link expert_link = experts > 0 ? expert_dp_link(ctx, s) : link;
       // ZeRO 0: all-reduce of the gradients; ZeRO 1-2: reduce-scatter, half the ring.
@@ -540,7 +540,7 @@ std::vector<StageSync> AnalyticPolicy::stage_syncs(const PlanContext& ctx, const
                              (experts > 0 ? ring_s(expert_link, edp, gradient_bytes(model) * expert_bucket) : 0)) *
                             (sharded ? 0.5 : 1.0);
       sync.reduce_s = sync.buckets * reduce;
-      sync.reduce_exposed_s = options_.overlap_dp_allreduce
+      sync.reduce_exposed_s = options_.execution.overlap_grad_reduce
                                   ? bucketed_exposed_s(sync.buckets, reduce, timings[s].backward_s)
                                   : sync.reduce_s;
       sync.reduce_overlap_s = slowdown * (sync.reduce_s - sync.reduce_exposed_s);
@@ -549,7 +549,7 @@ std::vector<StageSync> AnalyticPolicy::stage_syncs(const PlanContext& ctx, const
         const double gather = (ring_s(link, dp, element_bytes(model) * bucket) +
                                (experts > 0 ? ring_s(expert_link, edp, element_bytes(model) * expert_bucket) : 0)) / 2;
         sync.gather_s = sync.buckets * gather;
-        sync.gather_exposed_s = options_.overlap_param_gather
+        sync.gather_exposed_s = options_.execution.overlap_param_gather
                                     ? bucketed_exposed_s(sync.buckets, gather, timings[s].forward_s, slack)
                                     : sync.gather_s;
         sync.gather_overlap_s = slowdown * (sync.gather_s - sync.gather_exposed_s);

@@ -2,34 +2,16 @@
 #include "costmodel/activation_memory.h"
 #include "costmodel/cost_policy.h"
 #include "costmodel/stage_memory_rates.h"
+#include "specs/execution.h"
 #include "specs/memory_headroom.h"
 
 namespace fasop {
 
-/// Switches of the analytic cost model: how Megatron-LM (or an FSDP) runs a step's
-/// communication. The validation cases' plan fields map onto them (overlap_grad_reduce ->
-/// overlap_dp_allreduce, overlap_param_gather, the distributed optimizer -> ZeRO 1, fsdp ->
-/// ZeRO 3); `search --no-overlap` turns overlap_dp_allreduce off.
+/// Switches of the analytic cost model: how a step's communication runs (Execution), what memory
+/// the stack holds and what a plan leaves free.
 struct AnalyticOptions {
-  /// Megatron's overlap_grad_reduce: the gradients are reduced in buckets as the last
-  /// micro-batch's backward pass produces them, overlapped with it. Off: one bucket of every
-  /// gradient, reduced after the backward pass.
-  bool overlap_dp_allreduce = true;
-  /// Megatron's overlap_param_gather (distributed optimizer, ZeRO 1-2): the updated parameters'
-  /// all-gather runs bucket by bucket under the next step's first forward pass (and the
-  /// pipeline's fill before it on later stages). Off: exposed after the optimizer step.
-  bool overlap_param_gather = false;
-  /// Megatron's --overlap-p2p-communication, with the interleaved schedule (virtual_stages >
-  /// 1): sends overlap the compute and show only in the pipeline's fill and drain. Plain 1F1B
-  /// always sends blocking (Megatron's batched p2p), as simulated.
-  bool overlap_p2p = true;
-  /// ZeRO-3 / FSDP prefetch (Megatron-FSDP, torch FSDP, DeepSpeed ZeRO-3): each layer's
-  /// parameters are gathered, and its gradients reduce-scattered, while a neighbouring layer
-  /// computes. Off: every gather and reduce-scatter is exposed.
-  bool zero3_prefetch = true;
-  /// Parameters per gradient bucket (Megatron's --ddp-bucket-size); 0: Megatron-Core's default
-  /// max(40e6, 1e6 x dp).
-  double bucket_params = 0;
+  /// The communication switches (specs/execution.h).
+  Execution execution;
   /// The training stack and its settings, as they change what memory holds (stage_memory_rates.h).
   MemorySettings memory;
   /// What a plan leaves free of each GPU's memory (--memory-headroom).

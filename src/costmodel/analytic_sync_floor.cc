@@ -71,8 +71,8 @@ SyncFloorParts sync_floor_parts(const ModelSpec& model, const AnalyticOptions& o
   }
   // A stage of P parameters has K = ceil(P / cap) buckets where bucketing (or one of P): each of
   // at least min(P, cap / 2); K buckets' rings take at least the ring of their sum.
-  const bool bucketed = options.overlap_dp_allreduce || options.overlap_param_gather;
-  const double cap = options.bucket_params > 0 ? options.bucket_params : std::max(40e6, 1e6 * dp);
+  const bool bucketed = options.execution.overlap_grad_reduce || options.execution.overlap_param_gather;
+  const double cap = options.execution.ddp_bucket_size > 0 ? options.execution.ddp_bucket_size : std::max(40e6, 1e6 * dp);
   const double bucket = bucketed ? std::min(params, cap / 2) : params;
   const bool sharded = zero_stage == 1 || zero_stage == 2;
   const double half = sharded ? 0.5 : 1.0;
@@ -113,10 +113,10 @@ double exposed_sync_floor_s(const SyncFloorParts& parts, const AnalyticOptions& 
                             double backward_window_s, double forward_window_s) {
   if (zero_stage == 3) return parts.optimizer_s;
   // bucketed_exposed_s: max(c, K c - W (K - 1) / K) >= max(c, K c - W).
-  const double reduce = options.overlap_dp_allreduce
+  const double reduce = options.execution.overlap_grad_reduce
                             ? std::max(parts.reduce_bucket_s, parts.reduce_total_s - backward_window_s)
                             : parts.reduce_total_s;
-  const double gather = options.overlap_param_gather
+  const double gather = options.execution.overlap_param_gather
                             ? std::max(parts.gather_bucket_s, parts.gather_total_s - forward_window_s)
                             : parts.gather_total_s;
   return reduce + gather + parts.optimizer_s;

@@ -273,7 +273,7 @@ void activation_flags(ArgWriter& w, const PlanKey& key) {
 /// Communication overlapped with compute, where the plan was priced with it.
 void overlap_flags(ArgWriter& w, const PlanFile& plan) {
   const PlanKey& key = plan.key;
-  if (plan.overlap_tp_comm && key.tp > 1) {
+  if (plan.execution.tp_comm_overlap && key.tp > 1) {
     // Megatron-LM overlaps tensor-parallel communication with the GEMMs only with sequence
     // parallelism (Transformer Engine's userbuffers).
     if (w.fasop() || !key.sequence_parallel)
@@ -282,7 +282,7 @@ void overlap_flags(ArgWriter& w, const PlanFile& plan) {
                       "; re-plan with --fix sp=on, or without the overlap");
     w.flag("--tp-comm-overlap");
   }
-  if (plan.overlap_ep_comm && key.ep > 1) {
+  if (plan.execution.overlap_moe_expert_parallel_comm && key.ep > 1) {
     // Megatron-Core's EP all-to-all overlap, with the weight gradients delayed to widen the
     // window, as Megatron-Bridge's perf recipes pair them (moe_a2a_overlap). The rules
     // TransformerConfig asserts were checked when the plan was made (ep_overlap_fault).
@@ -299,10 +299,10 @@ void overlap_flags(ArgWriter& w, const PlanFile& plan) {
   // and cost model price none.
   if (w.fasop()) w.flag("--no-async-tensor-model-parallel-allreduce");
   const bool analytic_dp = plan.policy == "analytic" && key.dp > 1 && !w.fasop();
-  if (plan.overlap_dp_allreduce && analytic_dp) w.flag("--overlap-grad-reduce");
+  if (plan.execution.overlap_grad_reduce && analytic_dp) w.flag("--overlap-grad-reduce");
   // Megatron-LM overlaps the parameter all-gather only for its distributed optimizer (ZeRO-1
   // here) or Megatron-FSDP, with the gradient reduction overlapped too; FSDP2 prefetches itself.
-  if (plan.overlap_param_gather && analytic_dp && key.zero_stage >= 1 && plan.overlap_dp_allreduce && !w.torch_fsdp())
+  if (plan.execution.overlap_param_gather && analytic_dp && key.zero_stage >= 1 && plan.execution.overlap_grad_reduce && !w.torch_fsdp())
     w.flag("--overlap-param-gather");
 }
 

@@ -402,7 +402,7 @@ PassTime pass_time(const PassWork& work, int tp, const NodeType& node, const std
                      : gpu.network.ring_allreduce_s(work.tp_collective_bytes, tp, node.inter_node_latency_s,
                                                     node.inter_node_bandwidth_bits_per_s / node.gpus_per_node));
   }
-  if (options.overlap_tp_comm) {
+  if (options.execution.tp_comm_overlap) {
     const double hidden = std::min(comm_s, gemm_s);
     t.tp_comm_s = comm_s - hidden + gpu.overlap_slowdown * hidden;
   } else {
@@ -466,7 +466,7 @@ LayerTime layer_time(const ModelSpec& model, const LayerUnit& unit, int tp, int 
                      const LayerOptions& options) {
   LayerWork work = layer_work(model, unit, tp, mbs, options);
   LayerTime t{pass_time(work.forward, tp, node, model.dtype, options), pass_time(work.backward, tp, node, model.dtype, options)};
-  if (options.overlap_ep_comm) overlap_ep_comm(t, node.gpu_data.overlap_slowdown);
+  if (options.execution.overlap_moe_expert_parallel_comm) overlap_ep_comm(t, node.gpu_data.overlap_slowdown);
   return t;
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "specs/cluster_spec.h"
+#include "specs/execution.h"
 #include "specs/model_spec.h"
 #include "specs/profile_spec.h"
 
@@ -76,16 +77,12 @@ struct LayerOptions {
   Stack stack = Stack::kMegatron;
   /// Megatron-LM's sequence parallelism: the replicated element-wise work splits over tp.
   bool sequence_parallel = false;
-  /// Tensor-parallel communication overlapped with the GEMMs (--tp-comm-overlap): only what
-  /// the GEMMs cannot hide is exposed, and the hidden part slows them by the GPU's overlap_slowdown.
-  bool overlap_tp_comm = false;
+  /// The communication switches the layer times see: tp_comm_overlap and
+  /// overlap_moe_expert_parallel_comm (specs/execution.h).
+  Execution execution;
   int cp = 1;   ///< context-parallel degree: each GPU holds 1/cp of every sequence (PlanKey::cp)
   int ep = 1;   ///< expert-parallel degree: a MoE layer's experts over ep GPUs (PlanKey::ep)
   int etp = 1;  ///< expert tensor-parallel degree (PlanKey::etp)
-  /// Megatron-Core's EP all-to-all overlap (--overlap-moe-expert-parallel-comm with
-  /// --delay-wgrad-compute): the steady 1F1B phase runs one micro-batch's forward beside another's
-  /// backward, so each one's all-to-alls hide behind the other's compute (ep_overlap.h).
-  bool overlap_ep_comm = false;
 };
 
 /// The backward pass of a forward pass: each GEMM's data and weight gradients (the same FLOPs

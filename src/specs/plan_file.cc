@@ -63,10 +63,10 @@ std::string plan_file_yaml(const PlanFile& plan) {
       << "cluster: " << quoted(plan.cluster) << "\n";
   if (!plan.profile_dir.empty()) out << "profile_dir: " << quoted(plan.profile_dir) << "\n";
   out << "policy: " << plan.policy << "\n";
-  if (plan.policy == "analytic") out << "overlap_dp_allreduce: " << (plan.overlap_dp_allreduce ? "true" : "false") << "\n";
-  if (plan.overlap_tp_comm) out << "overlap_tp_comm: true\n";
-  if (plan.overlap_param_gather) out << "overlap_param_gather: true\n";
-  if (plan.overlap_ep_comm) out << "overlap_ep_comm: true\n";
+  if (plan.policy == "analytic") out << "overlap_dp_allreduce: " << (plan.execution.overlap_grad_reduce ? "true" : "false") << "\n";
+  if (plan.execution.tp_comm_overlap) out << "overlap_tp_comm: true\n";
+  if (plan.execution.overlap_param_gather) out << "overlap_param_gather: true\n";
+  if (plan.execution.overlap_moe_expert_parallel_comm) out << "overlap_ep_comm: true\n";
   if (plan.grad_reduce_in_bf16) out << "grad_reduce_in_bf16: true    # gradients kept and reduced in bf16\n";
   if (!plan.stack.empty()) out << "stack: " << plan.stack << "    # the framework whose memory the plan is priced for\n";
   if (!plan.memory_headroom.empty())
@@ -134,13 +134,13 @@ PlanFile parse_plan_file(const std::string& yaml_text, const std::string& source
   if (plan.policy != "fasop" && plan.policy != "analytic")
     root.child("policy").fail("unknown policy '" + plan.policy + "'; use fasop or analytic");
   if (root.child("overlap_dp_allreduce").present())
-    plan.overlap_dp_allreduce = root.child("overlap_dp_allreduce").as<bool>("true or false");
+    plan.execution.overlap_grad_reduce = root.child("overlap_dp_allreduce").as<bool>("true or false");
   if (root.child("overlap_tp_comm").present())
-    plan.overlap_tp_comm = root.child("overlap_tp_comm").as<bool>("true or false");
+    plan.execution.tp_comm_overlap = root.child("overlap_tp_comm").as<bool>("true or false");
   if (root.child("overlap_param_gather").present())
-    plan.overlap_param_gather = root.child("overlap_param_gather").as<bool>("true or false");
+    plan.execution.overlap_param_gather = root.child("overlap_param_gather").as<bool>("true or false");
   if (root.child("overlap_ep_comm").present())
-    plan.overlap_ep_comm = root.child("overlap_ep_comm").as<bool>("true or false");
+    plan.execution.overlap_moe_expert_parallel_comm = root.child("overlap_ep_comm").as<bool>("true or false");
   if (const Field bf16 = root.child("grad_reduce_in_bf16"); bf16.present()) {
     plan.grad_reduce_in_bf16 = bf16.as<bool>("true or false");
     if (plan.grad_reduce_in_bf16 && plan.policy != "analytic")
@@ -168,7 +168,7 @@ PlanFile parse_plan_file(const std::string& yaml_text, const std::string& source
   plan.key.pp = root.child("pp").positive_int(kMaxUnits);
   if (root.child("cp").present()) plan.key.cp = root.child("cp").positive_int(kMaxGlobalBatch);
   if (root.child("ep").present()) plan.key.ep = root.child("ep").positive_int(kMaxExperts);
-  if (plan.overlap_ep_comm && plan.key.ep <= 1)
+  if (plan.execution.overlap_moe_expert_parallel_comm && plan.key.ep <= 1)
     root.child("overlap_ep_comm").fail("the plan has ep 1, no all-to-alls to overlap; remove it");
   if (root.child("etp").present()) plan.key.etp = root.child("etp").positive_int(kMaxGpusPerNode);
   if (root.child("precision").present()) {

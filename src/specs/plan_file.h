@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "specs/execution.h"
 #include "specs/plan.h"
 
 namespace fasop {
@@ -42,10 +43,9 @@ struct PlanFile {
   std::string cluster;       ///< cluster preset or YAML path
   std::string profile_dir;   ///< "" for the shipped profiles
   std::string policy;        ///< fasop or analytic
-  bool overlap_dp_allreduce = true;  ///< analytic: the DP all-reduce overlaps the backward pass
-  bool overlap_tp_comm = false;      ///< analytic: tensor-parallel communication overlaps the GEMMs
-  bool overlap_param_gather = false; ///< analytic: the distributed optimizer's all-gather overlaps the next forward
-  bool overlap_ep_comm = false;      ///< analytic: MoE all-to-alls overlap another micro-batch's compute (ep > 1)
+  /// analytic: the communication switches (fields overlap_dp_allreduce, overlap_tp_comm,
+  /// overlap_param_gather, overlap_ep_comm).
+  Execution execution;
   bool grad_reduce_in_bf16 = false;  ///< analytic: gradients kept and reduced in bf16 (Megatron's --grad-reduce-in-bf16)
   std::string stack;            ///< analytic: the training stack its memory is priced for ("": megatron)
   std::string memory_headroom;  ///< analytic: what each GPU keeps free ("5%", "4" GiB; "": the default)

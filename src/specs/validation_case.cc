@@ -172,10 +172,10 @@ void parse_plan_field(const Field& field, ValidationPlan& plan) {
   if (field.child("virtual_stages").present()) plan.virtual_stages = field.child("virtual_stages").positive_int(kMaxUnits);
   if (field.child("pipeline_layout").present()) plan.pipeline_layout = field.child("pipeline_layout").text();
   plan.distributed_optimizer = optional_bool(field.child("distributed_optimizer"), false);
-  plan.overlap_grad_reduce = optional_bool(field.child("overlap_grad_reduce"), false);
-  plan.overlap_tp_comm = optional_bool(field.child("overlap_tp_comm"), false);
-  plan.overlap_ep_comm = optional_bool(field.child("overlap_ep_comm"), false);
-  plan.overlap_param_gather = optional_bool(field.child("overlap_param_gather"), false);
+  plan.execution.overlap_grad_reduce = optional_bool(field.child("overlap_grad_reduce"), false);
+  plan.execution.tp_comm_overlap = optional_bool(field.child("overlap_tp_comm"), false);
+  plan.execution.overlap_moe_expert_parallel_comm = optional_bool(field.child("overlap_ep_comm"), false);
+  plan.execution.overlap_param_gather = optional_bool(field.child("overlap_param_gather"), false);
   plan.fsdp = optional_bool(field.child("fsdp"), false);
   plan.grad_reduce_in_bf16 = optional_bool(field.child("grad_reduce_in_bf16"), false);
   parse_memory_settings(field, plan.memory);
@@ -249,7 +249,7 @@ void check_case(const Field& root, ValidationCase& c) {
                           "); tensor parallelism stays inside a node");
   if (c.model.heads % p.tp != 0)
     plan.child("tp").fail(n(p.tp) + " does not divide the model's heads (" + n(c.model.heads) + ")");
-  if (p.overlap_ep_comm) {
+  if (p.execution.overlap_moe_expert_parallel_comm) {
     // Megatron-Core's TransformerConfig asserts these of --overlap-moe-expert-parallel-comm.
     const Field overlap = plan.child("overlap_ep_comm");
     const bool full_recompute = p.recompute == RecomputeMode::kFull;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "specs/cluster_spec.h"
+#include "specs/execution.h"
 #include "specs/model_spec.h"
 #include "specs/plan.h"
 #include "specs/spec_store.h"
@@ -49,10 +50,9 @@ struct ValidationPlan {
   std::string pipeline_layout;
   std::vector<int> layout_units;  ///< pipeline units per rank that layout places (empty without one)
   bool distributed_optimizer = false;  ///< ZeRO-1: optimizer state sharded over dp
-  bool overlap_grad_reduce = false;    ///< the dp gradient all-reduce overlaps the backward pass
-  bool overlap_tp_comm = false;        ///< tensor-parallel communication overlaps the GEMMs
-  bool overlap_ep_comm = false;        ///< MoE all-to-alls overlap another micro-batch's compute (Megatron's EP A2A overlap)
-  bool overlap_param_gather = false;   ///< the distributed optimizer's all-gather overlaps the next forward
+  /// How the run overlapped its communication (fields overlap_grad_reduce, overlap_tp_comm,
+  /// overlap_ep_comm, overlap_param_gather; each false where not given, as Megatron-LM's defaults).
+  Execution execution{.overlap_grad_reduce = false};
   bool fsdp = false;                   ///< parameters, gradients and optimizer sharded over dp (ZeRO-3, FSDP)
   bool grad_reduce_in_bf16 = false;    ///< gradients kept and reduced in bf16 (Megatron's --grad-reduce-in-bf16)
   /// The stack that ran it and its memory-relevant settings (fields stack, transformer_engine,

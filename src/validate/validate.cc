@@ -199,15 +199,13 @@ ValidationResult predict_case(const ValidationCase& c) {
   }
   LayerOptions layers;
   layers.sequence_parallel = plan.sequence_parallel && plan.tp > 1;
-  layers.overlap_tp_comm = plan.overlap_tp_comm;
-  layers.overlap_ep_comm = plan.overlap_ep_comm;
+  layers.execution = plan.execution;
   layers.cp = plan.cp;
   layers.ep = plan.ep;
   layers.etp = plan.etp;
   ProfileSpec profile = analytic_profile(c.model, node, {plan.tp}, micro_batches, layers);
   AnalyticOptions options;
-  options.overlap_dp_allreduce = plan.overlap_grad_reduce;
-  options.overlap_param_gather = plan.overlap_param_gather;
+  options.execution = plan.execution;
   options.memory = plan.memory;
   // Whether a run fit is a question of its GPU's whole memory: no planning headroom here.
   options.headroom = {.share = 0, .gib = 0};
