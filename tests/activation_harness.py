@@ -316,7 +316,19 @@ def flatten_tensors(obj):
 _ACTIVE_RECORDER = []
 
 
-class OpRecorder(TorchDispatchMode if TorchDispatchMode is not None else object):
+class ActiveMode(TorchDispatchMode if TorchDispatchMode is not None else object):
+    """A dispatch mode that the harness's helpers find on _ACTIVE_RECORDER while it is entered."""
+
+    def __enter__(self):
+        _ACTIVE_RECORDER.append(self)
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        _ACTIVE_RECORDER.pop()
+        return super().__exit__(*exc)
+
+
+class OpRecorder(ActiveMode):
     """Records aten op outputs: weak storage references (liveness, peaks) and,
     with keep_outputs, the ordered op list with strong references (SAC emulation)."""
 
@@ -331,14 +343,6 @@ class OpRecorder(TorchDispatchMode if TorchDispatchMode is not None else object)
         self.hidden = 0
         self.timeline = []  # list of frozenset(uid) after each op
         self.uid = 0
-
-    def __enter__(self):
-        _ACTIVE_RECORDER.append(self)
-        return super().__enter__()
-
-    def __exit__(self, *exc):
-        _ACTIVE_RECORDER.pop()
-        return super().__exit__(*exc)
 
     def _track(self, tensors, opname, force=False):
         if not self.track or (self.hidden and not force):
@@ -1510,7 +1514,7 @@ def breakdown(rec):
 # Transient working set (forward and backward), per layer
 # --------------------------------------------------------------------------
 
-class MemTracker(TorchDispatchMode if TorchDispatchMode is not None else object):
+class MemTracker(ActiveMode):
     """Live-storage accounting. After every visible aten op (and every emulated
     fused kernel) it first drops the storages that died since the last op
     (StorageWeakRef.expired(), i.e. the storage's refcount reached zero), then
@@ -1530,14 +1534,6 @@ class MemTracker(TorchDispatchMode if TorchDispatchMode is not None else object)
         self.hidden = 0
         self.phase = "forward"
         self.untracked_inputs = {}  # key -> (op, shape, dtype, bytes): inputs of ops never seen created
-
-    def __enter__(self):
-        _ACTIVE_RECORDER.append(self)
-        return super().__enter__()
-
-    def __exit__(self, *exc):
-        _ACTIVE_RECORDER.pop()
-        return super().__exit__(*exc)
 
     def _sweep(self):
         freed = [uid for key, uid in self.live.items() if self.tensors[uid]["weak"].expired()]
@@ -1633,7 +1629,7 @@ SAC_SAVE_OPS = {"aten.mm.default", "aten._scaled_dot_product_efficient_attention
                 "_c10d_functional.reduce_scatter_tensor.default", "aten.abs.default", "aten.max.default"}
 
 
-class SACMode(TorchDispatchMode if TorchDispatchMode is not None else object):
+class SACMode(ActiveMode):
     """EMULATION of torch >= 2.4 per-op selective activation checkpointing
     (create_selective_checkpoint_contexts) with torchtitan's policy (see
     torchtitan_sac_policy), for the transient measurement. It is entered inside
@@ -1656,14 +1652,6 @@ class SACMode(TorchDispatchMode if TorchDispatchMode is not None else object):
         self.calls += 1
         self.pos = 0
         self.mm = 0
-
-    def __enter__(self):
-        _ACTIVE_RECORDER.append(self)
-        return super().__enter__()
-
-    def __exit__(self, *exc):
-        _ACTIVE_RECORDER.pop()
-        return super().__exit__(*exc)
 
     def _saves(self, name):
         if name == "aten.mm.default":
