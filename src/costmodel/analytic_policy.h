@@ -53,6 +53,7 @@ class AnalyticPolicy : public CostPolicy {
   explicit AnalyticPolicy(AnalyticOptions options = {}) : options_(options) {}
   std::string name() const override { return "analytic"; }
   const AnalyticOptions& options() const { return options_; }
+  const AnalyticOptions* analytic_options() const override { return &options_; }
   std::vector<int> stage_node_types(const PlanContext& ctx) const override;
   bool stage_type_is_slowest_rank() const override { return true; }
   double pass_time_factor(const PlanContext& ctx) const override;

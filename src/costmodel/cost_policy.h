@@ -10,6 +10,8 @@
 
 namespace fasop {
 
+struct AnalyticOptions;
+
 /// Peak memory of one pipeline stage on one GPU.
 struct StageMemory {
   double gib = 0;         ///< parameters, gradients, optimizer state and activations
@@ -74,6 +76,9 @@ class CostPolicy {
  public:
   virtual ~CostPolicy() = default;
   virtual std::string name() const = 0;
+  /// The analytic policy's switches (communication, memory, headroom), which the search's
+  /// floors price alike; none for FASOP's policy.
+  virtual const AnalyticOptions* analytic_options() const { return nullptr; }
 
   /// Node type whose speed stage `stage` runs at.
   virtual std::vector<int> stage_node_types(const PlanContext& ctx) const = 0;

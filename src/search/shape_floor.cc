@@ -87,8 +87,8 @@ ActivationMode activation_mode_of(RecomputeMode recompute, bool sequence_paralle
 
 /// The memory settings of the search's policy: the analytic policy's, else Megatron's.
 MemorySettings memory_settings_of(const SearchInput& input) {
-  const auto* analytic = dynamic_cast<const AnalyticPolicy*>(input.policy);
-  return analytic ? analytic->options().memory : MemorySettings{};
+  const AnalyticOptions* analytic = input.policy->analytic_options();
+  return analytic ? analytic->memory : MemorySettings{};
 }
 
 /// `values` ascending, each once.
@@ -279,10 +279,10 @@ void ShapeFloor::add_config_floors(const SearchInput& input, const std::vector<i
   // Recomputation repeats part of the forward pass (the analytic policy's times; FASOP's
   // space has none): each mode is a configuration of its own, its time and memory apart.
   modes_ = sorted_unique(input.space.recompute);
-  const auto* analytic = dynamic_cast<const AnalyticPolicy*>(input.policy);
-  if (analytic) sync_ = &analytic->options();
+  const AnalyticOptions* analytic = input.policy->analytic_options();
+  sync_ = analytic;
   const MemorySettings settings = memory_settings_of(input);
-  const MemoryHeadroom headroom = analytic ? analytic->options().headroom : MemoryHeadroom{.share = 0, .gib = 0};
+  const MemoryHeadroom headroom = analytic ? analytic->headroom : MemoryHeadroom{.share = 0, .gib = 0};
   tp_values_ = tps;
   mbs_values_ = mbss;
   const std::vector<int> zeros = sorted_unique(input.space.zero_stages);
