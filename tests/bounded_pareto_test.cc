@@ -237,12 +237,14 @@ size_t check_layout_floors(const AnalyticInventory& inv, size_t* egress_paid = n
   size_t fitting = 0;
   for (const NodeCounts& counts : cluster_shapes(inv.input.limits)) {
     ShapeWork work = shape_work(inv.input, counts);
+    std::string shape_text;  // the node counts, for messages
+    for (int n : counts) shape_text += std::to_string(n) + " ";
     double fastest = std::numeric_limits<double>::infinity();
     for (const PlanKey& key : work.keys) {
       const CandidateResult r = evaluate_candidate(input_for(inv.input, work), key);
       if (r.estimate.memory.is_oom) continue;
       ++fitting;
-      INFO("shape " << counts[0] << "," << counts[1] << "," << counts[2] << "," << counts[3] << " tp " << key.tp
+      INFO("shape " << shape_text << " tp " << key.tp
                     << " dp " << key.dp << " pp " << key.pp << " mbs " << key.mbs << " zero " << key.zero_stage);
       CHECK(floor.layout_floor_s(counts, key) <= r.estimate.step_time_s * (1 + 1e-9));
       const double egress_usd = egress.usd_per_step(key);
@@ -318,7 +320,8 @@ TEST_CASE("layout floors with the data-parallel sync, the pipeline's fill and wh
 }
 
 TEST_CASE("floors stay under every plan's estimate on random clusters, batches and overlaps", "[pareto][bounded]") {
-  // Each trial draws a model, a global batch, Megatron's overlaps and a small inventory, and
+  // Each trial draws a model, a global batch, Megatron's overlaps and a small inventory (of
+  // three node types in one zone, or Sailor's four in two zones), and
   // scales every node type's memory, links, price, peaks and memory bandwidth by random
   // factors, so that the types' order by speed, memory and price changes from trial to trial.
   // A fixed seed: the same trials on every run.
@@ -330,9 +333,11 @@ TEST_CASE("floors stay under every plan's estimate on random clusters, batches a
   for (int trial = 0; trial < 12; ++trial) {
     const std::string model = models[pick(3)];
     const int global_batch = 8 << pick(2);
-    NodeCounts limits{pick(3), pick(2), pick(3)};
-    if (limits[0] + limits[1] + limits[2] == 0) limits[0] = 1;
-    AnalyticInventory inv(model, "mixed-h100-a100-l4", global_batch, limits);
+    // Odd trials on Sailor's two-zone inventory of four types: its egress floor too.
+    const bool zoned = trial % 2 == 1;
+    NodeCounts limits = zoned ? NodeCounts{pick(2), pick(2), pick(2), pick(2)} : NodeCounts{pick(3), pick(2), pick(3)};
+    if (std::all_of(limits.begin(), limits.end(), [](int n) { return n == 0; })) limits[0] = 1;
+    AnalyticInventory inv(model, zoned ? "sailor-budget" : "mixed-h100-a100-l4", global_batch, limits);
     inv.profiles.clear();
     inv.input.search.profiles.clear();
     for (NodeType& node : inv.cluster.node_types) {
@@ -349,8 +354,7 @@ TEST_CASE("floors stay under every plan's estimate on random clusters, batches a
     options.execution.overlap_grad_reduce = pick(2) == 1;
     options.execution.overlap_param_gather = options.execution.overlap_grad_reduce && pick(2) == 1;
     inv.policy = AnalyticPolicy(options);
-    INFO("trial " << trial << ": " << model << ", batch " << global_batch << ", nodes " << limits[0] << ","
-                  << limits[1] << "," << limits[2]);
+    INFO("trial " << trial << ": " << model << ", batch " << global_batch << ", " << inv.cluster.name);
     fitting += check_layout_floors(inv);
   }
   CHECK(fitting > 600);

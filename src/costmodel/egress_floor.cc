@@ -104,7 +104,9 @@ double EgressFloor::usd_per_step(const PlanKey& key) const {
   for (int a : runs.zone)
     for (int b : runs.zone)
       if (a != b) cheapest = std::min(cheapest, price(a, b));
-  return usd + least_edges * tp * ring_edge_bytes(model, key.zero_stage, key.dp, m, params_per_gpu_[tp]) * cheapest;
+  // On one stage a tied head is the embedding's weight, reduced once.
+  const double params = params_per_gpu_[tp] - shared_head_params(model, key.pp, key.tp);
+  return usd + least_edges * tp * ring_edge_bytes(model, key.zero_stage, key.dp, m, params) * cheapest;
 }
 
 }  // namespace fasop

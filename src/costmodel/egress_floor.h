@@ -19,8 +19,10 @@ namespace fasop {
 ///   Where every stage does so, they hold every parameter between them; otherwise a stage may
 ///   hold as little as one unit, and the floor counts none (a stage in one zone next to one
 ///   across two then sends some of its activations across, counted above).
-/// - Interleaved schedules cross each boundary v times: the floor counts once.
-/// Each byte is priced at the cheapest egress between two zones the layout's nodes are in.
+/// - Interleaved schedules cross each boundary v times, and the floor counts v (the last
+///   chunk's wrap-around to the first stage is left out).
+/// Ring bytes are priced at the cheapest egress between two zones the layout's nodes are in;
+/// sends and the embedding's exchange at their own pair's.
 class EgressFloor {
  public:
   EgressFloor(const ModelSpec& model, const ClusterSpec& cluster);
