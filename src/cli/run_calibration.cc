@@ -50,8 +50,6 @@ void set_everywhere(std::vector<CalibrationRun>& runs, const CalibratedParameter
       if (type.gpu_data.name == p.gpu) set_parameter(type.gpu_data, "", p.parameter, value);
 }
 
-constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
-
 /// The training stack whose runtime constants a plan's memory takes (plan files write none for megatron).
 std::string plan_stack(const LoadedPlan& plan) { return plan.file.stack.empty() ? "megatron" : plan.file.stack; }
 
@@ -71,16 +69,23 @@ std::vector<LoggedRank> logged_ranks(const std::vector<CalibrationRun>& runs) {
     const std::vector<StageMemoryPrediction> stages = predict_stage_memory(plan);
     if (stages.empty()) continue;
     const PlanContext layout = rank_layout_context(plan.setup->cluster, plan.file.key);
-    for (const MemoryRecord& record : memory_by_rank(runs[r].memory)) {
-      const int stage = stage_of_rank(stages, record.rank);
-      if (!record.allocated_logged || stage < 0) continue;
-      LoggedRank rank{r, plan_stack(plan), {}, {}};
-      rank.report = {runs[r].job, layout.stage_smallest_memory_type(stage).gpu_data.name, record.rank, stage,
-                     record.max_allocated_mib / 1024, record.max_reserved_mib / 1024, stages[stage].allocated_gib, 0,
-                     stages[stage].reserved_gib, 0};
-      rank.sample = {rank.report.max_allocated_gib, rank.report.max_reserved_gib, stages[stage].allocated_gib,
-                     plan.result.estimate.stages[stage].memory.breakdown->terms.dynamic_bytes() / kGib};
-      out.push_back(rank);
+    for (const RankMemoryReport& logged : rank_memory_reports(runs[r].memory, stages)) {
+      if (!logged.allocated_logged || logged.stage < 0) continue;
+      const int stage = logged.stage;
+      const CalibratedRankMemory report{.job = runs[r].job,
+                                        .gpu = layout.stage_smallest_memory_type(stage).gpu_data.name,
+                                        .rank = logged.rank,
+                                        .stage = stage,
+                                        .max_allocated_gib = logged.max_allocated_gib,
+                                        .max_reserved_gib = logged.max_reserved_gib,
+                                        .allocated_before_gib = logged.predicted_allocated_gib,
+                                        .reserved_before_gib = logged.predicted_reserved_gib};
+      const double dynamic_bytes = plan.result.estimate.stages[stage].memory.breakdown->terms.dynamic_bytes();
+      const RankMemorySample sample{.max_allocated_gib = logged.max_allocated_gib,
+                                    .max_reserved_gib = logged.max_reserved_gib,
+                                    .allocated_gib = logged.predicted_allocated_gib,
+                                    .dynamic_gib = dynamic_bytes / kGib};
+      out.push_back({.run = r, .stack = plan_stack(plan), .report = report, .sample = sample});
     }
   }
   return out;

@@ -9,11 +9,6 @@
 #include "specs/spec_store.h"
 
 namespace fasop {
-namespace {
-
-constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
-
-}  // namespace
 
 std::vector<StageMemoryPrediction> predict_stage_memory(const LoadedPlan& loaded) {
   const std::vector<StageReport>& stages = loaded.result.estimate.stages;

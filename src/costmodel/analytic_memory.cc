@@ -9,8 +9,6 @@
 namespace fasop {
 namespace {
 
-constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
-
 /// What a stage's memory depends on beyond its units' sums, of the model at one tp: the largest
 /// transient of a transformer unit and the loss's, the largest layer and weight matrix, and the
 /// embedding's and head's parameters.
@@ -68,6 +66,16 @@ ModelSizes measure_units(const ModelSpec& m, const PlanKey& k, int tp, const Act
   const double mlp_columns = (is_gated(m.activation) ? 2.0 : 1.0) * m.ffn_hidden / tp;
   sizes.largest_layer_matrix = std::max(mlp_columns * m.hidden, vocab_rows * m.hidden);
   return sizes;
+}
+
+/// The model's sizes at each tp a plan's stages use, measured once each.
+using SizesByTp = std::vector<std::pair<int, ModelSizes>>;
+/// Those at tp `tp`, measured now where `cache` lacks them (valid until the next call).
+const ModelSizes& sizes_at(SizesByTp& cache, const ModelSpec& m, const PlanKey& k, int tp, const MemorySettings& settings) {
+  auto sizes = std::find_if(cache.begin(), cache.end(), [tp](const auto& entry) { return entry.first == tp; });
+  if (sizes == cache.end())
+    sizes = cache.insert(cache.end(), {tp, measure_units(m, k, tp, activation_mode(k, tp, settings), nullptr, nullptr)});
+  return sizes->second;
 }
 
 /// The NCCL communicators a rank of stage `stage` joins: tensor, context and data parallelism
@@ -150,7 +158,7 @@ std::optional<MemoryModel> AnalyticPolicy::memory_model(const PlanContext& ctx) 
   MemoryModel model;
   // Activations grow in proportion to the micro-batch: the prefix holds one sample's, and each
   // stage scales them by the samples it holds (stages may differ with per-stage dp).
-  std::vector<std::pair<int, ModelSizes>> sizes_by_tp;
+  SizesByTp sizes_by_tp;
   sizes_by_tp.emplace_back(k.tp, measure_units(m, k, k.tp, activation_mode(k, k.tp, settings), &model.params_prefix,
                                                &model.activation_prefix));
   std::vector<int> stage_tps;  // the distinct stage tps, in order of first use
@@ -177,15 +185,12 @@ std::optional<MemoryModel> AnalyticPolicy::memory_model(const PlanContext& ctx) 
   std::vector<std::pair<const NodeType*, RuntimeMemory>> runtimes;  // each node type's, looked up once
   StageMemoryInputs middle;  // the last middle stage's inputs: the next one's rates are the same where they agree
   for (int s = 0; s < k.pp; ++s) {
-    const int tp = ctx.stage_tp(s);
-    auto sizes = std::find_if(sizes_by_tp.begin(), sizes_by_tp.end(), [tp](const auto& entry) { return entry.first == tp; });
-    if (sizes == sizes_by_tp.end())
-      sizes = sizes_by_tp.insert(sizes_by_tp.end(), {tp, measure_units(m, k, tp, activation_mode(k, tp, settings), nullptr, nullptr)});
+    const ModelSizes& sizes = sizes_at(sizes_by_tp, m, k, ctx.stage_tp(s), settings);
     const NodeType& type = ctx.stage_smallest_memory_type(s);
     auto runtime = std::find_if(runtimes.begin(), runtimes.end(), [&](const auto& entry) { return entry.first == &type; });
     if (runtime == runtimes.end())
       runtime = runtimes.insert(runtimes.end(), {&type, type.gpu_data.runtime_memory(settings.stack)});
-    const StageMemoryInputs inputs = stage_inputs(ctx, options_, s, k.zero_stage, sizes->second, runtime->second);
+    const StageMemoryInputs inputs = stage_inputs(ctx, options_, s, k.zero_stage, sizes, runtime->second);
     model.held_samples.push_back(inputs.held_samples);
     // A middle stage's rates depend neither on its index nor on the samples it holds.
     const bool edge = s == 0 || s == k.pp - 1;
@@ -206,7 +211,7 @@ std::vector<StageMemory> AnalyticPolicy::stage_memory(const PlanContext& ctx, co
   const MemoryModel& model = *ctx.partition_memory;
   const PlanKey& k = ctx.key;
   std::vector<StageMemory> stages;
-  std::vector<std::pair<int, ModelSizes>> sizes_by_tp;
+  SizesByTp sizes_by_tp;
   for (int s = 0, first = 0; s < ctx.pp(); first += partition[s], ++s) {
     const int end = first + partition[s];
     StageMemory mem;
@@ -214,20 +219,12 @@ std::vector<StageMemory> AnalyticPolicy::stage_memory(const PlanContext& ctx, co
     mem.gib = mem.breakdown->terms.device_bytes() / kGib;
     mem.limit_gib = model.limit_bytes[s] / kGib;
     // FASOP's second figure: the same stage with everything sharded over its data-parallel GPUs.
-    const int tp = ctx.stage_tp(s);
-    auto sizes = std::find_if(sizes_by_tp.begin(), sizes_by_tp.end(), [tp](const auto& entry) { return entry.first == tp; });
-    if (sizes == sizes_by_tp.end())
-      sizes = sizes_by_tp.insert(sizes_by_tp.end(),
-                                 {tp, measure_units(*ctx.model, k, tp, activation_mode(k, tp, options_.memory), nullptr, nullptr)});
+    const ModelSizes& sizes = sizes_at(sizes_by_tp, *ctx.model, k, ctx.stage_tp(s), options_.memory);
     const RuntimeMemory runtime = ctx.stage_smallest_memory_type(s).gpu_data.runtime_memory(options_.memory.stack);
-    const std::vector<MomentRates> sharded = stage_memory_rates(stage_inputs(ctx, options_, s, 3, sizes->second, runtime));
-    double worst = 0;
-    const double params = model.stage_param_sum(s, first, end), experts = model.stage_expert_sum(first, end),
-                 activations = model.stage_activation_sum(s, first, end);
-    for (const MomentRates& rates : sharded)
-      worst = std::max(worst, rates.per_param.device_bytes() * params + rates.per_expert_param.device_bytes() * experts +
-                                  rates.per_activation.device_bytes() * activations + rates.fixed.device_bytes());
-    mem.zero_gib = worst / kGib;
+    const std::vector<MomentRates> sharded = stage_memory_rates(stage_inputs(ctx, options_, s, 3, sizes, runtime));
+    mem.zero_gib = MemoryModel::worst_bytes(MemoryModel::totals_of(sharded), model.stage_param_sum(s, first, end),
+                                            model.stage_expert_sum(first, end), model.stage_activation_sum(s, first, end)) /
+                   kGib;
     stages.push_back(mem);
   }
   return stages;

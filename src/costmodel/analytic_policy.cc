@@ -15,8 +15,6 @@
 namespace fasop {
 namespace {
 
-constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
-
 /// One link between two ranks: its latency and bandwidth as one rank sees it.
 struct Link {
   double latency_s;

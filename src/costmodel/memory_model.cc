@@ -23,9 +23,7 @@ MemoryBreakdown MemoryModel::breakdown(int stage, int first, int end) const {
   return worst;
 }
 
-namespace {
-
-std::vector<MemoryModel::MomentTotals> totals_of(const std::vector<MomentRates>& moments) {
+std::vector<MemoryModel::MomentTotals> MemoryModel::totals_of(const std::vector<MomentRates>& moments) {
   std::vector<MemoryModel::MomentTotals> totals;
   totals.reserve(moments.size());
   for (const MomentRates& rates : moments)
@@ -35,8 +33,6 @@ std::vector<MemoryModel::MomentTotals> totals_of(const std::vector<MomentRates>&
                       .fixed = rates.fixed.device_bytes()});
   return totals;
 }
-
-}  // namespace
 
 void MemoryModel::add_stage(std::vector<MomentRates> stage_moments) {
   stage_rates.push_back(static_cast<int>(moments.size()));

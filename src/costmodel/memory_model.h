@@ -63,11 +63,18 @@ struct MemoryModel {
   }
   /// The device bytes of stage `stage` holding units [first, end) at its worst moment.
   double stage_bytes(int stage, int first, int end) const {
-    const double params = stage_param_sum(stage, first, end), experts = stage_expert_sum(first, end),
-                 activations = stage_activation_sum(stage, first, end);
+    return worst_bytes(stage_totals(stage), stage_param_sum(stage, first, end), stage_expert_sum(first, end),
+                       stage_activation_sum(stage, first, end));
+  }
+  /// Each moment's totals: its rates' terms summed.
+  static std::vector<MomentTotals> totals_of(const std::vector<MomentRates>& moments);
+  /// The device bytes of the worst of a stage's moments (`moment_totals`) holding these.
+  static double worst_bytes(const std::vector<MomentTotals>& moment_totals, double params, double expert_params,
+                            double activation_bytes) {
     double worst = 0;
-    for (const MomentTotals& t : stage_totals(stage))
-      worst = std::max(worst, t.per_param * params + t.per_expert_param * experts + t.per_activation * activations + t.fixed);
+    for (const MomentTotals& t : moment_totals)
+      worst = std::max(worst, t.per_param * params + t.per_expert_param * expert_params +
+                                  t.per_activation * activation_bytes + t.fixed);
     return worst;
   }
   bool fits(int stage, int first, int end) const { return stage_bytes(stage, first, end) <= limit_bytes[stage]; }

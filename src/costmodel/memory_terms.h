@@ -6,6 +6,9 @@
 
 namespace fasop {
 
+/// Bytes in a GiB (2^30): memory is reported in GiB, as PyTorch and GPUs state it.
+inline constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
+
 /// The moments of a step at which a GPU's memory can peak: the forward pass with every
 /// micro-batch in flight held, the backward pass that starts from them, and the optimizer step
 /// after the activations are freed.

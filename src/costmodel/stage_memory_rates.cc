@@ -7,8 +7,6 @@
 namespace fasop {
 namespace {
 
-constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
-
 /// Bytes a parameter's persistent state takes on one GPU, by term (before any gathering).
 struct ParamState {
   double weights = 0, gradients = 0, master = 0, optimizer = 0;

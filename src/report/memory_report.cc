@@ -8,8 +8,6 @@
 namespace fasop {
 namespace {
 
-constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
-
 std::string gib(double bytes, int digits = 2) { return fixed(bytes / kGib, digits); }
 
 /// One "name  value" line of the breakdown, the value right-aligned.

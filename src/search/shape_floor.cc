@@ -13,7 +13,6 @@ namespace fasop {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kGibBytes = 1024.0 * 1024.0 * 1024.0;
 /// Present-type sets are bit masks; above this many node types they are not tabulated.
 constexpr size_t kTabulatedTypes = 12;
 /// Above this many node types no mask holds them: the floors give up (0), which is still a floor.
@@ -313,7 +312,7 @@ void ShapeFloor::add_config_floors(const SearchInput& input, const std::vector<i
             for (const NodeType& type : inventory_->node_types) {
               // A GPU's room: its memory less the headroom and what every moment holds besides
               // the units' state and activations (the allocator's reserve on these comes on top).
-              const double capacity = type.gpu_memory_gib * kGibBytes;
+              const double capacity = type.gpu_memory_gib * kGib;
               const double fixed = analytic ? least_fixed_bytes(type.gpu_data.runtime_memory(settings.stack), settings) : 0;
               LayerFootprint reserved = footprint;
               reserved.activation_factor = 1 + (analytic ? type.gpu_data.runtime_memory(settings.stack).reserve_share : 0);
@@ -1132,7 +1131,7 @@ bool ShapeFloor::may_fit(const NodeCounts& counts) const {
   double bytes = 0;
   for (size_t t = 0; t < counts.size(); ++t) {
     const NodeType& type = inventory_->node_types[t];
-    bytes += double(counts[t]) * type.gpus_per_node * type.gpu_memory_gib * kGibBytes;
+    bytes += double(counts[t]) * type.gpus_per_node * type.gpu_memory_gib * kGib;
   }
   return bytes >= min_state_bytes_;
 }

@@ -133,14 +133,16 @@ GpuSpec parse_gpu_spec(const std::string& yaml_text, const std::string& source) 
     gpu.overlap_slowdown = root.child("overlap_slowdown").non_negative_double();
     if (gpu.overlap_slowdown >= 1) root.child("overlap_slowdown").fail("is a share of the GEMMs' speed: below 1");
   }
-  if (Field runtime = root.child("memory_runtime"); runtime.present()) {
-    for (const std::string& name : runtime.keys("a map: stack (megatron, torchtitan, deepspeed) -> {workspace_gib, ...}")) {
-      const std::optional<TrainingStack> stack = training_stack_named(name);
-      if (!stack) runtime.child(name).fail(std::string("unknown stack; use ") + training_stack_choices());
-      gpu.memory_runtime[name] = parse_runtime_memory(runtime.child(name), default_runtime_memory(*stack));
-    }
-  }
+  if (Field runtime = root.child("memory_runtime"); runtime.present()) parse_memory_runtime(runtime, gpu);
   return gpu;
+}
+
+void parse_memory_runtime(const Field& runtime, GpuSpec& gpu) {
+  for (const std::string& name : runtime.keys("a mapping: stack (megatron, torchtitan, deepspeed) -> {workspace_gib, ...}")) {
+    const std::optional<TrainingStack> stack = training_stack_named(name);
+    if (!stack) runtime.child(name).fail(std::string("unknown stack; use ") + training_stack_choices());
+    gpu.memory_runtime[name] = parse_runtime_memory(runtime.child(name), gpu.runtime_memory(*stack));
+  }
 }
 
 const std::vector<GpuSpec>& shipped_gpu_specs() {

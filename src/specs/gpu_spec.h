@@ -108,6 +108,11 @@ struct GpuSpec {
 /// Parses a GPU data file (configs/gpus/*.yaml); errors name the file and field.
 GpuSpec parse_gpu_spec(const std::string& yaml_text, const std::string& source);
 
+/// Reads a memory_runtime map (stack -> {workspace_gib, ...}) into `gpu`'s, each entry over the
+/// constants `gpu` has for that stack so far (a data file's own, else the stack's defaults);
+/// errors name the field.
+void parse_memory_runtime(const Field& runtime, GpuSpec& gpu);
+
 /// The shipped GPU data for `gpu` (name or alias, case-insensitive), or none.
 const GpuSpec* shipped_gpu_spec(const std::string& gpu);
 

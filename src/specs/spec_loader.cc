@@ -31,16 +31,6 @@ std::optional<double> optional_share(const Field& field) {
   return value;
 }
 
-/// Field gpu_data.memory_runtime: per training stack, runtime constants over the GPU's own (its
-/// data file's memory_runtime, else the stack's defaults), e.g. {megatron: {workspace_gib: 0.2}}.
-void apply_memory_runtime_overrides(const Field& runtime, GpuSpec& gpu) {
-  for (const std::string& name : runtime.keys("a mapping: stack (megatron, torchtitan, deepspeed) -> {workspace_gib, ...}")) {
-    const std::optional<TrainingStack> stack = training_stack_named(name);
-    if (!stack) runtime.child(name).fail(std::string("unknown stack; use ") + training_stack_choices());
-    gpu.memory_runtime[name] = parse_runtime_memory(runtime.child(name), gpu.runtime_memory(*stack));
-  }
-}
-
 /// Field gpu_data: GPU-data parameters by name set over the GPU's shipped data, as
 /// `calibrate --from-run` writes them, e.g. {bf16.gemm_peak_share: 0.61, network.bus_share: 0.8,
 /// memory_runtime: {megatron: {workspace_gib: 0.2, reserve_share: 0.1}}}.
@@ -48,7 +38,7 @@ void apply_gpu_data_overrides(const Field& data, GpuSpec& gpu) {
   for (const std::string& name : data.keys("a mapping of GPU-data parameters to values, e.g. {bf16.gemm_peak_share: 0.6}")) {
     Field value = data.child(name);
     if (name == "memory_runtime") {
-      apply_memory_runtime_overrides(value, gpu);
+      parse_memory_runtime(value, gpu);  // field gpu_data.memory_runtime: over the GPU's own
       continue;
     }
     if (!is_gpu_parameter(name)) value.fail("not a GPU-data parameter; use memory_runtime or " + gpu_parameter_names());

@@ -141,8 +141,6 @@ std::vector<int> megatron_partition(const ModelSpec& model, int pp) {
 
 namespace {
 
-constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
-
 /// The figure a memory measurement reports, of one stage's predicted terms.
 double figure_bytes(const MemoryTerms& terms, MemoryFigure figure) {
   return figure == MemoryFigure::kMaxReserved ? terms.reserved_bytes() : terms.allocated_bytes();
