@@ -184,6 +184,13 @@ TEST_CASE("Bad validation cases name the file and the field", "[validate]") {
     std::string message = error_of(replace(kInlineCase, "recompute: full", "recompute: none, overlap_ep_comm: true"));
     CHECK_THAT(message, Catch::Contains("'plan.overlap_ep_comm'") && Catch::Contains("ep > 1"));
   }
+  SECTION("a setting of another stack than the plan's") {
+    std::string message = error_of(replace(kInlineCase, "recompute: full", "recompute: full, stack: deepspeed, compile: true"));
+    CHECK_THAT(message, Catch::Contains("'plan.compile'") && Catch::Contains("a setting of the torchtitan stack") &&
+                            Catch::Contains("stack is deepspeed"));
+    message = error_of(replace(kInlineCase, "recompute: full", "recompute: full, stack: torchtitan, transformer_engine: false"));
+    CHECK_THAT(message, Catch::Contains("'plan.transformer_engine'") && Catch::Contains("a setting of the megatron stack"));
+  }
   SECTION("bf16 gradients for a model that trains in fp16") {
     std::string message = error_of(replace(kInlineCase, "recompute: full", "recompute: full, grad_reduce_in_bf16: true"));
     CHECK_THAT(message, Catch::Contains("'plan.grad_reduce_in_bf16'") && Catch::Contains("trains in fp16"));

@@ -119,19 +119,21 @@ void parse_memory_settings(const Field& field, MemorySettings& memory) {
     if (!named) stack.fail("unknown stack '" + stack.text() + "'; use " + training_stack_choices());
     memory.stack = *named;
   }
-  const bool megatron = memory.stack == TrainingStack::kMegatron, torchtitan = memory.stack == TrainingStack::kTorchtitan;
-  for (auto [name, value, fits] : {std::tuple{"transformer_engine", &memory.transformer_engine, megatron},
-                                   {"gradient_accumulation_fusion", &memory.gradient_accumulation_fusion, megatron},
-                                   {"cross_entropy_fusion", &memory.cross_entropy_fusion, megatron},
-                                   {"compile", &memory.compiled, torchtitan},
-                                   {"compile_loss", &memory.compiled_loss, torchtitan},
-                                   {"async_tp", &memory.async_tp, torchtitan},
-                                   {"float8_all_gather", &memory.float8_all_gather, torchtitan},
-                                   {"pipeline_keeps_outputs", &memory.pipeline_keeps_outputs, torchtitan}}) {
+  const bool megatron = memory.stack == TrainingStack::kMegatron;
+  constexpr TrainingStack kMegatron = TrainingStack::kMegatron, kTorchtitan = TrainingStack::kTorchtitan;
+  for (auto [name, value, owner] : {std::tuple{"transformer_engine", &memory.transformer_engine, kMegatron},
+                                    {"gradient_accumulation_fusion", &memory.gradient_accumulation_fusion, kMegatron},
+                                    {"cross_entropy_fusion", &memory.cross_entropy_fusion, kMegatron},
+                                    {"compile", &memory.compiled, kTorchtitan},
+                                    {"compile_loss", &memory.compiled_loss, kTorchtitan},
+                                    {"async_tp", &memory.async_tp, kTorchtitan},
+                                    {"float8_all_gather", &memory.float8_all_gather, kTorchtitan},
+                                    {"pipeline_keeps_outputs", &memory.pipeline_keeps_outputs, kTorchtitan}}) {
     const Field setting = field.child(name);
     if (!setting.present()) continue;
-    if (!fits) setting.fail(std::string("is a setting of the ") + (megatron ? "torchtitan" : "megatron") +
-                            " stack, and this plan's stack is " + training_stack_name(memory.stack) + "; remove it");
+    if (owner != memory.stack)
+      setting.fail(std::string("is a setting of the ") + training_stack_name(owner) + " stack, and this plan's stack is " +
+                   training_stack_name(memory.stack) + "; remove it");
     *value = setting.as<bool>("true or false");
   }
   if (Field dtype = field.child("optimizer_dtype"); dtype.present()) {
