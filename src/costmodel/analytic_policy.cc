@@ -10,27 +10,11 @@
 #include "costmodel/speed_split_stage.h"
 #include "costmodel/zone_egress.h"
 #include "profiles/recomputed_flops.h"
+#include "specs/link.h"
 #include "specs/precision.h"
 
 namespace fasop {
 namespace {
-
-/// One link between two ranks: its latency and bandwidth as one rank sees it.
-struct Link {
-  double latency_s;
-  double bits_per_s;
-  CollectiveEfficiency collective;  ///< what a collective reaches of the bandwidth on it
-  /// A ring over it: the nodes it spans and the latency of its steps inside a node.
-  int ring_nodes = 1;
-  double intra_node_latency_s = 0;
-  double seconds(double bytes) const { return latency_s + 8 * bytes / bits_per_s; }
-  /// The mean latency of a ring all-reduce's 2(r - 1) steps over `ranks` ranks: as NCCL's
-  /// tuning model counts them, 2 x nodes steps cross the network and the rest stay on a node.
-  double ring_step_latency_s(int ranks) const {
-    const double steps = 2.0 * (ranks - 1), network = ring_nodes > 1 ? std::min(steps, 2.0 * ring_nodes) : steps;
-    return steps > 0 ? (network * latency_s + (steps - network) * intra_node_latency_s) / steps : latency_s;
-  }
-};
 
 int first_rank(const PlanContext& ctx, int stage) { return ctx.stage_first_rank(stage); }
 int last_rank(const PlanContext& ctx, int stage) { return ctx.stage_first_rank(stage) + ctx.stage_gpus(stage) - 1; }
@@ -70,12 +54,9 @@ Link link_between(const PlanContext& ctx, int stage, int rank_a, int rank_b, boo
   int a = ctx.node_of(rank_a), b = ctx.node_of(rank_b);
   const NodeType &ta = type_of_node(ctx, a), &tb = type_of_node(ctx, b);
   // Inside an NVLink domain every GPU has its own NVLink ports to the others, as on one node.
-  if (a == b || ctx.same_nvlink_domain(a, b))
-    return {ta.intra_node_latency_s, ta.intra_node_bandwidth_bits_per_s, ta.gpu_data.nvlink};
+  if (a == b || ctx.same_nvlink_domain(a, b)) return nvlink_of(ta);
   const double sharing = network_sharing(ctx, stage, ta, ring);
-  Link link{std::max(ta.inter_node_latency_s, tb.inter_node_latency_s),
-            std::min(ta.inter_node_bandwidth_bits_per_s, tb.inter_node_bandwidth_bits_per_s) / sharing,
-            ta.gpu_data.network.bus_share <= tb.gpu_data.network.bus_share ? ta.gpu_data.network : tb.gpu_data.network};
+  Link link = network_between(ta, tb, sharing);
   if (ctx.multi_zone) limit_by_zones(ctx, ta, tb, sharing, link);
   return link;
 }
@@ -102,12 +83,11 @@ double element_bytes(const ModelSpec& model) { return activation_bytes(model.dty
 /// the node's NICs. So it runs at the slower of a GPU's NVLink and the domain's network (the
 /// link's share of one node's NICs, times the domain's nodes).
 Link across_domains(const PlanContext& ctx, int node, Link link) {
-  const NodeType& type = type_of_node(ctx, node);
   link.bits_per_s *= ctx.domain_nodes[ctx.node_domain[node]];
-  const double nvlink_bits_per_s = type.intra_node_bandwidth_bits_per_s * type.gpu_data.nvlink.bus_share;
-  if (nvlink_bits_per_s < link.bits_per_s * link.collective.bus_share) {
-    link.bits_per_s = type.intra_node_bandwidth_bits_per_s;
-    link.collective = type.gpu_data.nvlink;
+  const Link nvlink = nvlink_of(type_of_node(ctx, node));
+  if (nvlink.bits_per_s * nvlink.collective.bus_share < link.bits_per_s * link.collective.bus_share) {
+    link.bits_per_s = nvlink.bits_per_s;
+    link.collective = nvlink.collective;
   }
   return link;
 }

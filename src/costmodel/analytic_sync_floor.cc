@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "specs/link.h"
 #include "specs/precision.h"
 
 namespace fasop {
@@ -18,7 +19,7 @@ LinkFloorLimits link_floor_limits(const ClusterSpec& inventory) {
 
 namespace {
 
-/// The least of `ring_s(collective, bits_per_s)` over the links a stage's data-parallel ring on
+/// The least of `ring_s(link)` over the links a stage's data-parallel ring on
 /// type `type` may use: its network, shared by at least min(tp, tp dp, the fewest GPUs a node)
 /// rings, or where the stage fits in a node (or the type has NVLink domains) possibly NVLink. A
 /// ring time only grows with the latency and falls with the bandwidth; zones only lower the
@@ -26,26 +27,24 @@ namespace {
 template <typename RingTime>
 double least_over_links(const NodeType& type, const LinkFloorLimits& limits, int tp, int dp, RingTime ring_s) {
   const int sharing = std::max(1, std::min({tp, tp * dp, limits.fewest_gpus_per_node}));
-  const GpuSpec& gpu = type.gpu_data;
-  double least = ring_s(gpu.network, type.inter_node_bandwidth_bits_per_s / sharing);
+  double least = ring_s(network_of(type, sharing));
   // A ring inside a node or an NVLink domain runs on NVLink; one across domains no faster.
-  if (tp * dp <= type.nvlink_gpus() || type.nvlink_domain_nodes > 1)
-    least = std::min(least, ring_s(gpu.nvlink, type.intra_node_bandwidth_bits_per_s));
+  if (tp * dp <= type.nvlink_gpus() || type.nvlink_domain_nodes > 1) least = std::min(least, ring_s(nvlink_of(type)));
   return least;
 }
 
 /// A floor under a ring all-reduce of `bytes` over the dp ranks of a stage on type `type`, at
 /// the least latency.
 double ring_floor_s(const NodeType& type, const LinkFloorLimits& limits, int tp, int dp, double bytes) {
-  return least_over_links(type, limits, tp, dp, [&](const CollectiveEfficiency& collective, double bits_per_s) {
-    return collective.ring_allreduce_s(bytes, dp, limits.least_latency_s, bits_per_s);
+  return least_over_links(type, limits, tp, dp, [&](const Link& link) {
+    return link.collective.ring_allreduce_s(bytes, dp, limits.least_latency_s, link.bits_per_s);
   });
 }
 
 /// Its bandwidth part alone (no latency, the link's plateau share), at most what the ring takes.
 double ring_stream_floor_s(const NodeType& type, const LinkFloorLimits& limits, int tp, int dp, double bytes) {
-  return least_over_links(type, limits, tp, dp, [&](const CollectiveEfficiency& collective, double bits_per_s) {
-    return collective.ring_allreduce_terms(dp, 0, bits_per_s).per_byte_s * bytes;
+  return least_over_links(type, limits, tp, dp, [&](const Link& link) {
+    return link.collective.ring_allreduce_terms(dp, 0, link.bits_per_s).per_byte_s * bytes;
   });
 }
 
@@ -96,8 +95,8 @@ std::vector<double> send_floor_s_by_types(const ModelSpec& model, const ClusterS
   std::vector<double> fastest(types, 0);
   for (size_t t = 0; t < types; ++t) {
     const NodeType& type = inventory.node_types[t];
-    fastest[t] = type.inter_node_bandwidth_bits_per_s / double(std::min<long long>(type.gpus_per_node, stage));
-    if (stage < type.nvlink_gpus()) fastest[t] = std::max(fastest[t], type.intra_node_bandwidth_bits_per_s);
+    fastest[t] = network_of(type, double(std::min<long long>(type.gpus_per_node, stage))).bits_per_s;
+    if (stage < type.nvlink_gpus()) fastest[t] = std::max(fastest[t], nvlink_of(type).bits_per_s);
   }
   std::vector<double> floors(size_t(1) << types, 0);
   for (size_t mask = 1; mask < floors.size(); ++mask) {

@@ -9,6 +9,7 @@
 #include "profiles/mla_layer.h"
 #include "profiles/moe_layer.h"
 #include "profiles/mtp_layer.h"
+#include "specs/link.h"
 #include "specs/precision.h"
 #include "specs/sliding_window.h"
 #include "specs/spec_error.h"
@@ -395,12 +396,7 @@ PassTime pass_time(const PassWork& work, int tp, const NodeType& node, const std
   if (work.tp_collectives > 0 && tp > 1) {
     // Within a node (or an NVLink domain of nodes) the ring runs on NVLink; a tp group larger
     // crosses the network, whose bandwidth the node's GPUs share.
-    const bool inside = tp <= node.nvlink_gpus();
-    comm_s = work.tp_collectives *
-             (inside ? gpu.nvlink.ring_allreduce_s(work.tp_collective_bytes, tp, node.intra_node_latency_s,
-                                                   node.intra_node_bandwidth_bits_per_s)
-                     : gpu.network.ring_allreduce_s(work.tp_collective_bytes, tp, node.inter_node_latency_s,
-                                                    node.inter_node_bandwidth_bits_per_s / node.gpus_per_node));
+    comm_s = work.tp_collectives * group_link(node, tp).ring_allreduce_s(work.tp_collective_bytes, tp);
   }
   if (options.execution.tp_comm_overlap) {
     const double hidden = std::min(comm_s, gemm_s);
@@ -427,17 +423,11 @@ double cp_ring_s(const PassWork& work, int tp, int cp, const NodeType& node) {
   // A ring lane's cp GPUs lie tp apart (tp fastest in rank order): inside a node while tp x cp
   // (or its NVLink domain) fits in one, else each step crosses the network, which the node's
   // GPUs share.
-  const GpuSpec& gpu = node.gpu_data;
-  const bool inside = tp * cp <= node.nvlink_gpus();
-  const double latency_s = inside ? node.intra_node_latency_s : node.inter_node_latency_s;
-  const double bits_per_s = inside ? node.intra_node_bandwidth_bits_per_s * gpu.nvlink.at(work.cp_ring_step_bytes)
-                                   : node.inter_node_bandwidth_bits_per_s / node.gpus_per_node *
-                                         gpu.network.at(work.cp_ring_step_bytes);
-  return work.cp_ring_steps * (latency_s + 8 * work.cp_ring_step_bytes / bits_per_s);
+  return work.cp_ring_steps * group_link(node, tp * cp).collective_seconds(work.cp_ring_step_bytes);
 }
 
 double ep_comm_s(const PassWork& work, int ep, int etp, const NodeType& node) {
-  const GpuSpec& gpu = node.gpu_data;
+  const Link nvlink = nvlink_of(node);
   double seconds = 0;
   if (work.ep_alltoalls > 0 && ep > 1) {
     // An expert group's ep GPUs lie etp apart (MoE parallel folding: etp fastest): the peers on
@@ -448,17 +438,11 @@ double ep_comm_s(const PassWork& work, int ep, int etp, const NodeType& node) {
     const int on_node = std::max(1, std::min(ep, node.nvlink_gpus() / etp));
     const double per_peer = work.ep_alltoall_bytes / ep;
     const double nvlink_bytes = (on_node - 1) * per_peer, network_bytes = (ep - on_node) * per_peer;
-    const double nvlink_s = nvlink_bytes == 0 ? 0
-                                              : nvlink_bytes * 8 / (node.intra_node_bandwidth_bits_per_s * gpu.nvlink.at(nvlink_bytes));
-    const double network_s = network_bytes == 0 ? 0
-                                                : network_bytes * 8 / (node.inter_node_bandwidth_bits_per_s /
-                                                                       node.gpus_per_node * gpu.network.at(network_bytes));
-    const double latency_s = ep > on_node ? node.inter_node_latency_s : node.intra_node_latency_s;
-    seconds += work.ep_alltoalls * (latency_s + std::max(nvlink_s, network_s));
+    const Link network = network_of(node, node.gpus_per_node);
+    const double latency_s = ep > on_node ? network.latency_s : nvlink.latency_s;
+    seconds += work.ep_alltoalls * (latency_s + std::max(nvlink.stream_s(nvlink_bytes), network.stream_s(network_bytes)));
   }
-  if (work.etp_collective_bytes > 0 && etp > 1)
-    seconds += gpu.nvlink.ring_allreduce_s(work.etp_collective_bytes, etp, node.intra_node_latency_s,
-                                           node.intra_node_bandwidth_bits_per_s);
+  if (work.etp_collective_bytes > 0 && etp > 1) seconds += nvlink.ring_allreduce_s(work.etp_collective_bytes, etp);
   return seconds;
 }
 
