@@ -53,14 +53,17 @@ class AnalyticPolicy : public CostPolicy {
   explicit AnalyticPolicy(AnalyticOptions options = {}) : options_(options) {}
   std::string name() const override { return "analytic"; }
   const AnalyticOptions& options() const { return options_; }
-  const AnalyticOptions* analytic_options() const override { return &options_; }
+  /// Its stages run at their slowest rank's type; the forward share is a third (time_passes:
+  /// forward c / 3, backward 2c / 3 or more), a half with ZeRO 3, whose exposed gathers
+  /// lengthen the forward pass but the backward's at least as much (it gathers the same
+  /// parameters and reduce-scatters gradients no smaller, and waits on no less); it prices
+  /// the zones' egress.
+  FloorFacts floor_facts() const override {
+    return {.analytic = &options_, .stage_type_is_slowest_rank = true,
+            .forward_share_bound = {1.0 / 3, 1.0 / 3, 1.0 / 3, 0.5}, .prices_zone_egress = true};
+  }
   std::vector<int> stage_node_types(const PlanContext& ctx) const override;
-  bool stage_type_is_slowest_rank() const override { return true; }
   double pass_time_factor(const PlanContext& ctx) const override;
-  /// A third (time_passes: forward c / 3, backward 2c / 3 or more); a half with ZeRO 3, whose
-  /// exposed gathers lengthen the forward pass but the backward's at least as much (it gathers
-  /// the same parameters and reduce-scatters gradients no smaller, and waits on no less).
-  double forward_share_bound(int zero_stage) const override { return zero_stage == 3 ? 0.5 : 1.0 / 3; }
   std::vector<double> boundary_send_s(const PlanContext& ctx) const override;
   std::vector<StageTiming> stage_timings(const PlanContext& ctx, const std::vector<int>& partition) const override;
   /// 1F1B as simulated; with virtual stages (v > 1) Megatron-LM's interleaved 1F1B, every rank
@@ -87,7 +90,6 @@ class AnalyticPolicy : public CostPolicy {
   double embedding_allreduce_s(const PlanContext& ctx) const override;
   /// The egress of the step's traffic between zones (zone_egress.h); 0 in one zone.
   double egress_usd_per_step(const PlanContext& ctx, const std::vector<int>& partition) const override;
-  bool prices_zone_egress() const override { return true; }
   std::vector<StageMemory> stage_memory(const PlanContext& ctx, const std::vector<int>& partition) const override;
   MemoryVerdict memory_verdict(const std::vector<StageMemory>& stages) const override;
   std::optional<MemoryModel> memory_model(const PlanContext& ctx) const override;

@@ -3,14 +3,13 @@
 #include <string>
 #include <vector>
 
+#include "costmodel/floor_facts.h"
 #include "costmodel/memory_model.h"
 #include "costmodel/memory_terms.h"
 #include "costmodel/pipeline_1f1b.h"
 #include "costmodel/plan_context.h"
 
 namespace fasop {
-
-struct AnalyticOptions;
 
 /// Peak memory of one pipeline stage on one GPU.
 struct StageMemory {
@@ -76,23 +75,15 @@ class CostPolicy {
  public:
   virtual ~CostPolicy() = default;
   virtual std::string name() const = 0;
-  /// The analytic policy's switches (communication, memory, headroom), which the search's
-  /// floors price alike; none for FASOP's policy.
-  virtual const AnalyticOptions* analytic_options() const { return nullptr; }
+  /// What the search's floors may assume of this policy.
+  virtual FloorFacts floor_facts() const { return {}; }
 
   /// Node type whose speed stage `stage` runs at.
   virtual std::vector<int> stage_node_types(const PlanContext& ctx) const = 0;
-  /// True when stage_node_types gives each stage the slowest node type (by whole-model compute)
-  /// among the nodes of its own ranks; a search's floors can then be tighter (shape_floor.h).
-  virtual bool stage_type_is_slowest_rank() const { return false; }
   /// A stage's forward plus backward seconds per micro-batch are at least this times its units'
   /// compute (PlanContext::unit_compute_s): more than 1 where the backward pass recomputes. The
   /// partition floors (partitioner.h) scale by it. 1 by default, as FASOP's passes are.
   virtual double pass_time_factor(const PlanContext&) const { return 1; }
-  /// A bound on a stage's forward seconds per micro-batch over its forward plus backward
-  /// seconds, at ZeRO stage `zero_stage`, for the search's pipeline floors (shape_floor.h).
-  /// 1 (no bound) by default.
-  virtual double forward_share_bound(int /*zero_stage*/) const { return 1; }
   /// Seconds to send one micro-batch's activations across boundary b, for each b < pp-1.
   virtual std::vector<double> boundary_send_s(const PlanContext& ctx) const = 0;
   /// Per-micro-batch timing of each stage of `partition`.
@@ -108,9 +99,6 @@ class CostPolicy {
   /// zones. Never negative, so that the nodes' price x the step time bounds the step's price
   /// from below. None by default (FASOP's policy ignores zones).
   virtual double egress_usd_per_step(const PlanContext&, const std::vector<int>&) const { return 0; }
-  /// True when egress_usd_per_step prices zone_traffic (zone_egress.h), which EgressFloor
-  /// (egress_floor.h) bounds for the search's floors.
-  virtual bool prices_zone_egress() const { return false; }
   /// Peak memory of each stage.
   virtual std::vector<StageMemory> stage_memory(const PlanContext& ctx,
                                                 const std::vector<int>& partition) const = 0;

@@ -26,8 +26,9 @@ class FasopPolicy : public CostPolicy {
   std::string name() const override { return "fasop"; }
   std::vector<int> stage_node_types(const PlanContext& ctx) const override;
   std::vector<double> boundary_send_s(const PlanContext& ctx) const override;
-  /// A third: FASOP's forward is a third of a stage's compute, its backward two thirds.
-  double forward_share_bound(int) const override { return 1.0 / 3; }
+  /// The forward share is a third: FASOP's forward is a third of a stage's compute, its
+  /// backward two thirds.
+  FloorFacts floor_facts() const override { return {.forward_share_bound = {1.0 / 3, 1.0 / 3, 1.0 / 3, 1.0 / 3}}; }
   std::vector<StageTiming> stage_timings(const PlanContext& ctx,
                                          const std::vector<int>& partition) const override;
   std::vector<double> dp_allreduce_s(const PlanContext& ctx, const std::vector<int>& partition,

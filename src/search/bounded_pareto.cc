@@ -38,7 +38,7 @@ EnumerationIndex shape_ordinal(const NodeCounts& counts, const NodeCounts& limit
 }
 
 std::optional<EgressFloor> egress_floor(const SearchInput& input) {
-  if (!input.policy->prices_zone_egress() || !input.cluster->multi_zone()) return std::nullopt;
+  if (!input.policy->floor_facts().prices_zone_egress || !input.cluster->multi_zone()) return std::nullopt;
   return EgressFloor(*input.model, *input.cluster);
 }
 
@@ -76,7 +76,7 @@ class BoundedSearch {
       : input_(input),
         sink_(sink),
         // A speed split runs a mixed stage faster than its slowest type: the floor counts every type.
-        floor_(input.search, input.search.policy->stage_type_is_slowest_rank() && !input.search.space.speed_split,
+        floor_(input.search, input.search.policy->floor_facts().stage_type_is_slowest_rank && !input.search.space.speed_split,
                input.search.memory_aware && input.constraints.exclude_oom),
         known_(input.constraints, input.ranking, input.keep),
         exclude_unfitting_(input.search.memory_aware && input.constraints.exclude_oom),
