@@ -818,7 +818,7 @@ TEST_CASE("a step's terms add up to its time", "[analytic][step]") {
     const std::vector<int> whole{n};
     PlanEstimate e = estimate_plan(ctx, policy, whole, 1, nullptr, true);
     StageSync sync = policy.stage_syncs(ctx, whole)[0];
-    const StepTerms& t = e.terms;
+    const StepBreakdown& t = e.breakdown;
     CHECK(t.compute_s == Approx(8 * 0.9 * 3e-3 * n).epsilon(1e-12));
     CHECK(t.layer_comm_s == Approx(8 * 0.1 * 3e-3 * n).epsilon(1e-12));
     CHECK(t.bubble_s == Approx(0).margin(1e-12));
@@ -828,7 +828,7 @@ TEST_CASE("a step's terms add up to its time", "[analytic][step]") {
     CHECK(t.optimizer_s == Approx(sync.optimizer_s).epsilon(1e-12));
     CHECK(t.optimizer_s > 0);
     CHECK(t.embedding_s == 0);
-    CHECK(t.sum() == Approx(e.step_time_s).epsilon(1e-12));
+    CHECK(t.total_s() == Approx(e.step_time_s).epsilon(1e-12));
     CHECK(e.step_time_s == Approx(8 * 3e-3 * n + sync.after_pipeline_s() + sync.after_sync_s()).epsilon(1e-12));
   }
   {
@@ -843,7 +843,7 @@ TEST_CASE("a step's terms add up to its time", "[analytic][step]") {
       key.virtual_stages = v;
       PlanContext ctx = make_plan_context(m, cluster, {&profile}, policy, key);
       PlanEstimate e = estimate_plan(ctx, policy, {5, 5}, 1, nullptr, true);
-      const StepTerms& t = e.terms;
+      const StepBreakdown& t = e.breakdown;
       INFO("v " << v);
       for (double term : {t.compute_s, t.bubble_s, t.layer_comm_s, t.sends_s, t.dp_comm_s, t.overlap_cost_s, t.optimizer_s,
                           t.embedding_s})
@@ -851,7 +851,7 @@ TEST_CASE("a step's terms add up to its time", "[analytic][step]") {
       CHECK(t.bubble_s > 0);
       CHECK(t.sends_s > 0);
       CHECK(t.embedding_s == e.embedding_allreduce_s);
-      CHECK(t.sum() == Approx(e.step_time_s).epsilon(1e-12));
+      CHECK(t.total_s() == Approx(e.step_time_s).epsilon(1e-12));
       // The search's lower bound stays below the step.
       CHECK(policy.step_time_lower_bound(ctx, {5, 5}) <= e.step_time_s * (1 + 1e-12));
     }
@@ -862,7 +862,7 @@ TEST_CASE("a step's terms add up to its time", "[analytic][step]") {
     PlanContext ctx = f.context(1, 1, 2, 16);
     std::vector<int> partition{4, 3, 3, 3, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 4, 4};
     PlanEstimate e = estimate_plan(ctx, f.policy, partition, kFasopIterations, nullptr, true);
-    const StepTerms& t = e.terms;
+    const StepBreakdown& t = e.breakdown;
     CHECK(t.optimizer_s == 0);
     CHECK(t.layer_comm_s == 0);
     CHECK(t.overlap_cost_s == 0);
@@ -871,7 +871,7 @@ TEST_CASE("a step's terms add up to its time", "[analytic][step]") {
     CHECK(t.compute_s > 0);
     CHECK(t.sends_s > 0);
     // FASOP adds its step in float32; the terms are the double-precision parts of that sum.
-    CHECK(t.sum() == Approx(e.step_time_s).epsilon(4 * std::numeric_limits<float>::epsilon()));
+    CHECK(t.total_s() == Approx(e.step_time_s).epsilon(4 * std::numeric_limits<float>::epsilon()));
     CHECK(e.step_time_s == step_time_s(ctx, f.policy, partition));
   }
 }
@@ -1106,9 +1106,9 @@ TEST_CASE("a step's terms: the optimizer by hand, the parameter all-gather, and 
     if (!overlap_gather) CHECK(sync[0].gather_exposed_s == Approx(sync[0].gather_s).epsilon(1e-12));
     else CHECK(sync[0].gather_exposed_s < sync[0].gather_s);
     PlanEstimate e = estimate_plan(ctx, policy, partition, 1, nullptr, true);
-    CHECK(e.terms.sum() == Approx(e.step_time_s).epsilon(1e-9));
-    CHECK(e.terms.optimizer_s == Approx(sync[0].optimizer_s).epsilon(1e-9));
-    CHECK(e.terms.compute_s > 0);
+    CHECK(e.breakdown.total_s() == Approx(e.step_time_s).epsilon(1e-9));
+    CHECK(e.breakdown.optimizer_s == Approx(sync[0].optimizer_s).epsilon(1e-9));
+    CHECK(e.breakdown.compute_s > 0);
   }
 }
 

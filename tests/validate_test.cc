@@ -221,7 +221,7 @@ TEST_CASE("The shipped Megatron set: ten cases, each predicted", "[validate]") {
     CHECK(results.back().mbs == 1);
     CHECK(results.back().predicted_step_s > 0);
     // The step's terms add up to the step time.
-    CHECK(results.back().estimate.terms.sum() == Approx(results.back().predicted_step_s).epsilon(1e-9));
+    CHECK(results.back().estimate.breakdown.total_s() == Approx(results.back().predicted_step_s).epsilon(1e-9));
   }
   // The table's step_s column, converted by our formula.
   CHECK(std::fabs(results.front().measured_step_s / 3.528 - 1) < 1e-3);

@@ -7,6 +7,7 @@
 #include "costmodel/make_context.h"
 #include "report/atomic_file.h"
 #include "report/pipeline_timeline.h"
+#include "report/step_breakdown_text.h"
 #include "report/plan_view.h"
 
 namespace fasop {
@@ -33,7 +34,8 @@ void show(const PlanShowOptions& options) {
                         context_expert_text(loaded.result.plan.key, ", ") + ", micro-batch " +
                         std::to_string(loaded.result.plan.key.mbs);
     write_file_atomically(options.timeline,
-                          pipeline_timeline_svg(events, stage_labels(setup.model, setup.cluster, loaded.result), title));
+                          pipeline_timeline_svg(events, stage_labels(setup.model, setup.cluster, loaded.result), title,
+                                                step_breakdown_sum_text(loaded.result.estimate.breakdown)));
   }
   std::cout << plan_view_text(loaded.file, setup.model, setup.cluster, loaded.result)
             << estimate_change(loaded.file, loaded.result);

@@ -563,9 +563,9 @@ void AnalyticPolicy::sync_s(const PlanContext& ctx, const std::vector<int>& part
   }
 }
 
-StepTerms AnalyticPolicy::step_terms(const PlanContext& ctx, const std::vector<int>& partition,
+StepBreakdown AnalyticPolicy::step_breakdown(const PlanContext& ctx, const std::vector<int>& partition,
                                      const std::vector<int>& timed_partition, const StepResult& step) const {
-  StepTerms terms = CostPolicy::step_terms(ctx, partition, timed_partition, step);
+  StepBreakdown terms = CostPolicy::step_breakdown(ctx, partition, timed_partition, step);
   const int b = step.bottleneck_stage, a = step.after_sync_stage, m = ctx.num_microbatches;
   const StagePassParts parts = pass_parts(ctx, timed_partition)[b];
   const std::vector<StageSync> syncs =

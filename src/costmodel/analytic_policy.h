@@ -82,7 +82,7 @@ class AnalyticPolicy : public CostPolicy {
               std::vector<double>* dp_allreduce, std::vector<double>* after_sync) const override;
   /// The terms by part (StagePassParts, StageSync) of the bottleneck stage and of the stage
   /// with the most after_sync_s; the bubble is the rest of the step.
-  StepTerms step_terms(const PlanContext& ctx, const std::vector<int>& partition,
+  StepBreakdown step_breakdown(const PlanContext& ctx, const std::vector<int>& partition,
                        const std::vector<int>& timed_partition, const StepResult& step) const override;
   /// CostPolicy's bound; with interleaving the schedule's own closed form (the 1F1B bound does
   /// not hold for it).

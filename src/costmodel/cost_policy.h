@@ -8,6 +8,7 @@
 #include "costmodel/memory_terms.h"
 #include "costmodel/pipeline_1f1b.h"
 #include "costmodel/plan_context.h"
+#include "costmodel/step_breakdown.h"
 
 namespace fasop {
 
@@ -49,23 +50,6 @@ struct StepResult {
   int bottleneck_stage = 0;  ///< the first stage whose end + all-reduce is the latest
   int after_sync_stage = 0;  ///< the first stage with the most after_sync_s
   double step_s = 0;
-};
-
-/// A step's time as a sum of terms, in seconds (PlanEstimate::terms). They add up to the step
-/// time, along the path that sets it: the bottleneck stage's pipeline, then the slowest stage
-/// after the gradient synchronisation (docs/cost-model.md#step-terms).
-struct StepTerms {
-  double compute_s = 0;       ///< the bottleneck stage's m x (forward + backward) kernels, tp communication excluded
-  double bubble_s = 0;        ///< the rest of the pipeline on that stage: fill, drain and waiting
-  double layer_comm_s = 0;    ///< m x the stage's exposed tp, cp and ep communication (CSV: tp_comm_s)
-  double sends_s = 0;         ///< what the point-to-point sends add to the pipeline
-  double dp_comm_s = 0;       ///< exposed gradient reduction, parameter all-gather and ZeRO-3 gathers
-  double overlap_cost_s = 0;  ///< what hidden communication costs the GEMMs (GpuSpec::overlap_slowdown)
-  double optimizer_s = 0;     ///< the optimizer step
-  double embedding_s = 0;     ///< the tied embedding's all-reduce
-  double sum() const {
-    return compute_s + bubble_s + layer_comm_s + sends_s + dp_comm_s + overlap_cost_s + optimizer_s + embedding_s;
-  }
 };
 
 /// The formulas of a cost model that differ between FASOP and better models: how stages map to
@@ -129,13 +113,14 @@ class CostPolicy {
     *dp_allreduce = dp_allreduce_s(ctx, partition, timings);
     *after_sync = after_sync_s(ctx, partition, timings);
   }
-  /// The step's terms (StepTerms) of `step`, an estimate of `partition` whose stages were timed
-  /// with `timed_partition`. By default: compute is the bottleneck stage's m x (forward +
+  /// The step's terms (StepBreakdown) of `step`, an estimate of `partition` whose stages were
+  /// timed with `timed_partition`. By default: compute is the bottleneck stage's m x (forward +
   /// backward), sends what zeroing them would take off that stage's end, bubble the rest of its
-  /// pipeline, dp_comm its all-reduce, embedding the embedding sync, optimizer the slowest
-  /// after_sync_s; float rounding of the step's sum goes to the bubble (estimate.cc).
-  virtual StepTerms step_terms(const PlanContext& ctx, const std::vector<int>& partition,
-                               const std::vector<int>& timed_partition, const StepResult& step) const;
+  /// pipeline (the schedule without sends), dp_comm its all-reduce, embedding the embedding
+  /// sync, optimizer the slowest after_sync_s (estimate.cc). Nothing is a remainder: a test
+  /// checks total_s() against the step.
+  virtual StepBreakdown step_breakdown(const PlanContext& ctx, const std::vector<int>& partition,
+                                       const std::vector<int>& timed_partition, const StepResult& step) const;
 
   /// A cheap lower bound on the step time of `partition` (no simulation), so that a search
   /// can skip partitions that cannot win: the pipeline's lower bound (pipeline_1f1b.h) plus

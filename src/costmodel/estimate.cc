@@ -26,11 +26,11 @@ StepResult compute_step_time(const PlanContext& ctx, const CostPolicy& policy,
 
 }  // namespace
 
-StepTerms CostPolicy::step_terms(const PlanContext& ctx, const std::vector<int>&, const std::vector<int>&,
+StepBreakdown CostPolicy::step_breakdown(const PlanContext& ctx, const std::vector<int>&, const std::vector<int>&,
                                  const StepResult& step) const {
   const int b = step.bottleneck_stage, m = ctx.num_microbatches;
   const StageTiming& t = step.timings[b];
-  StepTerms terms;
+  StepBreakdown terms{};
   terms.compute_s = m * (t.forward_s + t.backward_s);
   // The sends' share: how much earlier the bottleneck stage would end without them.
   std::vector<StageTiming> silent = step.timings;
@@ -57,7 +57,7 @@ double step_time_s(const PlanContext& ctx, const CostPolicy& policy, const std::
 
 PlanEstimate estimate_plan(const PlanContext& ctx, const CostPolicy& policy,
                            const std::vector<int>& partition, double iterations,
-                           const std::vector<int>* timed_partition, bool with_terms) {
+                           const std::vector<int>* timed_partition, bool with_breakdown) {
   const std::vector<int>& timed = timed_partition ? *timed_partition : partition;
   StepResult t = compute_step_time(ctx, policy, partition, timed);
   PlanEstimate e;
@@ -84,7 +84,7 @@ PlanEstimate estimate_plan(const PlanContext& ctx, const CostPolicy& policy,
     e.stages.push_back(r);
     first += partition[s];
   }
-  if (with_terms) e.terms = policy.step_terms(ctx, partition, timed, t);
+  if (with_breakdown) e.breakdown = policy.step_breakdown(ctx, partition, timed, t);
   return e;
 }
 

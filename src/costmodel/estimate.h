@@ -32,7 +32,7 @@ struct PlanEstimate {
   double train_cost_usd = 0;         ///< price per step x iterations
   MemoryVerdict memory;
   std::vector<StageReport> stages;
-  StepTerms terms;                   ///< step_time_s as a sum of terms (estimate_plan's with_terms; else zeros)
+  StepBreakdown breakdown;           ///< step_time_s as a sum of terms (estimate_plan's with_breakdown; else zeros)
 };
 
 /// FASOP's default number of training steps (12.5M).
@@ -44,11 +44,11 @@ double step_time_s(const PlanContext& ctx, const CostPolicy& policy, const std::
 /// The full estimate of a plan with `partition`. `timed_partition`, if given, supplies the
 /// stage compute times instead (to reproduce FASOP's figures where FASOP timed one partition and
 /// reported another); memory and all-reduce always follow `partition`.
-/// `with_terms`: also the step's terms (PlanEstimate::terms), which cost another pipeline
+/// `with_breakdown`: also the step's terms (PlanEstimate::breakdown), which cost another pipeline
 /// simulation; the search's inner loops go without, the plans it reports get them.
 PlanEstimate estimate_plan(const PlanContext& ctx, const CostPolicy& policy,
                            const std::vector<int>& partition, double iterations = kFasopIterations,
-                           const std::vector<int>* timed_partition = nullptr, bool with_terms = false);
+                           const std::vector<int>* timed_partition = nullptr, bool with_breakdown = false);
 
 /// The plan's 1F1B schedule as timeline boxes (stage timings of `partition`), for pictures.
 std::vector<PipelineEvent> pipeline_events(const PlanContext& ctx, const CostPolicy& policy,

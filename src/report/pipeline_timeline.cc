@@ -120,7 +120,7 @@ TimelineLayout pipeline_timeline_layout(const std::vector<PipelineEvent>& events
 }
 
 std::string pipeline_timeline_svg(const std::vector<PipelineEvent>& events, const std::vector<std::string>& stage_labels,
-                                  const std::string& title) {
+                                  const std::string& title, const std::string& caption) {
   std::vector<std::array<Runs, 4>> runs;  // merged rows only
   const TimelineLayout layout = layout_with_runs(events, stage_labels, runs);
   const double end_s = end_of(events), left = layout.left, plot = layout.plot_width;
@@ -157,6 +157,8 @@ std::string pipeline_timeline_svg(const std::vector<PipelineEvent>& events, cons
         << format_number("%.4g", t) << "</text>\n";
   }
   svg << "<text x=\"" << left + plot / 2 << "\" y=\"" << axis_y + 36 << "\" text-anchor=\"middle\">seconds</text>\n";
+  if (!caption.empty())
+    svg << "<text x=\"" << kMargin << "\" y=\"" << axis_y + 58 << "\" fill=\"#555\">" << xml_escape(caption) << "</text>\n";
   if (layout.merged) {
     const double half = layout.box_height / 2, send_half = layout.send_height / 2;
     // Each kind one path; a lane's offset in its row and height.

@@ -29,9 +29,10 @@ TimelineLayout pipeline_timeline_layout(const std::vector<PipelineEvent>& events
                                         const std::vector<std::string>& stage_labels);
 
 /// The picture of `events` (from simulate_1f1b_events) for `stage_labels.size()` stages,
-/// labelled by `stage_labels` (e.g. "stage 0: A100, units 0-12"), under `title`. Its size is
+/// labelled by `stage_labels` (e.g. "stage 0: A100, units 0-12"), under `title`, with
+/// `caption` (e.g. the step's terms, step_breakdown_text.h) below the axis. Its size is
 /// bounded (about a megabyte) whatever the number of stages and micro-batches.
 std::string pipeline_timeline_svg(const std::vector<PipelineEvent>& events, const std::vector<std::string>& stage_labels,
-                                  const std::string& title);
+                                  const std::string& title, const std::string& caption = "");
 
 }  // namespace fasop

@@ -7,6 +7,7 @@
 #include "report/json_text.h"
 #include "report/memory_report.h"
 #include "report/number_format.h"
+#include "report/step_breakdown_text.h"
 #include "search/cluster_shapes.h"
 
 namespace fasop {
@@ -116,11 +117,7 @@ std::string estimate_text(const ModelSpec& model, const ClusterSpec& cluster, co
       << "  pipeline (1F1B)    " << fixed(e.pipeline_time_s, 6) << " s\n"
       << "  DP all-reduce      " << fixed(e.dp_allreduce_s, 6) << " s\n"
       << "  embedding sync     " << fixed(e.embedding_allreduce_s, 6) << " s\n"
-      << "  as terms           compute " << fixed(e.terms.compute_s, 6) << ", bubble " << fixed(e.terms.bubble_s, 6)
-      << ", tp comm " << fixed(e.terms.layer_comm_s, 6) << ", sends " << fixed(e.terms.sends_s, 6) << ",\n"
-      << "                     dp comm " << fixed(e.terms.dp_comm_s, 6) << ", overlap cost "
-      << fixed(e.terms.overlap_cost_s, 6) << ", optimizer " << fixed(e.terms.optimizer_s, 6) << ", embedding "
-      << fixed(e.terms.embedding_s, 6) << " s\n"
+      << "  as terms           " << step_breakdown_text(e.breakdown, 4, std::string(21, ' '))
       << "price per step       $" << fixed(e.price_per_step_usd, 6) << "\n";
   // Across zones, the price's two parts: the nodes' time and the egress between zones.
   if (cluster.multi_zone())
@@ -172,13 +169,12 @@ std::string estimate_json(const ModelSpec& model, const ClusterSpec& cluster, co
       << ", \"is_zero_oom\": " << boolean(e.memory.is_zero_oom)
       << ", \"zero_oom_gpumem\": " << num(e.memory.zero_oom_gpumem_gib)
       << ", \"train_cost\": " << num(e.train_cost_usd);
-  // The step time as a sum of terms (PlanEstimate::terms), in seconds.
-  const StepTerms& t = e.terms;
-  out << ", \"terms\": {\"compute\": " << num(t.compute_s) << ", \"bubble\": " << num(t.bubble_s)
-      << ", \"tp_comm\": " << num(t.layer_comm_s) << ", \"sends\": " << num(t.sends_s)
-      << ", \"dp_comm\": " << num(t.dp_comm_s) << ", \"overlap_cost\": " << num(t.overlap_cost_s)
-      << ", \"optimizer\": " << num(t.optimizer_s) << ", \"embedding\": " << num(t.embedding_s) << "}"
-      << ", \"stages\": [";
+  // The step time as a sum of terms (PlanEstimate::breakdown), in seconds.
+  out << ", \"terms\": {";
+  for (const StepTermField& term : step_term_fields())
+    out << (term.seconds == step_term_fields().front().seconds ? "" : ", ") << json_string(term.name) << ": "
+        << num(e.breakdown.*term.seconds);
+  out << "}, \"stages\": [";
   for (size_t s = 0; s < e.stages.size(); ++s) {
     const StageReport& st = e.stages[s];
     out << (s ? ", " : "") << "{\"first_unit\": " << st.first_unit << ", \"units\": " << st.num_units

@@ -379,9 +379,10 @@ std::string validation_text(const std::vector<ValidationResult>& results, bool q
 std::string validation_csv(const std::vector<ValidationResult>& results) {
   std::string out =
       "set,case,gpu,gpus,tp,pp,dp,mbs,mbs_assumed,measured_step_s,predicted_step_s,error_pct,"
-      "predicted_memory_gib,fits,compute_s,bubble_s,tp_comm_s,sends_s,dp_comm_s,overlap_cost_s,optimizer_s,"
-      "embedding_s,memory_figure,memory_rank,measured_memory_gib,predicted_figure_gib,memory_error_pct,"
-      "measured_after_step_gib,predicted_after_step_gib,memory_stage,memory_moment";
+      "predicted_memory_gib,fits";
+  for (const StepTermField& term : step_term_fields()) out += std::string(",") + term.name + "_s";
+  out += ",memory_figure,memory_rank,measured_memory_gib,predicted_figure_gib,memory_error_pct,"
+         "measured_after_step_gib,predicted_after_step_gib,memory_stage,memory_moment";
   for (const MemoryTermField& term : memory_term_fields()) out += std::string(",mem_") + term.name + "_gib";
   out += "\n";
   for (const ValidationResult& r : results) {
@@ -392,10 +393,7 @@ std::string validation_csv(const std::vector<ValidationResult>& results) {
            (r.mbs_chosen ? "true" : "false") + "," + (step ? fixed(r.measured_step_s, 6) : "") + "," +
            fixed(r.predicted_step_s, 6) + "," + (step ? fixed(r.error_pct, 3) : "") + "," +
            fixed(r.predicted_memory_gib, 3) + "," + (r.fits ? "true" : "false");
-    const StepTerms& t = r.estimate.terms;
-    for (double term : {t.compute_s, t.bubble_s, t.layer_comm_s, t.sends_s, t.dp_comm_s, t.overlap_cost_s, t.optimizer_s,
-                        t.embedding_s})
-      out += "," + fixed(term, 6);
+    for (const StepTermField& term : step_term_fields()) out += "," + fixed(r.estimate.breakdown.*term.seconds, 6);
     const MemoryMeasurement& measured = r.c.measurement.memory;
     if (measured.peak_gib > 0) {
       out += std::string(",") + (measured.figure == MemoryFigure::kMaxReserved ? "max_reserved" : "max_allocated") + "," +
