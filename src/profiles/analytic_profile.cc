@@ -467,8 +467,7 @@ ProfileSpec analytic_profile(const ModelSpec& model, const NodeType& node, const
         LayerTime t = layer_time(model, unit, tp, mbs, node, options);
         profile.forward_s[unit.type][tp][mbs] = t.forward.seconds;
         profile.backward_s[unit.type][tp][mbs] = t.backward.seconds;
-        profile.layer_comm_s[unit.type][tp][mbs] = t.forward.tp_comm_s + t.backward.tp_comm_s + t.forward.cp_comm_s +
-                                                t.backward.cp_comm_s + t.forward.ep_comm_s + t.backward.ep_comm_s;
+        profile.layer_comm_s[unit.type][tp][mbs] = t.layer_comm_s();
       }
   return profile;
 }

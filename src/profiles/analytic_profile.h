@@ -122,6 +122,11 @@ PassTime pass_time(const PassWork& work, int tp, const NodeType& node, const std
 /// Forward and backward times of one unit.
 struct LayerTime {
   PassTime forward, backward;
+  /// The unit's model-parallel communication, both passes: tp, cp and ep (ProfileSpec::layer_comm_s).
+  double layer_comm_s() const {
+    return forward.tp_comm_s + backward.tp_comm_s + forward.cp_comm_s + backward.cp_comm_s + forward.ep_comm_s +
+           backward.ep_comm_s;
+  }
 };
 LayerTime layer_time(const ModelSpec& model, const LayerUnit& unit, int tp, int mbs, const NodeType& node,
                      const LayerOptions& options = {});
