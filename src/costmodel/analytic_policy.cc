@@ -302,9 +302,17 @@ std::vector<double> AnalyticPolicy::boundary_send_s(const PlanContext& ctx) cons
   return sends;
 }
 
+double AnalyticPolicy::gradient_bucket_params(int dp, double bucket_params) {
+  return bucket_params > 0 ? bucket_params : std::max(40e6, 1e6 * dp);
+}
+
 int AnalyticPolicy::gradient_buckets(double params, int dp, double bucket_params) {
-  const double bucket = bucket_params > 0 ? bucket_params : std::max(40e6, 1e6 * dp);
-  return std::max(1, static_cast<int>(std::ceil(params / bucket)));
+  return std::max(1, static_cast<int>(std::ceil(params / gradient_bucket_params(dp, bucket_params))));
+}
+
+double AnalyticPolicy::optimizer_step_s(const GpuSpec& gpu, const std::string& dtype, double local_params) {
+  const double bandwidth = gpu.memory_bandwidth_bytes_per_s * gpu.efficiency(dtype).memory_share;
+  return bandwidth > 0 ? kOptimizerBytesPerParam * local_params / bandwidth : 0;
 }
 
 double AnalyticPolicy::bucketed_exposed_s(int buckets, double bucket_s, double window_s, double slack_s) {
@@ -503,8 +511,7 @@ std::vector<StageSync> AnalyticPolicy::stage_syncs(const PlanContext& ctx, const
     const GpuSpec& gpu = stage_gpu(ctx, s);
     // Adam on the GPU's own parameters: its shard with ZeRO, else all of the stage's.
     const double local = k.zero_stage >= 1 ? params / dp + experts / edp : params + experts;
-    const double bandwidth = gpu.memory_bandwidth_bytes_per_s * gpu.efficiency(model.dtype).memory_share;
-    if (bandwidth > 0) sync.optimizer_s = kOptimizerBytesPerParam * local / bandwidth;
+    sync.optimizer_s = optimizer_step_s(gpu, model.dtype, local);
     if ((dp > 1 || edp > 1) && k.zero_stage < 3) {
       const Link link = dp_link(ctx, s);
       const double slowdown = gpu.overlap_slowdown;

@@ -112,8 +112,10 @@ class AnalyticPolicy : public CostPolicy {
   static double gradient_bytes(const std::string& dtype, bool bf16_gradients = false);
   /// The same for `model`'s precision and its grad_reduce_in_bf16.
   static double gradient_bytes(const ModelSpec& model);
-  /// Megatron-Core's gradient buckets of `params` parameters at data-parallel degree `dp`:
-  /// ceil(params / B), B = `bucket_params`, or where 0 its default max(40e6, 1e6 x dp).
+  /// Megatron-Core's gradient bucket size at data-parallel degree `dp`: `bucket_params`, or
+  /// where 0 its default max(40e6, 1e6 x dp) parameters.
+  static double gradient_bucket_params(int dp, double bucket_params = 0);
+  /// Its buckets of `params` parameters: ceil(params / gradient_bucket_params).
   static int gradient_buckets(double params, int dp, double bucket_params = 0);
   /// Seconds exposed of `buckets` collectives of `bucket_s` each, run one after another on one
   /// stream as a pass of `window_s` seconds produces (or consumes) their data uniformly, bucket
@@ -124,6 +126,9 @@ class AnalyticPolicy : public CostPolicy {
   /// and both moments read and written (12 + 12), the 16-bit weight written (2), and the
   /// gradient norm's pass over the gradient for clipping (4).
   static constexpr double kOptimizerBytesPerParam = 34;
+  /// Seconds of Adam's step over `local_params` parameters on `gpu` training in `dtype`: their
+  /// kOptimizerBytesPerParam at its memory bandwidth x memory_share (0 where it has none).
+  static double optimizer_step_s(const GpuSpec& gpu, const std::string& dtype, double local_params);
 
  private:
   /// A stage's forward and backward kernels from its units' `compute` (1/3 and 2/3, plus what

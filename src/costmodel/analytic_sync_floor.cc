@@ -53,10 +53,7 @@ double ring_stream_floor_s(const NodeType& type, const LinkFloorLimits& limits, 
 SyncFloorParts sync_floor_parts(const ModelSpec& model, const AnalyticOptions& options, const NodeType& type,
                                 const LinkFloorLimits& limits, int tp, int dp, int zero_stage, double params) {
   SyncFloorParts parts;
-  const GpuSpec& gpu = type.gpu_data;
-  const double bandwidth = gpu.memory_bandwidth_bytes_per_s * gpu.efficiency(model.dtype).memory_share;
-  const double local = zero_stage >= 1 ? params / dp : params;
-  if (bandwidth > 0) parts.optimizer_s = AnalyticPolicy::kOptimizerBytesPerParam * local / bandwidth;
+  parts.optimizer_s = AnalyticPolicy::optimizer_step_s(type.gpu_data, model.dtype, zero_stage >= 1 ? params / dp : params);
   if (dp <= 1) return parts;
   const double gradient = AnalyticPolicy::gradient_bytes(model), element = activation_bytes(model.dtype);
   auto ring = [&](double bytes) { return ring_floor_s(type, limits, tp, dp, bytes); };
@@ -71,7 +68,7 @@ SyncFloorParts sync_floor_parts(const ModelSpec& model, const AnalyticOptions& o
   // A stage of P parameters has K = ceil(P / cap) buckets where bucketing (or one of P): each of
   // at least min(P, cap / 2); K buckets' rings take at least the ring of their sum.
   const bool bucketed = options.execution.overlap_grad_reduce || options.execution.overlap_param_gather;
-  const double cap = options.execution.ddp_bucket_size > 0 ? options.execution.ddp_bucket_size : std::max(40e6, 1e6 * dp);
+  const double cap = AnalyticPolicy::gradient_bucket_params(dp, options.execution.ddp_bucket_size);
   const double bucket = bucketed ? std::min(params, cap / 2) : params;
   const bool sharded = zero_stage == 1 || zero_stage == 2;
   const double half = sharded ? 0.5 : 1.0;
