@@ -1,6 +1,7 @@
 // Plan files: written and read back field for field, and errors that name the field.
 #include <catch2/catch.hpp>
 
+#include "specs/plan_degrees.h"
 #include "specs/plan_file.h"
 #include "specs/spec_error.h"
 
@@ -117,4 +118,26 @@ TEST_CASE("a plan file keeps bf16 gradients, and refuses them under FASOP's poli
   fasop.replace(fasop.find("policy: analytic"), 16, "policy: fasop");
   CHECK_THROWS_WITH(parse_plan_file(fasop, "p.yaml"), Contains("p.yaml") && Contains("'grad_reduce_in_bf16'") &&
                                                            Contains("policy: analytic"));
+}
+
+TEST_CASE("every degree of plan_degrees() round-trips through plan files and names its field when wrong", "[plan]") {
+  PlanFile plan = sample_plan();
+  plan.key.cp = 2;
+  plan.key.ep = 4;
+  plan.key.etp = 2;
+  const std::string text = plan_file_yaml(plan);
+  CHECK_THAT(text, Contains("\ncp: 2    # context parallelism: each sequence over cp GPUs\n"));
+  CHECK_THAT(text, Contains("\nep: 4    # expert parallelism: the experts over ep GPUs\n"));
+  CHECK_THAT(text, Contains("\netp: 2    # expert tensor parallelism\n"));
+  const PlanFile back = parse_plan_file(text, "p.yaml");
+  for (const PlanDegree& degree : plan_degrees()) CHECK(back.key.*degree.value == plan.key.*degree.value);
+  // A degree of 1 is left out, and reads back as 1.
+  CHECK_THAT(plan_file_yaml(sample_plan()), !Contains("cp:") && !Contains("etp:"));
+  CHECK(parse_plan_file(plan_file_yaml(sample_plan()), "p.yaml").key.etp == 1);
+  std::string zero = text;
+  zero.replace(zero.find("etp: 2"), 6, "etp: 0");
+  CHECK_THROWS_WITH(parse_plan_file(zero, "p.yaml"), Contains("p.yaml") && Contains("'etp'") && Contains("positive"));
+  std::string huge = text;
+  huge.replace(huge.find("cp: 2"), 5, "cp: 200000");
+  CHECK_THROWS_WITH(parse_plan_file(huge, "p.yaml"), Contains("'cp'") && Contains("at most 100000"));
 }

@@ -12,6 +12,7 @@
 #include "report/plan_table.h"
 #include "search/cluster_shapes.h"
 #include "search/search_space.h"
+#include "specs/plan_degrees.h"
 #include "specs/spec_error.h"
 
 namespace fasop {
@@ -168,11 +169,8 @@ void add_estimate_command(CLI::App& app) {
   command->add_option("--tp", options->key.tp, "tensor-parallel degree");
   command->add_option("--dp", options->key.dp, "data-parallel degree");
   command->add_option("--pp", options->key.pp, "pipeline stages");
-  command->add_option("--cp", options->key.cp,
-                      "context-parallel degree: each sequence split over cp GPUs (ring attention; analytic profiles)");
-  command->add_option("--ep", options->key.ep,
-                      "expert-parallel degree: a MoE model's experts split over ep GPUs of a stage's tp x cp x dp");
-  command->add_option("--etp", options->key.etp, "expert tensor-parallel degree: each expert split over etp GPUs");
+  for (const PlanDegree& degree : plan_degrees())
+    command->add_option(std::string("--") + degree.name, options->key.*degree.value, degree.help);
   command->add_option("--nodes", options->nodes,
                       "plan on N nodes of TYPE (node type or GPU name) of the cluster, the others 0: a cluster "
                       "shape as `search --pareto` tries; repeatable")

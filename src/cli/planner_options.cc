@@ -199,11 +199,14 @@ void apply_fixed_dims(const std::vector<std::string>& fix, SearchSpaceOptions& s
       space.virtual_stages = {number};
       continue;
     }
-    int* slot = key == "tp" ? &space.fixed.tp : key == "dp" ? &space.fixed.dp : key == "pp" ? &space.fixed.pp
-              : key == "mbs" ? &space.fixed.mbs : key == "cp" ? &space.fixed.cp : key == "ep" ? &space.fixed.ep : nullptr;
+    int* slot = nullptr;
+    std::string names;
+    for (const FixedDimField& field : fixed_dim_fields()) {
+      if (key == field.name) slot = &(space.fixed.*field.value);
+      names += std::string(field.name) + ", ";
+    }
     if (!slot)
-      throw SpecError("--fix " + item + ": unknown degree '" + key +
-                      "'; use tp, dp, pp, mbs, cp, ep, zero, recompute, sp or vpp");
+      throw SpecError("--fix " + item + ": unknown degree '" + key + "'; use " + names + "zero, recompute, sp or vpp");
     if (number <= 0) throw SpecError("--fix " + item + ": expected " + key + "=N with N a positive whole number");
     *slot = number;
   }
@@ -350,12 +353,8 @@ namespace {
 
 /// How analytic profiles time a plan's layers: Megatron-LM's stack, --tp-comm-overlap, and the
 /// plan's context and expert parallelism.
-LayerOptions profile_layers(const PlannerOptions& options, int cp, int ep, int etp) {
-  LayerOptions layers{.stack = Stack::kMegatron, .sequence_parallel = false, .execution = execution_of(options)};
-  layers.cp = cp;
-  layers.ep = ep;
-  layers.etp = etp;
-  return layers;
+LayerOptions profile_layers(const PlannerOptions& options, const PlanKey& split) {
+  return split_as({.stack = Stack::kMegatron, .sequence_parallel = false, .execution = execution_of(options)}, split);
 }
 
 /// An analytic profile of `model` on `node` at every tp a node takes and every micro-batch that
@@ -367,7 +366,7 @@ ProfileSpec node_analytic_profile(const ModelSpec& model, const NodeType& node, 
 }  // namespace
 
 void PlannerSetup::load_profiles(const PlannerOptions& options, const std::vector<int>& counts, const PlanKey* key) {
-  const LayerOptions layers = key ? profile_layers(options, key->cp, key->ep, key->etp) : profile_layers(options, 1, 1, 1);
+  const LayerOptions layers = profile_layers(options, key ? *key : PlanKey{});
   const bool parallel_layers = key && needs_analytic_layers(*key);
   DiskSource disk;
   SpecStore store(disk, embedded_presets());
@@ -436,7 +435,7 @@ void PlannerSetup::load_parallel_profiles(const PlannerOptions& options, const s
     for (int cp : input.space.cp)
       for (int ep : input.space.ep) {
         if (precision.empty() && cp == 1 && ep == 1) continue;
-        const LayerOptions layers = profile_layers(options, cp, ep, 1);
+        const LayerOptions layers = profile_layers(options, PlanKey{.cp = cp, .ep = ep});
         NodeTypeProfiles& profiles = input.parallel_profiles[{precision, cp, ep, 1}];
         profiles.assign(cluster.node_types.size(), nullptr);
         for (size_t type = 0; type < cluster.node_types.size(); ++type) {

@@ -187,11 +187,8 @@ void add_recomputed_elementwise(PlanContext& ctx, const std::vector<int>& type_t
   for (size_t type = 0; type < types.size(); ++type) {
     const NodeType& node = types[type];
     if (!node.has_gpu_data() || ctx.unit_compute_s[type].empty()) continue;
-    LayerOptions options;
+    LayerOptions options = split_as({}, ctx.key);
     options.sequence_parallel = ctx.key.sequence_parallel && type_tp[type] > 1;
-    options.cp = ctx.key.cp;
-    options.ep = ctx.key.ep;
-    options.etp = ctx.key.etp;
     std::vector<double>& seconds = ctx.unit_recompute_s[type];
     for (size_t u = 0; u < model.units.size(); ++u) {
       if (u > 0 && model.units[u].type == model.units[u - 1].type) {

@@ -8,6 +8,7 @@
 #include "specs/cluster_spec.h"
 #include "specs/execution.h"
 #include "specs/model_spec.h"
+#include "specs/plan.h"
 #include "specs/profile_spec.h"
 
 namespace fasop {
@@ -84,6 +85,14 @@ struct LayerOptions {
   int ep = 1;   ///< expert-parallel degree: a MoE layer's experts over ep GPUs (PlanKey::ep)
   int etp = 1;  ///< expert tensor-parallel degree (PlanKey::etp)
 };
+
+/// `options` splitting each layer as `key` does: its context, expert and expert tensor degrees.
+inline LayerOptions split_as(LayerOptions options, const PlanKey& key) {
+  options.cp = key.cp;
+  options.ep = key.ep;
+  options.etp = key.etp;
+  return options;
+}
 
 /// The backward pass of a forward pass: each GEMM's data and weight gradients (the same FLOPs
 /// in transposed shapes), 2.5 x the fused attention's FLOPs (its backward recomputes the

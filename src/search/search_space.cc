@@ -10,6 +10,12 @@
 
 namespace fasop {
 
+const std::vector<FixedDimField>& fixed_dim_fields() {
+  static const std::vector<FixedDimField> fields{{"tp", &FixedDims::tp}, {"dp", &FixedDims::dp}, {"pp", &FixedDims::pp},
+                                                 {"mbs", &FixedDims::mbs}, {"cp", &FixedDims::cp}, {"ep", &FixedDims::ep}};
+  return fields;
+}
+
 std::vector<int> divisors(int n) {
   std::vector<int> out;
   for (int d = 1; d <= n; ++d)

@@ -30,6 +30,14 @@ struct FixedDims {
   bool any() const { return mbs || tp || dp || pp || cp || ep; }
 };
 
+/// A degree `search --fix NAME=N` sets: its name and its FixedDims field.
+struct FixedDimField {
+  const char* name;
+  int FixedDims::*value;
+};
+/// Every such degree: mbs, tp, dp, pp, cp and ep.
+const std::vector<FixedDimField>& fixed_dim_fields();
+
 /// Bounds and dimensions of the layouts the search tries. The defaults are FASOP's space.
 struct SearchSpaceOptions {
   int max_tp = 4;  ///< FASOP: tp divides min(GPUs per node, 4); 0: up to the GPUs in a node

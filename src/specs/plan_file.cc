@@ -5,6 +5,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "specs/plan_degrees.h"
 #include "specs/precision.h"
 #include "specs/spec_loader.h"
 #include "specs/training_stack.h"
@@ -80,9 +81,7 @@ std::string plan_file_yaml(const PlanFile& plan) {
       << "tp: " << plan.key.tp << "\n"
       << "dp: " << plan.key.dp << "\n"
       << "pp: " << plan.key.pp << "\n";
-  if (plan.key.cp > 1) out << "cp: " << plan.key.cp << "    # context parallelism: each sequence over cp GPUs\n";
-  if (plan.key.ep > 1) out << "ep: " << plan.key.ep << "    # expert parallelism: the experts over ep GPUs\n";
-  if (plan.key.etp > 1) out << "etp: " << plan.key.etp << "    # expert tensor parallelism\n";
+  out << plan_degrees_yaml(plan.key);
   if (!plan.key.precision.empty()) out << "precision: " << plan.key.precision << "    # the training precision the search chose\n";
   out << "zero_stage: " << plan.key.zero_stage << "\n"
       << "recompute: " << recompute_name(plan.key.recompute_mode()) << "\n";
@@ -121,10 +120,12 @@ PlanFile parse_plan_file(const std::string& yaml_text, const std::string& source
   Field root = load_root(yaml_text, source);
   PlanFile plan;
   plan.source = source;
-  root.only_keys({"version", "model", "cluster", "profile_dir", "policy", "overlap_dp_allreduce", "overlap_tp_comm", "overlap_ep_comm", "grad_reduce_in_bf16", "cp", "ep", "etp", "precision",
-                  "overlap_param_gather", "stack", "memory_headroom", "nodes", "global_batch", "micro_batch", "tp", "dp", "pp", "zero_stage",
-                  "recompute", "recompute_modules", "sequence_parallel", "virtual_stages", "stage_dp", "stage_tp", "uneven_dp", "speed_split", "node_order", "partition", "stages",
-                  "estimate"});
+  std::vector<std::string> keys{"version", "model", "cluster", "profile_dir", "policy", "overlap_dp_allreduce", "overlap_tp_comm", "overlap_ep_comm", "grad_reduce_in_bf16", "precision",
+                                "overlap_param_gather", "stack", "memory_headroom", "nodes", "global_batch", "micro_batch", "tp", "dp", "pp", "zero_stage",
+                                "recompute", "recompute_modules", "sequence_parallel", "virtual_stages", "stage_dp", "stage_tp", "uneven_dp", "speed_split", "node_order", "partition", "stages",
+                                "estimate"};
+  for (const std::string& degree : plan_degree_names()) keys.push_back(degree);
+  root.only_keys(keys);
   if (int version = root.child("version").as<int>("a whole number"); version != 1)
     root.child("version").fail("unknown version " + std::to_string(version) + "; this fasop-cpp reads version 1");
   plan.model = root.child("model").text();
@@ -166,11 +167,9 @@ PlanFile parse_plan_file(const std::string& yaml_text, const std::string& source
   plan.key.tp = root.child("tp").positive_int(kMaxGpusPerNode);
   plan.key.dp = root.child("dp").positive_int(kMaxGlobalBatch);
   plan.key.pp = root.child("pp").positive_int(kMaxUnits);
-  if (root.child("cp").present()) plan.key.cp = root.child("cp").positive_int(kMaxGlobalBatch);
-  if (root.child("ep").present()) plan.key.ep = root.child("ep").positive_int(kMaxExperts);
+  read_plan_degrees(root, plan.key);
   if (plan.execution.overlap_moe_expert_parallel_comm && plan.key.ep <= 1)
     root.child("overlap_ep_comm").fail("the plan has ep 1, no all-to-alls to overlap; remove it");
-  if (root.child("etp").present()) plan.key.etp = root.child("etp").positive_int(kMaxGpusPerNode);
   if (root.child("precision").present()) {
     plan.key.precision = root.child("precision").text();
     if (!known_precision(plan.key.precision))

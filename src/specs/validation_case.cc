@@ -5,6 +5,7 @@
 
 #include "specs/parallel_rules.h"
 #include "specs/pipeline_layout.h"
+#include "specs/plan_degrees.h"
 #include "specs/precision.h"
 #include "specs/spec_error.h"
 #include "specs/spec_loader.h"
@@ -151,20 +152,20 @@ void parse_memory_settings(const Field& field, MemorySettings& memory) {
 
 void parse_plan_field(const Field& field, ValidationPlan& plan) {
   require_map(field, "{gpus, tp, pp, dp, global_batch, micro_batch?, recompute, ...}");
-  field.only_keys({"gpus", "tp", "pp", "dp", "cp", "ep", "etp", "global_batch", "micro_batch", "micro_batch_assumed",
+  std::vector<std::string> keys{"gpus", "tp", "pp", "dp", "global_batch", "micro_batch", "micro_batch_assumed",
                               "micro_batch_assumption", "micro_batch_range", "recompute", "recompute_modules", "sequence_parallel",
                               "virtual_stages", "pipeline_layout", "distributed_optimizer", "overlap_grad_reduce", "overlap_tp_comm", "overlap_ep_comm",
                               "overlap_param_gather", "fsdp", "grad_reduce_in_bf16", "stack", "transformer_engine",
                               "gradient_accumulation_fusion", "cross_entropy_fusion", "activation_offload_layers",
                               "compile", "compile_loss", "async_tp", "float8_all_gather", "pipeline_keeps_outputs",
-                              "optimizer_dtype"});
+                              "optimizer_dtype"};
+  for (const std::string& degree : plan_degree_names()) keys.push_back(degree);
+  field.only_keys(keys);
   plan.gpus = field.child("gpus").positive_int(kMaxNodes);
-  plan.tp = field.child("tp").positive_int(kMaxGpusPerNode);
-  plan.pp = field.child("pp").positive_int(kMaxUnits);
-  plan.dp = field.child("dp").positive_int(kMaxNodes);
-  if (field.child("cp").present()) plan.cp = field.child("cp").positive_int(kMaxNodes);
-  if (field.child("ep").present()) plan.ep = field.child("ep").positive_int(kMaxExperts);
-  if (field.child("etp").present()) plan.etp = field.child("etp").positive_int(kMaxGpusPerNode);
+  plan.key.tp = field.child("tp").positive_int(kMaxGpusPerNode);
+  plan.key.pp = field.child("pp").positive_int(kMaxUnits);
+  plan.key.dp = field.child("dp").positive_int(kMaxNodes);
+  read_plan_degrees(field, plan.key);
   plan.global_batch = field.child("global_batch").positive_int(kMaxGlobalBatch);
   parse_micro_batch(field, plan);
   plan.recompute = parse_recompute(field.child("recompute"));
@@ -233,31 +234,31 @@ void check_case(const Field& root, ValidationCase& c) {
   ValidationPlan& p = c.plan;
   Field plan = root.child("plan");
   auto n = [](long long v) { return std::to_string(v); };
-  const long long product = 1LL * p.tp * p.pp * p.cp * p.dp;  // under 4096 x 10^15: no overflow in 64 bits
+  const long long product = 1LL * p.key.tp * p.key.pp * p.key.cp * p.key.dp;  // under 4096 x 10^15: no overflow in 64 bits
   if (product != p.gpus)
-    plan.child("gpus").fail("is " + n(p.gpus) + (p.cp > 1 ? " but tp x pp x cp x dp = " : " but tp x pp x dp = ") +
-                            n(p.tp) + " x " + n(p.pp) + (p.cp > 1 ? " x " + n(p.cp) : "") + " x " + n(p.dp) + " = " +
+    plan.child("gpus").fail("is " + n(p.gpus) + (p.key.cp > 1 ? " but tp x pp x cp x dp = " : " but tp x pp x dp = ") +
+                            n(p.key.tp) + " x " + n(p.key.pp) + (p.key.cp > 1 ? " x " + n(p.key.cp) : "") + " x " + n(p.key.dp) + " = " +
                             n(product) + "; make them agree");
-  if (p.global_batch % p.dp != 0)
-    plan.child("global_batch").fail(n(p.global_batch) + " is not divisible by dp (" + n(p.dp) + "); fix either");
-  if (p.micro_batch > 0 && p.global_batch % (1LL * p.micro_batch * p.dp) != 0)
+  if (p.global_batch % p.key.dp != 0)
+    plan.child("global_batch").fail(n(p.global_batch) + " is not divisible by dp (" + n(p.key.dp) + "); fix either");
+  if (p.micro_batch > 0 && p.global_batch % (1LL * p.micro_batch * p.key.dp) != 0)
     plan.child(p.micro_batch_stated ? "micro_batch" : "micro_batch_assumed").fail("global_batch (" + n(p.global_batch) + ") is not divisible by micro_batch x dp (" +
-                                   n(p.micro_batch * p.dp) + "); fix either");
+                                   n(p.micro_batch * p.key.dp) + "); fix either");
   if (p.gpus % c.node_type.gpus_per_node != 0)
     plan.child("gpus").fail(n(p.gpus) + " is not a multiple of the node type's gpus_per_node (" +
                             n(c.node_type.gpus_per_node) + "); validation cases run on whole nodes");
-  if (p.tp > c.node_type.gpus_per_node)
-    plan.child("tp").fail(n(p.tp) + " is more than a node's GPUs (" + n(c.node_type.gpus_per_node) +
+  if (p.key.tp > c.node_type.gpus_per_node)
+    plan.child("tp").fail(n(p.key.tp) + " is more than a node's GPUs (" + n(c.node_type.gpus_per_node) +
                           "); tensor parallelism stays inside a node");
-  if (c.model.heads % p.tp != 0)
-    plan.child("tp").fail(n(p.tp) + " does not divide the model's heads (" + n(c.model.heads) + ")");
+  if (c.model.heads % p.key.tp != 0)
+    plan.child("tp").fail(n(p.key.tp) + " does not divide the model's heads (" + n(c.model.heads) + ")");
   if (p.execution.overlap_moe_expert_parallel_comm) {
     // Megatron-Core's TransformerConfig asserts these of --overlap-moe-expert-parallel-comm.
     const Field overlap = plan.child("overlap_ep_comm");
     const bool full_recompute = p.recompute == RecomputeMode::kFull;
-    if (p.ep <= 1) overlap.fail("needs expert parallelism (ep > 1); set it false");
+    if (p.key.ep <= 1) overlap.fail("needs expert parallelism (ep > 1); set it false");
     const bool recomputes_moe = p.recompute == RecomputeMode::kSelective && (p.recompute_modules & kRecomputeMoe);
-    if (!ep_overlap_runs(p.pp, p.virtual_stages, full_recompute, recomputes_moe))
+    if (!ep_overlap_runs(p.key.pp, p.virtual_stages, full_recompute, recomputes_moe))
       overlap.fail(full_recompute    ? "does not run with full recomputation; set it false"
                    : recomputes_moe ? "does not run while the MoE block is recomputed (recompute_modules moe); set it false"
                                     : "needs the interleaved schedule (virtual_stages > 1) with pp > 1, as Megatron-Core "
@@ -269,11 +270,11 @@ void check_case(const Field& root, ValidationCase& c) {
     PipelineLayout layout;
     std::string error;
     if (parse_pipeline_layout(p.pipeline_layout, &layout, &error))
-      p.layout_units = layout_units_per_rank(layout, p.pp, p.virtual_stages, layers, c.model.mtp_layers, &error);
+      p.layout_units = layout_units_per_rank(layout, p.key.pp, p.virtual_stages, layers, c.model.mtp_layers, &error);
     if (p.layout_units.empty()) plan.child("pipeline_layout").fail("'" + p.pipeline_layout + "' " + error);
-  } else if (layers % (1LL * p.pp * p.virtual_stages) != 0)
+  } else if (layers % (1LL * p.key.pp * p.virtual_stages) != 0)
     plan.child(p.virtual_stages > 1 ? "virtual_stages" : "pp")
-        .fail("pp x virtual_stages (" + n(p.pp * p.virtual_stages) + ") does not divide the model's layers (" +
+        .fail("pp x virtual_stages (" + n(p.key.pp * p.virtual_stages) + ") does not divide the model's layers (" +
               n(layers) + ")");
 }
 

@@ -24,13 +24,10 @@ struct ValidationSource {
 
 /// The layout the measured run used (Megatron-LM's terms).
 struct ValidationPlan {
-  int gpus = 0;
-  int tp = 1;
-  int pp = 1;
-  int dp = 1;
-  int cp = 1;   ///< context parallelism: each sequence split over cp GPUs (gpus = tp x pp x cp x dp)
-  int ep = 1;   ///< expert parallelism: a MoE layer's experts split over ep GPUs
-  int etp = 1;  ///< expert tensor parallelism: each expert split over etp GPUs
+  int gpus = 0;  ///< tp x pp x cp x dp
+  /// The run's degrees: tp, pp, dp and plan_degrees()' (cp, ep, etp), read as plan files read
+  /// them; validate sets the rest of the key for each prediction.
+  PlanKey key;
   int global_batch = 0;
   /// The micro-batch size predicted: as the source states it (micro_batch), or as the case
   /// assumes where the source is silent (micro_batch_assumed, with the reason in

@@ -189,19 +189,16 @@ ValidationResult predict_case(const ValidationCase& c) {
   if (plan.micro_batch > 0) {
     micro_batches = {plan.micro_batch};
   } else {
-    for (int mbs : divisors(plan.global_batch / plan.dp))
+    for (int mbs : divisors(plan.global_batch / plan.key.dp))
       if (mbs >= plan.micro_batch_min && mbs <= plan.micro_batch_max) micro_batches.push_back(mbs);
     if (micro_batches.empty())
       throw SpecError(c.file + ": field 'plan.micro_batch_range': no size in it divides global_batch / dp (" +
-                      std::to_string(plan.global_batch / plan.dp) + ")");
+                      std::to_string(plan.global_batch / plan.key.dp) + ")");
   }
-  LayerOptions layers;
-  layers.sequence_parallel = plan.sequence_parallel && plan.tp > 1;
+  LayerOptions layers = split_as({}, plan.key);
+  layers.sequence_parallel = plan.sequence_parallel && plan.key.tp > 1;
   layers.execution = plan.execution;
-  layers.cp = plan.cp;
-  layers.ep = plan.ep;
-  layers.etp = plan.etp;
-  ProfileSpec profile = analytic_profile(c.model, node, {plan.tp}, micro_batches, layers);
+  ProfileSpec profile = analytic_profile(c.model, node, {plan.key.tp}, micro_batches, layers);
   AnalyticOptions options;
   options.execution = plan.execution;
   options.memory = plan.memory;
@@ -219,19 +216,13 @@ ValidationResult predict_case(const ValidationCase& c) {
 
   ValidationResult result;
   result.c = c;
-  result.partition = plan.layout_units.empty() ? megatron_partition(c.model, plan.pp) : plan.layout_units;
+  result.partition = plan.layout_units.empty() ? megatron_partition(c.model, plan.key.pp) : plan.layout_units;
   result.measured_step_s = c.measurement.has_step() ? measured_step_s(c) : 0;
   result.mbs_chosen = !plan.micro_batch_stated;
   bool have = false;
   for (int mbs : micro_batches) {
-    PlanKey key;
+    PlanKey key = plan.key;
     key.mbs = mbs;
-    key.tp = plan.tp;
-    key.dp = plan.dp;
-    key.pp = plan.pp;
-    key.cp = plan.cp;
-    key.ep = plan.ep;
-    key.etp = plan.etp;
     key.node_order.assign(cluster.num_nodes(), 0);
     key.zero_stage = plan.fsdp ? 3 : plan.distributed_optimizer ? 1 : 0;
     key.recompute = plan.recompute == RecomputeMode::kFull;
@@ -316,7 +307,7 @@ std::string validation_text(const std::vector<ValidationResult>& results, bool q
   std::string out;
   bool memory = false, chosen = false, oom = false, beyond = false;
   for (const ValidationResult& r : results) {
-    beyond = beyond || r.c.plan.cp > 1 || r.c.plan.ep > 1;  // then cp and ep get columns
+    beyond = beyond || r.c.plan.key.cp > 1 || r.c.plan.key.ep > 1;  // then cp and ep get columns
     memory = memory || r.c.measurement.memory.peak_gib > 0;
     chosen = chosen || r.mbs_chosen;
     oom = oom || !r.fits;
@@ -339,10 +330,10 @@ std::string validation_text(const std::vector<ValidationResult>& results, bool q
       std::string gib = fixed(r.predicted_memory_gib, 1) + (r.fits ? "" : "!");
       const bool step = r.c.measurement.has_step();
       out += pad(r.c.set, set_w, false) + "  " + pad(r.c.name, case_w, false) + "  " +
-             pad(std::to_string(r.c.plan.gpus), 5, true) + pad(std::to_string(r.c.plan.tp), 4, true) +
-             pad(std::to_string(r.c.plan.pp), 4, true) +
-             (beyond ? pad(std::to_string(r.c.plan.cp), 4, true) + pad(std::to_string(r.c.plan.ep), 4, true) : "") +
-             pad(std::to_string(r.c.plan.dp), 4, true) + pad(mbs, 5, true) + "  " +
+             pad(std::to_string(r.c.plan.gpus), 5, true) + pad(std::to_string(r.c.plan.key.tp), 4, true) +
+             pad(std::to_string(r.c.plan.key.pp), 4, true) +
+             (beyond ? pad(std::to_string(r.c.plan.key.cp), 4, true) + pad(std::to_string(r.c.plan.key.ep), 4, true) : "") +
+             pad(std::to_string(r.c.plan.key.dp), 4, true) + pad(mbs, 5, true) + "  " +
              pad(step ? fixed(r.measured_step_s, 3) : "-", 15, true) + pad(fixed(r.predicted_step_s, 3), 18, true) +
              pad(step ? signed_fixed(r.error_pct, 1) : "-", 9, true) + pad(gib, 15, true);
       if (memory) {
@@ -388,8 +379,8 @@ std::string validation_csv(const std::vector<ValidationResult>& results) {
   for (const ValidationResult& r : results) {
     const ValidationPlan& p = r.c.plan;
     const bool step = r.c.measurement.has_step();
-    out += r.c.set + "," + r.c.name + "," + r.c.node_type.gpu_data.name + "," + std::to_string(p.gpus) + "," + std::to_string(p.tp) + "," +
-           std::to_string(p.pp) + "," + std::to_string(p.dp) + "," + std::to_string(r.mbs) + "," +
+    out += r.c.set + "," + r.c.name + "," + r.c.node_type.gpu_data.name + "," + std::to_string(p.gpus) + "," + std::to_string(p.key.tp) + "," +
+           std::to_string(p.key.pp) + "," + std::to_string(p.key.dp) + "," + std::to_string(r.mbs) + "," +
            (r.mbs_chosen ? "true" : "false") + "," + (step ? fixed(r.measured_step_s, 6) : "") + "," +
            fixed(r.predicted_step_s, 6) + "," + (step ? fixed(r.error_pct, 3) : "") + "," +
            fixed(r.predicted_memory_gib, 3) + "," + (r.fits ? "true" : "false");

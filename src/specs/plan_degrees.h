@@ -1,0 +1,33 @@
+#pragma once
+#include <string>
+#include <vector>
+
+#include "specs/plan.h"
+#include "specs/yaml_field.h"
+
+namespace fasop {
+
+/// A parallel degree beyond tp, dp and pp (context, expert, expert tensor): 1 where a plan
+/// leaves it out. Plan files, validation cases and `estimate` read and write every one through
+/// this row, so a new degree is a PlanKey field and a row (docs/adding-a-dimension.md).
+struct PlanDegree {
+  const char* name;     ///< its key in plan files and validation cases' plan blocks; estimate's --NAME
+  int PlanKey::*value;  ///< where a plan holds it
+  int most;             ///< the largest a file may give
+  const char* comment;  ///< what plan files say beside it
+  const char* help;     ///< estimate --help
+};
+
+/// Every such degree, in the order files list them.
+const std::vector<PlanDegree>& plan_degrees();
+
+/// Their names, for a reader's only_keys.
+std::vector<std::string> plan_degree_names();
+
+/// Reads each degree `block` gives into `key` (the others stay as they are).
+void read_plan_degrees(const Field& block, PlanKey& key);
+
+/// "cp: 2    # context parallelism: each sequence over cp GPUs\n" for each degree above 1.
+std::string plan_degrees_yaml(const PlanKey& key);
+
+}  // namespace fasop
