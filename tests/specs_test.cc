@@ -164,3 +164,19 @@ TEST_CASE("malformed specs give SpecError naming the file and the field, never y
                     Contains("field 'forward_s.t.x'") && Contains("whole number"));
   CHECK_THROWS_WITH(parse_profile("model: m\ngpu: g\nforward_s: {t: [1]}\n", "p.yaml"), Contains("field 'forward_s.t'"));
 }
+
+TEST_CASE("a plan's GPUs: replicas of tp x cp, per stage where stages differ") {
+  PlanKey uniform{.tp = 2, .dp = 4, .pp = 3};
+  uniform.cp = 2;
+  CHECK(uniform.replica_gpus(1) == 4);
+  CHECK(uniform.stage_gpus(1) == 16);
+  CHECK(uniform.num_gpus() == 48);
+  PlanKey staged{.tp = 4, .dp = 2, .pp = 2};
+  staged.stage_tp = {4, 2};
+  staged.stage_dp = {1, 4};
+  CHECK(staged.tp_of_stage(1) == 2);
+  CHECK(staged.dp_of_stage(0) == 1);
+  CHECK(staged.stage_gpus(0) == 4);
+  CHECK(staged.stage_gpus(1) == 8);
+  CHECK(staged.num_gpus() == 12);
+}

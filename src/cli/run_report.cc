@@ -43,8 +43,7 @@ RunPrediction predict_run(const LoadedPlan& loaded) {
   bool every_peak = true;
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     const PlanStage& stage = plan.stages[s];
-    const int tp = plan.key.stage_tp.size() == plan.stages.size() ? plan.key.stage_tp[s] : plan.key.tp;
-    const int gpus = tp * plan.key.cp * stage.dp;  // a stage's replicas of tp x cp GPUs
+    const int gpus = plan.key.replica_gpus(static_cast<int>(s)) * stage.dp;
     p.gpus += gpus;
     const int type = cluster.find_node_type(stage.node_type);
     const auto& peaks = cluster.node_types.at(type).gpu_data.peak_tflops;

@@ -114,7 +114,7 @@ PlanFile make_plan_file(const PlannerOptions& options, const PlannerSetup& setup
     stage.num_units = r.num_units;
     stage.node_type = setup.cluster.node_types[r.node_type].name;
     stage.gpu = setup.cluster.node_types[r.node_type].gpu;
-    stage.dp = key.stage_dp.empty() ? key.dp : key.stage_dp[s];
+    stage.dp = key.dp_of_stage(s);
     stage.compute_s = r.compute_s;
     stage.memory_gib = r.memory.gib;
     plan.stages.push_back(stage);

@@ -75,9 +75,9 @@ void validate_plan_key(const ModelSpec& model, const ClusterSpec& cluster, const
   if (!key.stage_dp.empty()) validate_stage_dp(model, cluster, key);
   if (!key.stage_tp.empty())
     validate_stage_tp_degrees(model, cluster, key);
-  else if (key.stage_dp.empty() && 1LL * key.tp * key.cp * key.dp * key.pp != cluster.num_gpus())
+  else if (key.stage_dp.empty() && key.num_gpus() != cluster.num_gpus())
     throw SpecError(std::string(key.cp > 1 ? "--tp/--cp/--dp/--pp: tp * cp * dp * pp = " : "--tp/--dp/--pp: tp * dp * pp = ") +
-                    std::to_string(1LL * key.tp * key.cp * key.dp * key.pp) + " but cluster '" + cluster.name + "' has " +
+                    std::to_string(key.num_gpus()) + " but cluster '" + cluster.name + "' has " +
                     str(cluster.num_gpus()) + " GPUs; choose degrees whose product is " + str(cluster.num_gpus()));
   validate_batch_split(model, key);
   if (key.pp > model.num_units())

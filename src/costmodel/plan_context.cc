@@ -31,7 +31,7 @@ PlanContext rank_layout_context(const ClusterSpec& cluster, const PlanKey& key) 
 }
 
 int PlanContext::stage_first_rank(int stage) const {
-  if (key.stage_dp.empty() && key.stage_tp.empty()) return stage * key.tp * key.cp * key.dp;
+  if (key.stage_dp.empty() && key.stage_tp.empty()) return stage * key.stage_gpus(0);
   int rank = 0;
   for (int s = 0; s < stage; ++s) rank += stage_tp(s) * stage_dp(s);
   return rank;

@@ -67,15 +67,15 @@ struct PlanContext {
     return splits_stage(stage) ? split_floor_unit_s[stage] : unit_compute_s[stage_node_type[stage]];
   }
   /// Data-parallel replicas of stage `stage` (key.stage_dp, or dp).
-  int stage_dp(int stage) const { return key.stage_dp.empty() ? key.dp : key.stage_dp[stage]; }
+  int stage_dp(int stage) const { return key.dp_of_stage(stage); }
   /// Tensor-parallel degree of stage `stage` (key.stage_tp, or tp).
-  int stage_tp(int stage) const { return key.stage_tp.empty() ? key.tp : key.stage_tp[stage]; }
+  int stage_tp(int stage) const { return key.tp_of_stage(stage); }
   /// Samples one GPU of stage `stage` runs per micro-batch (the most any of its replicas runs).
   int stage_mbs(int stage) const { return replica_micro_batch(key, stage_dp(stage)); }
   /// The first rank of stage `stage`: stages take contiguous ranks, its tp x its dp each.
   int stage_first_rank(int stage) const;
   /// GPUs of stage `stage`: tp x cp x dp.
-  int stage_gpus(int stage) const { return stage_tp(stage) * key.cp * stage_dp(stage); }
+  int stage_gpus(int stage) const { return key.stage_gpus(stage); }
   /// GPUs that hold the same dense weights of stage `stage` and reduce their gradients: its
   /// replicas' cp x dp.
   int stage_grad_ranks(int stage) const { return key.cp * stage_dp(stage); }

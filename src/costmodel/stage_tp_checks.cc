@@ -10,9 +10,6 @@ namespace {
 
 std::string str(long long v) { return std::to_string(v); }
 
-int tp_of(const PlanKey& key, int stage) { return key.stage_tp.empty() ? key.tp : key.stage_tp[stage]; }
-int dp_of(const PlanKey& key, int stage) { return key.stage_dp.empty() ? key.dp : key.stage_dp[stage]; }
-
 /// Where each node's ranks start, and the total at the end (nodes in `key`'s rank order).
 std::vector<int> node_rank_starts(const ClusterSpec& cluster, const PlanKey& key) {
   std::vector<int> starts{0};
@@ -21,12 +18,6 @@ std::vector<int> node_rank_starts(const ClusterSpec& cluster, const PlanKey& key
 }
 
 }  // namespace
-
-long long plan_gpus(const PlanKey& key) {
-  long long gpus = 0;
-  for (int s = 0; s < key.pp; ++s) gpus += 1LL * tp_of(key, s) * key.cp * dp_of(key, s);
-  return gpus;
-}
 
 void validate_stage_tp_degrees(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key) {
   if (static_cast<int>(key.stage_tp.size()) != key.pp)
@@ -41,16 +32,16 @@ void validate_stage_tp_degrees(const ModelSpec& model, const ClusterSpec& cluste
       throw SpecError("--stage-tp: stage " + str(s) + "'s tp " + str(key.stage_tp[s]) + " does not divide model '" +
                       model.name + "''s " + str(model.heads) + " attention heads and " + str(model.kv_heads) +
                       " key/value heads; choose tps that divide both");
-  if (plan_gpus(key) != cluster.num_gpus())
-    throw SpecError("--stage-tp: the stages take " + str(plan_gpus(key)) + " GPUs (each stage's tp x its dp) but cluster '" +
+  if (key.num_gpus() != cluster.num_gpus())
+    throw SpecError("--stage-tp: the stages take " + str(key.num_gpus()) + " GPUs (each stage's tp x its dp) but cluster '" +
                     cluster.name + "' has " + str(cluster.num_gpus()) + "; choose degrees that use every GPU");
 }
 
 void validate_stage_tp_nodes(const ClusterSpec& cluster, const PlanKey& key) {
   const std::vector<int> starts = node_rank_starts(cluster, key);
   std::vector<int> type_tp(cluster.node_types.size(), 0), type_stage(cluster.node_types.size(), -1);
-  for (int s = 0, first = 0; s < key.pp; first += tp_of(key, s) * dp_of(key, s), ++s) {
-    const int tp = tp_of(key, s), last = first + tp * dp_of(key, s) - 1;
+  for (int s = 0, first = 0; s < key.pp; first += key.tp_of_stage(s) * key.dp_of_stage(s), ++s) {
+    const int tp = key.tp_of_stage(s), last = first + tp * key.dp_of_stage(s) - 1;
     const int first_node = int(std::upper_bound(starts.begin(), starts.end(), first) - starts.begin()) - 1;
     if ((first - starts[first_node]) % tp != 0)
       throw SpecError("--stage-tp: stage " + str(s) + " starts at GPU " + str(first - starts[first_node]) +

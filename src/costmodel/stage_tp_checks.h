@@ -7,9 +7,6 @@
 
 namespace fasop {
 
-/// GPUs the plan's stages take: each stage's tp x cp x its dp, summed (tp x cp x dp x pp when uniform).
-long long plan_gpus(const PlanKey& key);
-
 /// The degrees alone: one positive tp per stage, tp the largest, each dividing the heads, and
 /// every GPU of the cluster used.
 void validate_stage_tp_degrees(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key);

@@ -112,7 +112,7 @@ void require_megatron_parallel_dims(const PlanFile& plan, const ModelSpec& model
     throw SpecError(where + "ep " + str(key.ep) + " does not divide model '" + model.name + "''s " + str(moe.experts) +
                     " experts (Megatron-LM asserts \"Number of experts should be a multiple of expert model "
                     "parallel_size\"); set ep to a divisor of " + str(moe.experts));
-  const long long stage = 1LL * key.tp * key.cp * key.dp;
+  const long long stage = key.stage_gpus(0);
   if (!expert_grid_folds(key))
     throw SpecError(where + "ep x etp = " + str(1LL * key.ep * key.etp) + " does not divide a stage's tp x cp x dp = " +
                     str(stage) + " GPUs, over which Megatron-LM lays out its expert groups; set ep and etp so that "

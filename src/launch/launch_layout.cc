@@ -34,9 +34,8 @@ RankCoordinates coordinates_of_rank(const PlanFile& plan, int rank) {
   r.rank = rank;
   int stage_first = 0;
   for (int stage = 0; stage < plan.key.pp; ++stage) {
-    const int tp = plan.key.stage_tp.empty() ? plan.key.tp : plan.key.stage_tp[stage];
-    const int cp = plan.key.cp;
-    const int ranks = tp * cp * (plan.key.stage_dp.empty() ? plan.key.dp : plan.key.stage_dp[stage]);
+    const int tp = plan.key.tp_of_stage(stage), cp = plan.key.cp;
+    const int ranks = plan.key.stage_gpus(stage);
     if (rank < stage_first + ranks || stage + 1 == plan.key.pp) {
       r.stage = stage;
       r.dp_index = (rank - stage_first) / (tp * cp);

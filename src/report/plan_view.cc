@@ -64,9 +64,8 @@ std::vector<std::string> stage_labels(const ModelSpec& model, const ClusterSpec&
   const PlanKey& key = result.plan.key;
   for (size_t s = 0; s < result.estimate.stages.size(); ++s) {
     const StageReport& r = result.estimate.stages[s];
-    int dp = key.stage_dp.empty() ? key.dp : key.stage_dp[s], tp = key.stage_tp.empty() ? key.tp : key.stage_tp[s];
     labels.push_back("stage " + std::to_string(s) + ": " + cluster.node_types[r.node_type].gpu + " x" +
-                     std::to_string(dp * tp * key.cp) + ", " + stage_layers_text(model, r.first_unit, r.num_units));
+                     std::to_string(key.stage_gpus(static_cast<int>(s))) + ", " + stage_layers_text(model, r.first_unit, r.num_units));
   }
   return labels;
 }
@@ -95,10 +94,9 @@ std::string plan_view_text(const PlanFile& plan, const ModelSpec& model, const C
   out << line;
   for (size_t s = 0; s < e.stages.size(); ++s) {
     const StageReport& r = e.stages[s];
-    int dp = key.stage_dp.empty() ? key.dp : key.stage_dp[s], tp = key.stage_tp.empty() ? key.tp : key.stage_tp[s];
     std::string units = std::to_string(r.first_unit) + "-" + std::to_string(r.first_unit + r.num_units - 1);
     std::snprintf(line, sizeof line, "%5zu %-8s %-5s %4d %12.6f %12.6f %10.3f %9.2f  %s\n", s, units.c_str(),
-                  cluster.node_types[r.node_type].gpu.c_str(), dp * tp * key.cp, r.compute_s, r.end_s, r.memory.gib,
+                  cluster.node_types[r.node_type].gpu.c_str(), key.stage_gpus(static_cast<int>(s)), r.compute_s, r.end_s, r.memory.gib,
                   r.memory.limit_gib, stage_layers_text(model, r.first_unit, r.num_units).c_str());
     out << line;
   }

@@ -95,6 +95,20 @@ struct PlanKey {
     recompute = mode == RecomputeMode::kFull;
     selective_recompute = mode == RecomputeMode::kSelective;
   }
+  /// Stage `stage`'s tensor- and data-parallel degrees (stage_tp, stage_dp where given).
+  int tp_of_stage(int stage) const { return stage_tp.empty() ? tp : stage_tp[stage]; }
+  int dp_of_stage(int stage) const { return stage_dp.empty() ? dp : stage_dp[stage]; }
+  /// The GPUs of one data-parallel replica of stage `stage`: tp x cp (Megatron's rank order: tp
+  /// fastest, then cp, then dp). A degree that multiplies a replica's GPUs joins here alone.
+  int replica_gpus(int stage) const { return tp_of_stage(stage) * cp; }
+  /// The GPUs of stage `stage`: its dp replicas of replica_gpus.
+  int stage_gpus(int stage) const { return replica_gpus(stage) * dp_of_stage(stage); }
+  /// The plan's GPUs, every stage's.
+  long long num_gpus() const {
+    long long gpus = 0;
+    for (int stage = 0; stage < pp; ++stage) gpus += 1LL * replica_gpus(stage) * dp_of_stage(stage);
+    return gpus;
+  }
 };
 
 /// A plan's recomputation as text: none, full, selective, or with modules other than Megatron-

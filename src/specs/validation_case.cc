@@ -234,7 +234,7 @@ void check_case(const Field& root, ValidationCase& c) {
   ValidationPlan& p = c.plan;
   Field plan = root.child("plan");
   auto n = [](long long v) { return std::to_string(v); };
-  const long long product = 1LL * p.key.tp * p.key.pp * p.key.cp * p.key.dp;  // under 4096 x 10^15: no overflow in 64 bits
+  const long long product = p.key.num_gpus();  // under 4096 x 10^15: no overflow in 64 bits
   if (product != p.gpus)
     plan.child("gpus").fail("is " + n(p.gpus) + (p.key.cp > 1 ? " but tp x pp x cp x dp = " : " but tp x pp x dp = ") +
                             n(p.key.tp) + " x " + n(p.key.pp) + (p.key.cp > 1 ? " x " + n(p.key.cp) : "") + " x " + n(p.key.dp) + " = " +
