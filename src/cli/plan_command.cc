@@ -9,6 +9,7 @@
 #include "report/pipeline_timeline.h"
 #include "report/step_breakdown_text.h"
 #include "report/plan_view.h"
+#include "specs/plan_degrees.h"
 
 namespace fasop {
 namespace {

@@ -22,6 +22,7 @@
 #include "search/bounded_pareto.h"
 #include "search/pareto_search.h"
 #include "search/profile_gaps.h"
+#include "specs/plan_degrees.h"
 #include "specs/spec_error.h"
 
 namespace fasop {

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "emit/shell_quote.h"
+#include "specs/plan_degrees.h"
 
 namespace fasop {
 

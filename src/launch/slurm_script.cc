@@ -5,6 +5,7 @@
 
 #include "emit/shell_quote.h"
 #include "specs/nvlink_domain.h"
+#include "specs/plan_degrees.h"
 #include "specs/preset_catalog.h"
 #include "specs/spec_error.h"
 

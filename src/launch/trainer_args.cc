@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "specs/plan_degrees.h"
 #include "specs/spec_error.h"
 
 namespace fasop {

@@ -8,6 +8,7 @@
 
 #include "report/svg_text.h"
 #include "search/cluster_shapes.h"
+#include "specs/plan_degrees.h"
 
 namespace fasop {
 namespace {

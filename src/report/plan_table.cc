@@ -9,6 +9,7 @@
 #include "report/number_format.h"
 #include "report/step_breakdown_text.h"
 #include "search/cluster_shapes.h"
+#include "specs/plan_degrees.h"
 
 namespace fasop {
 namespace {

@@ -11,6 +11,7 @@
 #include "report/plan_table.h"
 #include "specs/batch_split.h"
 #include "specs/nvlink_domain.h"
+#include "specs/plan_degrees.h"
 
 namespace fasop {
 namespace {

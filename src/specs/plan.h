@@ -119,24 +119,6 @@ inline std::string recompute_text(const PlanKey& key, const std::string& separat
   return text;
 }
 
-/// The degrees beyond tp, dp and pp that are above 1, by name: cp, ep, etp in this order. What
-/// prints a plan's layout shows these, so that a plan without them reads as before.
-inline std::vector<std::pair<std::string, int>> context_expert_degrees(const PlanKey& key) {
-  std::vector<std::pair<std::string, int>> degrees;
-  for (auto [name, value] : {std::pair<const char*, int>{"cp", key.cp}, {"ep", key.ep}, {"etp", key.etp}})
-    if (value > 1) degrees.emplace_back(name, value);
-  return degrees;
-}
-
-/// Those degrees as text, each after `separator`, and the precision a search chose (PlanKey::
-/// precision): with ", ", ", cp 2, ep 8, etp 2, fp8"; "" for none.
-inline std::string context_expert_text(const PlanKey& key, const std::string& separator) {
-  std::string text;
-  for (const auto& [name, value] : context_expert_degrees(key)) text += separator + name + " " + std::to_string(value);
-  if (!key.precision.empty()) text += separator + key.precision;
-  return text;
-}
-
 /// A candidate plan: its layout and the number of pipeline units on each stage.
 struct Plan {
   PlanKey key;

@@ -44,4 +44,18 @@ std::string plan_degrees_yaml(const PlanKey& key) {
   return out;
 }
 
+std::vector<std::pair<std::string, int>> context_expert_degrees(const PlanKey& key) {
+  std::vector<std::pair<std::string, int>> degrees;
+  for (const PlanDegree& degree : plan_degrees())
+    if (key.*degree.value > 1) degrees.emplace_back(degree.name, key.*degree.value);
+  return degrees;
+}
+
+std::string context_expert_text(const PlanKey& key, const std::string& separator) {
+  std::string text;
+  for (const auto& [name, value] : context_expert_degrees(key)) text += separator + name + " " + std::to_string(value);
+  if (!key.precision.empty()) text += separator + key.precision;
+  return text;
+}
+
 }  // namespace fasop

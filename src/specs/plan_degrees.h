@@ -1,5 +1,6 @@
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "specs/plan.h"
@@ -29,5 +30,13 @@ void read_plan_degrees(const Field& block, PlanKey& key);
 
 /// "cp: 2    # context parallelism: each sequence over cp GPUs\n" for each degree above 1.
 std::string plan_degrees_yaml(const PlanKey& key);
+
+/// The degrees above 1, by name, in plan_degrees()' order. What prints a plan's layout shows
+/// these, so that a plan without them reads as before.
+std::vector<std::pair<std::string, int>> context_expert_degrees(const PlanKey& key);
+
+/// Those degrees as text, each after `separator`, and the precision a search chose (PlanKey::
+/// precision): with ", ", ", cp 2, ep 8, etp 2, fp8"; "" for none.
+std::string context_expert_text(const PlanKey& key, const std::string& separator);
 
 }  // namespace fasop
