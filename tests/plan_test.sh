@@ -40,7 +40,9 @@ boxes=$(grep -c 'fill="#4c78a8"\|fill="#54a24b"' llama.svg)
 [ "$boxes" -eq 256 ] && ok || fail "timeline has $boxes compute boxes, expected 4 x 32 x 2 = 256"
 sends=$(grep -c 'fill="#f58518"\|fill="#b279a2"' llama.svg)
 [ "$sends" -eq 192 ] && ok || fail "timeline has $sends sends, expected 3 x 32 x 2 = 192"
-# Its caption is the step's terms, adding up to the step time plan show prints (3 digits).
+# plan show prints the step's terms; the timeline's caption is them, adding up to the step time
+# plan show prints (3 digits).
+grep -q "^  as terms: compute [0-9.]*, bubble" show.out && ok || fail "plan show lacks the step's terms: $(cat show.out)"
 caption=$(grep -o 'step [0-9.]* s = compute [^<]*' llama.svg)
 shown=$(awk '/^step time/ { printf "%.3g", $3 }' show.out)
 [ -n "$caption" ] && [ "$(echo "$caption" | awk '{ print $2 }')" = "$shown" ] && ok ||

@@ -1,14 +1,14 @@
 #include "report/plan_view.h"
 
-#include "report/memory_report.h"
-
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
 
-#include "report/number_format.h"
 #include "report/fasop_csv.h"
+#include "report/memory_report.h"
+#include "report/number_format.h"
 #include "report/plan_table.h"
+#include "report/step_breakdown_text.h"
 #include "specs/batch_split.h"
 #include "specs/nvlink_domain.h"
 #include "specs/plan_degrees.h"
@@ -105,6 +105,7 @@ std::string plan_view_text(const PlanFile& plan, const ModelSpec& model, const C
       << "step time " << fixed(e.step_time_s, 6) << " s: pipeline " << fixed(e.pipeline_time_s, 6)
       << " s, DP all-reduce " << fixed(e.dp_allreduce_s, 6) << " s, embedding sync " << fixed(e.embedding_allreduce_s, 6)
       << " s\n"
+      << "  as terms: " << step_breakdown_text(e.breakdown, 4, std::string(12, ' '))
       << "price $" << fixed(e.price_per_step_usd, 6) << " a step, $" << fixed(e.train_cost_usd, 2) << " for "
       << format_iterations(plan.estimate.iterations) << " steps\n"
       << "peak memory " << fixed(e.memory.oom_gpumem_gib, 3) << " GiB a GPU"
