@@ -214,7 +214,7 @@ TEST_CASE("megatron: fp8 training is bf16 with Transformer Engine's fp8 recipe",
 TEST_CASE("megatron: bf16 gradients are --grad-reduce-in-bf16, upstream's alone", "[emit][megatron]") {
   ModelSpec model = preset_model("llama2-7b");  // bf16
   PlanFile plan = llama_plan();
-  plan.grad_reduce_in_bf16 = true;
+  plan.execution.grad_reduce_in_bf16 = true;
   auto has = [](const std::vector<std::string>& args) {
     return std::find(args.begin(), args.end(), "--grad-reduce-in-bf16") != args.end();
   };
@@ -225,7 +225,7 @@ TEST_CASE("megatron: bf16 gradients are --grad-reduce-in-bf16, upstream's alone"
   ModelSpec gpt2xl = preset_model("gpt2xl");  // what the fork builds, in bf16: the fork has no such flag
   gpt2xl.dtype = "bf16";
   PlanFile fork_plan = gpt2xl_plan();
-  fork_plan.grad_reduce_in_bf16 = true;
+  fork_plan.execution.grad_reduce_in_bf16 = true;
   CHECK_THROWS_WITH(megatron_args(fork_plan, gpt2xl, MegatronFlavor::kFasop), Contains("--grad-reduce-in-bf16"));
   gpt2xl.dtype = "fp16";  // fp16 gradients are fp16 already: nothing to write
   CHECK_FALSE(has(megatron_args(fork_plan, gpt2xl, MegatronFlavor::kUpstream)));

@@ -109,11 +109,11 @@ TEST_CASE("a plan file keeps the EP all-to-all overlap, and refuses it without e
 
 TEST_CASE("a plan file keeps bf16 gradients, and refuses them under FASOP's policy", "[plan]") {
   PlanFile plan = sample_plan();
-  plan.grad_reduce_in_bf16 = true;
+  plan.execution.grad_reduce_in_bf16 = true;
   const std::string text = plan_file_yaml(plan);
   CHECK_THAT(text, Contains("\ngrad_reduce_in_bf16: true"));
-  CHECK(parse_plan_file(text, "p.yaml").grad_reduce_in_bf16);
-  CHECK_FALSE(parse_plan_file(plan_file_yaml(sample_plan()), "p.yaml").grad_reduce_in_bf16);
+  CHECK(parse_plan_file(text, "p.yaml").execution.grad_reduce_in_bf16);
+  CHECK_FALSE(parse_plan_file(plan_file_yaml(sample_plan()), "p.yaml").execution.grad_reduce_in_bf16);
   std::string fasop = text;
   fasop.replace(fasop.find("policy: analytic"), 16, "policy: fasop");
   CHECK_THROWS_WITH(parse_plan_file(fasop, "p.yaml"), Contains("p.yaml") && Contains("'grad_reduce_in_bf16'") &&

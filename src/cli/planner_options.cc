@@ -460,7 +460,8 @@ Execution execution_of(const PlannerOptions& options) {
   return Execution{.overlap_grad_reduce = !options.no_overlap,
                    .overlap_param_gather = options.overlap_param_gather,
                    .tp_comm_overlap = options.tp_comm_overlap,
-                   .overlap_moe_expert_parallel_comm = options.ep_comm_overlap};
+                   .overlap_moe_expert_parallel_comm = options.ep_comm_overlap,
+                   .grad_reduce_in_bf16 = options.grad_reduce_in_bf16};
 }
 
 void set_execution_flags(PlannerOptions& options, const Execution& execution) {
@@ -468,6 +469,7 @@ void set_execution_flags(PlannerOptions& options, const Execution& execution) {
   options.overlap_param_gather = execution.overlap_param_gather;
   options.tp_comm_overlap = execution.tp_comm_overlap;
   options.ep_comm_overlap = execution.overlap_moe_expert_parallel_comm;
+  options.grad_reduce_in_bf16 = execution.grad_reduce_in_bf16;
 }
 
 }  // namespace fasop

@@ -98,7 +98,7 @@ PlanFile make_plan_file(const PlannerOptions& options, const PlannerSetup& setup
   plan.execution.overlap_moe_expert_parallel_comm = options.ep_comm_overlap && key.ep > 1;
   // Only where the plan's precision has bf16 gradients to reduce (a search may try fp16 too).
   const std::string trained = key.precision.empty() ? setup.model.dtype : key.precision;
-  plan.grad_reduce_in_bf16 = setup.model.grad_reduce_in_bf16 && has_bf16_gradients(trained);
+  plan.execution.grad_reduce_in_bf16 = setup.model.grad_reduce_in_bf16 && has_bf16_gradients(trained);
   for (size_t type = 0; type < setup.cluster.node_types.size(); ++type)
     plan.nodes.emplace_back(setup.cluster.node_types[type].name,
                             static_cast<int>(std::count(key.node_order.begin(), key.node_order.end(), int(type))));
@@ -144,6 +144,9 @@ LoadedPlan load_plan(const std::string& path, const PlanOverrides& overrides) {
   options.profile_dir = overrides.profile_dir.empty() ? plan.profile_dir : overrides.profile_dir;
   options.policy = plan.policy;
   set_execution_flags(options, plan.execution);
+  // The plan's bf16 gradients are checked against its own precision below, once the model
+  // trains in it, not against the model file's dtype as --grad-reduce-in-bf16 is.
+  options.grad_reduce_in_bf16 = false;
   options.stack = plan.stack;
   options.memory_headroom = plan.memory_headroom;
   options.iterations = plan.estimate.iterations;
@@ -158,10 +161,10 @@ LoadedPlan load_plan(const std::string& path, const PlanOverrides& overrides) {
   }
   PlannerSetup& setup = *loaded.setup;
   if (!plan.key.precision.empty()) setup.model.dtype = plan.key.precision;
-  if (plan.grad_reduce_in_bf16 && !has_bf16_gradients(setup.model.dtype))
+  if (plan.execution.grad_reduce_in_bf16 && !has_bf16_gradients(setup.model.dtype))
     throw SpecError(path + ": field 'grad_reduce_in_bf16': the plan " + no_bf16_gradients_text(setup.model.dtype) +
                     "; remove it");
-  setup.model.grad_reduce_in_bf16 = plan.grad_reduce_in_bf16;
+  setup.model.grad_reduce_in_bf16 = plan.execution.grad_reduce_in_bf16;
   check_model_fits_plan(plan, setup.model);
   std::vector<int> counts = plan_node_counts(plan, setup.cluster);
   std::vector<int> order = node_order_indices(plan, setup.cluster, counts);

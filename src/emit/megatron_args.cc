@@ -190,7 +190,7 @@ void precision_flags(ArgWriter& w, const PlanFile& plan, const ModelSpec& model)
   if (model.dtype == "fp8") w.flag("--fp8-format", "hybrid"), w.flag("--fp8-recipe", "tensorwise");
   if (model.dtype == "mxfp8") w.flag("--fp8-format", "e4m3"), w.flag("--fp8-recipe", "mxfp8");
   if (model.dtype == "nvfp4") w.flag("--fp4-format", "e2m1"), w.flag("--fp4-recipe", "nvfp4");
-  if (plan.grad_reduce_in_bf16 && has_bf16_gradients(model.dtype)) {
+  if (plan.execution.grad_reduce_in_bf16 && has_bf16_gradients(model.dtype)) {
     w.require_upstream("--grad-reduce-in-bf16");
     w.flag("--grad-reduce-in-bf16");
   }

@@ -83,7 +83,7 @@ std::string plan_view_text(const PlanFile& plan, const ModelSpec& model, const C
       << slowest_replica_microbatches(model.global_batch, key) << " micro-batches of the global batch "
       << model.global_batch << (key.uneven_dp ? " on the replica with the most, dp uneven" : "") << "), ZeRO " << key.zero_stage << ", recomputation " << recompute_text(key, ", ")
       << (key.sequence_parallel ? ", sequence parallelism" : "")
-      << (plan.grad_reduce_in_bf16 ? ", gradients kept and reduced in bf16" : "")
+      << (plan.execution.grad_reduce_in_bf16 ? ", gradients kept and reduced in bf16" : "")
       << (key.virtual_stages > 1 ? ", " + std::to_string(key.virtual_stages) + " virtual stages a rank" : "")
       << (key.stage_tp.empty() ? "" : ", tp per stage " + partition_text(key.stage_tp))
       << (key.speed_split ? ", micro-batches split by speed where a stage mixes node types" : "") << "\n"

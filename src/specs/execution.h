@@ -29,6 +29,10 @@ struct Execution {
   /// parameters are gathered, and its gradients reduce-scattered, while a neighbouring layer
   /// computes. Off: every gather and reduce-scatter is exposed.
   bool zero3_prefetch = true;
+  /// --grad-reduce-in-bf16: gradients kept and reduced in bf16 rather than fp32 (a bf16 or fp8
+  /// model). The cost model prices it as the trained model's gradient precision
+  /// (ModelSpec::grad_reduce_in_bf16, set from here where a plan is loaded).
+  bool grad_reduce_in_bf16 = false;
   /// --ddp-bucket-size, parameters per gradient bucket; 0: Megatron-Core's default
   /// max(40e6, 1e6 x dp).
   double ddp_bucket_size = 0;

@@ -68,7 +68,7 @@ std::string plan_file_yaml(const PlanFile& plan) {
   if (plan.execution.tp_comm_overlap) out << "overlap_tp_comm: true\n";
   if (plan.execution.overlap_param_gather) out << "overlap_param_gather: true\n";
   if (plan.execution.overlap_moe_expert_parallel_comm) out << "overlap_ep_comm: true\n";
-  if (plan.grad_reduce_in_bf16) out << "grad_reduce_in_bf16: true    # gradients kept and reduced in bf16\n";
+  if (plan.execution.grad_reduce_in_bf16) out << "grad_reduce_in_bf16: true    # gradients kept and reduced in bf16\n";
   if (!plan.stack.empty()) out << "stack: " << plan.stack << "    # the framework whose memory the plan is priced for\n";
   if (!plan.memory_headroom.empty())
     out << "memory_headroom: " << quoted(plan.memory_headroom) << "    # memory each GPU keeps free\n";
@@ -143,8 +143,8 @@ PlanFile parse_plan_file(const std::string& yaml_text, const std::string& source
   if (root.child("overlap_ep_comm").present())
     plan.execution.overlap_moe_expert_parallel_comm = root.child("overlap_ep_comm").as<bool>("true or false");
   if (const Field bf16 = root.child("grad_reduce_in_bf16"); bf16.present()) {
-    plan.grad_reduce_in_bf16 = bf16.as<bool>("true or false");
-    if (plan.grad_reduce_in_bf16 && plan.policy != "analytic")
+    plan.execution.grad_reduce_in_bf16 = bf16.as<bool>("true or false");
+    if (plan.execution.grad_reduce_in_bf16 && plan.policy != "analytic")
       bf16.fail("the fasop policy prices FASOP's fixed gradient bytes; use policy: analytic, or drop it");
   }
   for (auto [name, value] : {std::pair{"stack", &plan.stack}, {"memory_headroom", &plan.memory_headroom}}) {

@@ -46,7 +46,6 @@ struct PlanFile {
   /// analytic: the communication switches (fields overlap_dp_allreduce, overlap_tp_comm,
   /// overlap_param_gather, overlap_ep_comm).
   Execution execution;
-  bool grad_reduce_in_bf16 = false;  ///< analytic: gradients kept and reduced in bf16 (Megatron's --grad-reduce-in-bf16)
   std::string stack;            ///< analytic: the training stack its memory is priced for ("": megatron)
   std::string memory_headroom;  ///< analytic: what each GPU keeps free ("5%", "4" GiB; "": the default)
   /// Nodes of each node type the plan runs on (the cluster shape), every node type listed.

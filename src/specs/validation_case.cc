@@ -180,7 +180,7 @@ void parse_plan_field(const Field& field, ValidationPlan& plan) {
   plan.execution.overlap_moe_expert_parallel_comm = optional_bool(field.child("overlap_ep_comm"), false);
   plan.execution.overlap_param_gather = optional_bool(field.child("overlap_param_gather"), false);
   plan.fsdp = optional_bool(field.child("fsdp"), false);
-  plan.grad_reduce_in_bf16 = optional_bool(field.child("grad_reduce_in_bf16"), false);
+  plan.execution.grad_reduce_in_bf16 = optional_bool(field.child("grad_reduce_in_bf16"), false);
   parse_memory_settings(field, plan.memory);
 }
 
@@ -357,9 +357,9 @@ ValidationCase parse_validation_case(const std::string& yaml_text, const std::st
   parse_case_header(root, source, store, c);
   parse_plan_field(root.child("plan"), c.plan);
   c.model.global_batch = c.plan.global_batch;
-  if (c.plan.grad_reduce_in_bf16 && !has_bf16_gradients(c.model.dtype))
+  if (c.plan.execution.grad_reduce_in_bf16 && !has_bf16_gradients(c.model.dtype))
     root.child("plan").child("grad_reduce_in_bf16").fail("the model " + no_bf16_gradients_text(c.model.dtype) + "; remove it");
-  c.model.grad_reduce_in_bf16 = c.plan.grad_reduce_in_bf16;
+  c.model.grad_reduce_in_bf16 = c.plan.execution.grad_reduce_in_bf16;
   parse_measurement_field(root.child("measurement"), c.measurement);
   if (root.child("notes").present()) c.notes = root.child("notes").text();
   check_case(root, c);

@@ -51,7 +51,6 @@ struct ValidationPlan {
   /// overlap_ep_comm, overlap_param_gather; each false where not given, as Megatron-LM's defaults).
   Execution execution{.overlap_grad_reduce = false};
   bool fsdp = false;                   ///< parameters, gradients and optimizer sharded over dp (ZeRO-3, FSDP)
-  bool grad_reduce_in_bf16 = false;    ///< gradients kept and reduced in bf16 (Megatron's --grad-reduce-in-bf16)
   /// The stack that ran it and its memory-relevant settings (fields stack, transformer_engine,
   /// gradient_accumulation_fusion, cross_entropy_fusion, activation_offload_layers, compile,
   /// compile_loss, async_tp, float8_all_gather).
