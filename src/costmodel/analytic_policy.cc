@@ -160,7 +160,7 @@ double stage_params(const PlanContext& ctx, const std::vector<int>& partition, i
 double boundary_send_bytes(const PlanContext& ctx, int from, int to) {
   // A pipeline micro-batch crosses the boundary; the side with fewer replicas moves the
   // larger share per rank.
-  const PlanKey& k = ctx.key;
+  const PlanKey& key = ctx.key;
   const int replicas = std::min(ctx.stage_dp(from), ctx.stage_dp(to));
   // Megatron's scatter/gather of p2p tensors: each of tp lanes sends 1/tp of the activation and
   // the receiving group all-gathers it on its node. Where the two stages' tp differ, every rank
@@ -169,7 +169,7 @@ double boundary_send_bytes(const PlanContext& ctx, int from, int to) {
   // (not priced, as the gather of equal tp is not). Equal tp gives Megatron's 1/tp.
   const int lanes = std::min(ctx.stage_tp(from), ctx.stage_tp(to));
   // Context parallelism: each of a replica's cp GPUs sends its 1/cp of the sequence.
-  return activation_message_bytes(*ctx.model, double(k.mbs) * k.dp / replicas, lanes) / k.cp;
+  return activation_message_bytes(*ctx.model, double(key.mbs) * key.dp / replicas, lanes) / key.cp;
 }
 
 double activation_message_bytes(const ModelSpec& model, double samples, int lanes) {
@@ -181,22 +181,22 @@ bool syncs_tied_embedding(const ModelSpec& model, int pp) {
          std::any_of(model.units.begin(), model.units.end(), [](const LayerUnit& u) { return u.role == LayerRole::kPostProcess; });
 }
 
-double shared_head_params(const ModelSpec& m, int pp, int tp) {
-  if (!m.tied_embeddings || pp != 1) return 0;
-  return double(padded_vocab_shard(m.vocab, tp, kMegatronVocabMultiple)) * m.hidden;
+double shared_head_params(const ModelSpec& model, int pp, int tp) {
+  if (!model.tied_embeddings || pp != 1) return 0;
+  return double(padded_vocab_shard(model.vocab, tp, kMegatronVocabMultiple)) * model.hidden;
 }
 
-double one_stage_params(const ModelSpec& m, int tp) {
-  double params = -shared_head_params(m, 1, tp);
-  for (const LayerUnit& unit : m.units) params += unit_params(m, unit, tp);
+double one_stage_params(const ModelSpec& model, int tp) {
+  double params = -shared_head_params(model, 1, tp);
+  for (const LayerUnit& unit : model.units) params += unit_params(model, unit, tp);
   return params;
 }
 
-double unit_params(const ModelSpec& m, const LayerUnit& unit, int tp) {
+double unit_params(const ModelSpec& model, const LayerUnit& unit, int tp) {
   // The vocabulary as Megatron pads it (a multiple of 128 x tp rows), split over tp.
-  const double h = m.hidden, f = m.ffn_hidden, vocab_rows = double(padded_vocab_shard(m.vocab, tp, kMegatronVocabMultiple)),
-               kv_share = double(m.kv_heads) / m.heads;
-  const double norm = m.norm == Norm::kLayerNorm ? 2 * h : h;  // replicated on every tp rank
+  const double h = model.hidden, f = model.ffn_hidden, vocab_rows = double(padded_vocab_shard(model.vocab, tp, kMegatronVocabMultiple)),
+               kv_share = double(model.kv_heads) / model.heads;
+  const double norm = model.norm == Norm::kLayerNorm ? 2 * h : h;  // replicated on every tp rank
   switch (unit.role) {
     case LayerRole::kEmbedding:
       return h * vocab_rows;
@@ -204,37 +204,37 @@ double unit_params(const ModelSpec& m, const LayerUnit& unit, int tp) {
       // The head (a copy of the embedding when tied) and final norm; each MTP module its own
       // embedding, two norms, eh_proj (2h x h) and layer, and its final norm.
       return h * vocab_rows + norm +
-             m.mtp_layers * (h * vocab_rows + 3 * norm + 2 * h * h / tp + unit_params(m, m.mtp_transformer_unit(), tp));
+             model.mtp_layers * (h * vocab_rows + 3 * norm + 2 * h * h / tp + unit_params(model, model.mtp_transformer_unit(), tp));
     case LayerRole::kTransformer: {
-      const bool gated = is_gated(m.activation);
-      if (m.mla.enabled()) {
+      const bool gated = is_gated(model.activation);
+      if (model.mla.enabled()) {
         // Multi-head latent attention: tp splits the up-projections and the output projection;
         // every rank holds the down-projections and the latents' norms whole (mla_spec.h).
-        const double norm_per_width = m.norm == Norm::kLayerNorm ? 2 : 1;
-        const double latent = mla_down_params(m.mla, h) + mla_norm_params(m.mla, norm_per_width);
-        const double split = mla_split_params(m.mla, h, m.heads);
+        const double norm_per_width = model.norm == Norm::kLayerNorm ? 2 : 1;
+        const double latent = mla_down_params(model.mla, h) + mla_norm_params(model.mla, norm_per_width);
+        const double split = mla_split_params(model.mla, h, model.heads);
         if (!unit.moe) return (split + mlp_matrices(gated) * h * f) / tp + latent + 2 * norm;
-        const double shared = mlp_matrices(gated) * h * m.moe.shared_expert_ffn_hidden;
-        return (split + shared) / tp + latent + 2 * norm + m.moe.experts * h;
+        const double shared = mlp_matrices(gated) * h * model.moe.shared_expert_ffn_hidden;
+        return (split + shared) / tp + latent + 2 * norm + model.moe.experts * h;
       }
-      double attention = h * (m.query_width() + 2 * m.kv_width()) + m.query_width() * h;
+      double attention = h * (model.query_width() + 2 * model.kv_width()) + model.query_width() * h;
       if (unit.cross_attention) attention += 2 * h * h + 2 * h * h * kv_share;
       if (!unit.moe) return (attention + mlp_matrices(gated) * h * f) / tp + 2 * norm;
       // The router is replicated on every tp rank; the shared expert splits as a dense MLP.
-      const double shared = mlp_matrices(gated) * h * m.moe.shared_expert_ffn_hidden;
-      return (attention + shared) / tp + 2 * norm + m.moe.experts * h;
+      const double shared = mlp_matrices(gated) * h * model.moe.shared_expert_ffn_hidden;
+      return (attention + shared) / tp + 2 * norm + model.moe.experts * h;
     }
   }
   return 0;
 }
 
-double unit_expert_params(const ModelSpec& m, const LayerUnit& unit, int ep, int etp) {
+double unit_expert_params(const ModelSpec& model, const LayerUnit& unit, int ep, int etp) {
   // The MTP modules' layers (with the post-process unit) are MoE where the model's last layer is.
   const int layers = unit.moe ? 1
-                     : unit.role == LayerRole::kPostProcess && m.mtp_layers > 0 && m.mtp_transformer_unit().moe
-                         ? m.mtp_layers
+                     : unit.role == LayerRole::kPostProcess && model.mtp_layers > 0 && model.mtp_transformer_unit().moe
+                         ? model.mtp_layers
                          : 0;
-  return layers == 0 ? 0 : layers * local_expert_params(m.moe, m.hidden, is_gated(m.activation), ep, etp);
+  return layers == 0 ? 0 : layers * local_expert_params(model.moe, model.hidden, is_gated(model.activation), ep, etp);
 }
 
 int expert_data_parallel(const PlanKey& key) { return key.tp * key.cp * key.dp / (key.ep * key.etp); }
@@ -275,9 +275,9 @@ std::vector<int> AnalyticPolicy::stage_node_types(const PlanContext& ctx) const 
 }
 
 std::vector<double> AnalyticPolicy::boundary_send_s(const PlanContext& ctx) const {
-  const PlanKey& k = ctx.key;
+  const PlanKey& key = ctx.key;
   std::vector<double> sends;
-  for (int b = 0; b + 1 < k.pp; ++b) {
+  for (int b = 0; b + 1 < key.pp; ++b) {
     const int replicas = std::min(ctx.stage_dp(b), ctx.stage_dp(b + 1));
     const int lanes = std::min(ctx.stage_tp(b), ctx.stage_tp(b + 1));  // see boundary_send_bytes
     const double bytes = boundary_send_bytes(ctx, b, b + 1);
@@ -292,7 +292,7 @@ std::vector<double> AnalyticPolicy::boundary_send_s(const PlanContext& ctx) cons
       for (int t = 0; t < lanes; t += t_step) {
         const int rank_a = ctx.stage_rank(b, d, t), rank_b = ctx.stage_rank(b + 1, d, t);
         const int node_a = ctx.node_of(rank_a), node_b = ctx.node_of(rank_b);
-        const std::tuple<bool, int, int> kind{node_a == node_b, k.node_order[node_a], k.node_order[node_b]};
+        const std::tuple<bool, int, int> kind{node_a == node_b, key.node_order[node_a], key.node_order[node_b]};
         if (std::find(timed.begin(), timed.end(), kind) != timed.end()) continue;
         timed.push_back(kind);
         slowest = std::max(slowest, link_between(ctx, b, rank_a, rank_b).seconds(bytes));
@@ -359,10 +359,10 @@ double recomputed_elementwise_s(const PlanContext& ctx, int s, int type, int fir
 }  // namespace
 
 void AnalyticPolicy::time_passes(const PlanContext& ctx, double compute, StageTiming& timing) {
-  const PlanKey& k = ctx.key;
+  const PlanKey& key = ctx.key;
   timing.forward_s = compute / 3;
-  timing.backward_s = 2 * compute / 3 + (k.recompute ? compute / 3 : 0);
-  if (k.recomputed_modules() & kRecomputeCoreAttn) timing.backward_s += selective_recompute_s(*ctx.model, compute / 3);
+  timing.backward_s = 2 * compute / 3 + (key.recompute ? compute / 3 : 0);
+  if (key.recomputed_modules() & kRecomputeCoreAttn) timing.backward_s += selective_recompute_s(*ctx.model, compute / 3);
   timing.backward_s += ctx.recomputed_gemm_share * compute / 3;  // 0 without module recomputation
 }
 
@@ -376,7 +376,7 @@ double AnalyticPolicy::pass_time_factor(const PlanContext& ctx) const {
 
 void AnalyticPolicy::time_stage(const PlanContext& ctx, const std::vector<int>& partition, int s, int first,
                                 StageTiming& timing, StagePassParts& parts) const {
-  const PlanKey& k = ctx.key;
+  const PlanKey& key = ctx.key;
   const int type = ctx.stage_node_type[s], count = partition[s];
   // A speed-split stage takes its slowest replica's time for its share of the micro-batch.
   const StageSplit split = ctx.splits_stage(s) ? split_stage(ctx, s, first, count) : StageSplit{};
@@ -399,8 +399,8 @@ void AnalyticPolicy::time_stage(const PlanContext& ctx, const std::vector<int>& 
   // (Megatron-FSDP's expert FSDP group, tp x cp x dp / (ep x etp) GPUs).
   const std::vector<double>& expert_prefix = ctx.partition_memory->expert_params_prefix;
   const bool experts = !expert_prefix.empty() && expert_prefix[first + count] > expert_prefix[first];
-  const int edp = experts ? expert_data_parallel(k) : 1;
-  if (k.zero_stage == 3 && (dp > 1 || edp > 1)) {
+  const int edp = experts ? expert_data_parallel(key) : 1;
+  if (key.zero_stage == 3 && (dp > 1 || edp > 1)) {
     // FSDP: every unit's 16-bit parameters are gathered before its forward and its backward,
     // its gradients reduce-scattered after its backward, each a unit ahead of the compute:
     // the first unit's collectives wait, the rest hide under the pass as far as it lasts.
@@ -445,7 +445,7 @@ void AnalyticPolicy::time_stage(const PlanContext& ctx, const std::vector<int>& 
     overlap(gathers + reduces, count == 1 ? gathers + reduces : last_gather + first_reduce, timing.backward_s,
             timing.backward_s);
   }
-  if (s + 1 < k.pp) timing.forward_send_s = ctx.boundary_send_s[s];
+  if (s + 1 < key.pp) timing.forward_send_s = ctx.boundary_send_s[s];
   if (s > 0) timing.backward_send_s = ctx.boundary_send_s[s - 1];
 }
 
@@ -464,8 +464,9 @@ std::vector<StagePassParts> AnalyticPolicy::pass_parts(const PlanContext& ctx, c
 }
 
 PipelineResult AnalyticPolicy::pipeline(const PlanContext& ctx, const std::vector<StageTiming>& stages) const {
-  const int v = ctx.key.virtual_stages, pp = static_cast<int>(stages.size()), m = ctx.num_microbatches;
-  if (v <= 1 || pp == 1) return simulate_1f1b(stages, m);
+  // v virtual stages a rank (the header's formulas)
+  const int v = ctx.key.virtual_stages, pp = static_cast<int>(stages.size()), microbatches = ctx.num_microbatches;
+  if (v <= 1 || pp == 1) return simulate_1f1b(stages, microbatches);
   // Interleaved 1F1B (Narayanan et al. 2021, section 2.2.2): each rank runs v chunks of its
   // share, so the fill and drain take (pp - 1) / v of a micro-batch's time on a rank, and each
   // micro-batch crosses v boundaries a rank instead of one. Every rank ends together.
@@ -480,39 +481,39 @@ PipelineResult AnalyticPolicy::pipeline(const PlanContext& ctx, const std::vecto
       slowest = std::max(slowest, work);
       fill_sends += sends;
     }
-    total = m * steady + double(pp - 1) / v * slowest + fill_sends;
+    total = microbatches * steady + double(pp - 1) / v * slowest + fill_sends;
   } else {
     double slowest = 0;
     for (const StageTiming& t : stages)
       slowest = std::max(slowest, t.forward_s + t.backward_s + v * (t.forward_send_s + t.backward_send_s));
-    total = (m + double(pp - 1) / v) * slowest;
+    total = (microbatches + double(pp - 1) / v) * slowest;
   }
   return {total, std::vector<double>(pp, total)};
 }
 
 std::vector<StageSync> AnalyticPolicy::stage_syncs(const PlanContext& ctx, const std::vector<int>& partition,
                                                    const std::vector<StageTiming>* given) const {
-  const PlanKey& k = ctx.key;
+  const PlanKey& key = ctx.key;
   const ModelSpec& model = *ctx.model;
   std::vector<StageTiming> computed;
   if (!given && (options_.execution.overlap_grad_reduce || options_.execution.overlap_param_gather)) computed = stage_timings(ctx, partition);
   const std::vector<StageTiming>& timings = given ? *given : computed;
-  const bool sharded = k.zero_stage == 1 || k.zero_stage == 2;  // the distributed optimizer
-  std::vector<StageSync> syncs(k.pp);
+  const bool sharded = key.zero_stage == 1 || key.zero_stage == 2;  // the distributed optimizer
+  std::vector<StageSync> syncs(key.pp);
   double slack = 0;  // the pipeline's fill before stage s's first forward
-  for (int s = 0; s < k.pp; ++s) {
+  for (int s = 0; s < key.pp; ++s) {
     StageSync& sync = syncs[s];
     const double params = stage_params(ctx, partition, s);
     // Dense weights are replicated over cp x dp GPUs; a MoE stage's routed experts over the
     // expert-data-parallel GPUs (tp x cp x dp / (ep x etp)).
     const int dp = ctx.stage_grad_ranks(s);
     const double experts = stage_expert_params(ctx, partition, s);
-    const int edp = experts > 0 ? expert_data_parallel(k) : 1;
+    const int edp = experts > 0 ? expert_data_parallel(key) : 1;
     const GpuSpec& gpu = stage_gpu(ctx, s);
     // Adam on the GPU's own parameters: its shard with ZeRO, else all of the stage's.
-    const double local = k.zero_stage >= 1 ? params / dp + experts / edp : params + experts;
+    const double local = key.zero_stage >= 1 ? params / dp + experts / edp : params + experts;
     sync.optimizer_s = optimizer_step_s(gpu, model.dtype, local);
-    if ((dp > 1 || edp > 1) && k.zero_stage < 3) {
+    if ((dp > 1 || edp > 1) && key.zero_stage < 3) {
       const Link link = dp_link(ctx, s);
       const double slowdown = gpu.overlap_slowdown;
       // Megatron buckets only to overlap; without it one bucket holds every gradient.
@@ -573,15 +574,16 @@ void AnalyticPolicy::sync_s(const PlanContext& ctx, const std::vector<int>& part
 StepBreakdown AnalyticPolicy::step_breakdown(const PlanContext& ctx, const std::vector<int>& partition,
                                      const std::vector<int>& timed_partition, const StepResult& step) const {
   StepBreakdown terms = CostPolicy::step_breakdown(ctx, partition, timed_partition, step);
-  const int b = step.bottleneck_stage, a = step.after_sync_stage, m = ctx.num_microbatches;
-  const StagePassParts parts = pass_parts(ctx, timed_partition)[b];
+  const int bottleneck = step.bottleneck_stage, after_sync = step.after_sync_stage, microbatches = ctx.num_microbatches;
+  const StagePassParts parts = pass_parts(ctx, timed_partition)[bottleneck];
   const std::vector<StageSync> syncs =
       stage_syncs(ctx, partition, partition == timed_partition ? &step.timings : nullptr);
-  terms.compute_s = m * parts.compute_s;
-  terms.layer_comm_s = m * parts.layer_comm_s;
-  terms.dp_comm_s = m * parts.gather_s + syncs[b].reduce_exposed_s + syncs[a].gather_exposed_s;
-  terms.overlap_cost_s = m * parts.overlap_s + syncs[b].reduce_overlap_s + syncs[a].gather_overlap_s;
-  terms.optimizer_s = syncs[a].optimizer_s;
+  terms.compute_s = microbatches * parts.compute_s;
+  terms.layer_comm_s = microbatches * parts.layer_comm_s;
+  terms.dp_comm_s = microbatches * parts.gather_s + syncs[bottleneck].reduce_exposed_s + syncs[after_sync].gather_exposed_s;
+  terms.overlap_cost_s =
+      microbatches * parts.overlap_s + syncs[bottleneck].reduce_overlap_s + syncs[after_sync].gather_overlap_s;
+  terms.optimizer_s = syncs[after_sync].optimizer_s;
   // The bubble and the sends stay the base's: the silent schedule's end less the stage's passes.
   return terms;
 }
@@ -595,19 +597,19 @@ double AnalyticPolicy::step_time_lower_bound(const PlanContext& ctx, const std::
 }
 
 double AnalyticPolicy::embedding_allreduce_s(const PlanContext& ctx) const {
-  const ModelSpec& m = *ctx.model;
-  const PlanKey& k = ctx.key;
-  if (!syncs_tied_embedding(m, k.pp)) return 0;
+  const ModelSpec& model = *ctx.model;
+  const PlanKey& key = ctx.key;
+  if (!syncs_tied_embedding(model, key.pp)) return 0;
   // Two ranks (first and last stage) all-reduce the fp32 embedding gradient: one exchange. With
   // different tp on the two, lanes t < min(tp) exchange 1/min(tp) each (as boundary_send_bytes).
-  const int lanes = std::min(ctx.stage_tp(0), ctx.stage_tp(k.pp - 1));
-  const double bytes = 4.0 * m.hidden * m.vocab / lanes;
-  double seconds = link_between(ctx, 0, ctx.stage_rank(0, 0, 0), ctx.stage_rank(k.pp - 1, 0, 0)).seconds(bytes);
+  const int lanes = std::min(ctx.stage_tp(0), ctx.stage_tp(key.pp - 1));
+  const double bytes = 4.0 * model.hidden * model.vocab / lanes;
+  double seconds = link_between(ctx, 0, ctx.stage_rank(0, 0, 0), ctx.stage_rank(key.pp - 1, 0, 0)).seconds(bytes);
   // Across zones every replica's and lane's pair exchanges at once: the slowest ends it.
   if (ctx.multi_zone)
-    for (int d = 0; d < std::min(ctx.stage_dp(0), ctx.stage_dp(k.pp - 1)); ++d)
+    for (int d = 0; d < std::min(ctx.stage_dp(0), ctx.stage_dp(key.pp - 1)); ++d)
       for (int t = 0; t < lanes; ++t)
-        seconds = std::max(seconds, link_between(ctx, 0, ctx.stage_rank(0, d, t), ctx.stage_rank(k.pp - 1, d, t)).seconds(bytes));
+        seconds = std::max(seconds, link_between(ctx, 0, ctx.stage_rank(0, d, t), ctx.stage_rank(key.pp - 1, d, t)).seconds(bytes));
   return seconds;
 }
 

@@ -28,17 +28,17 @@ StepResult compute_step_time(const PlanContext& ctx, const CostPolicy& policy,
 
 StepBreakdown CostPolicy::step_breakdown(const PlanContext& ctx, const std::vector<int>&, const std::vector<int>&,
                                  const StepResult& step) const {
-  const int b = step.bottleneck_stage, m = ctx.num_microbatches;
-  const StageTiming& t = step.timings[b];
+  const int bottleneck = step.bottleneck_stage, microbatches = ctx.num_microbatches;
+  const StageTiming& timing = step.timings[bottleneck];
   StepBreakdown terms{};
-  terms.compute_s = m * (t.forward_s + t.backward_s);
+  terms.compute_s = microbatches * (timing.forward_s + timing.backward_s);
   // The sends' share: how much earlier the bottleneck stage would end without them.
   std::vector<StageTiming> silent = step.timings;
   for (StageTiming& st : silent) st.forward_send_s = st.backward_send_s = 0;
-  const double end_s = step.pipeline.stage_end_s[b], silent_end_s = pipeline(ctx, silent).stage_end_s[b];
+  const double end_s = step.pipeline.stage_end_s[bottleneck], silent_end_s = pipeline(ctx, silent).stage_end_s[bottleneck];
   terms.sends_s = end_s - silent_end_s;
   terms.bubble_s = silent_end_s - terms.compute_s;
-  terms.dp_comm_s = step.dp_allreduce_s[b];
+  terms.dp_comm_s = step.dp_allreduce_s[bottleneck];
   terms.embedding_s = step.embedding_allreduce_s;
   if (!step.after_sync_s.empty()) terms.optimizer_s = step.after_sync_s[step.after_sync_stage];
   return terms;
