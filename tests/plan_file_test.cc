@@ -1,6 +1,7 @@
 // Plan files: written and read back field for field, and errors that name the field.
 #include <catch2/catch.hpp>
 
+#include "specs/execution_fields.h"
 #include "specs/plan_degrees.h"
 #include "specs/plan_file.h"
 #include "specs/spec_error.h"
@@ -140,4 +141,17 @@ TEST_CASE("every degree of plan_degrees() round-trips through plan files and nam
   std::string huge = text;
   huge.replace(huge.find("cp: 2"), 5, "cp: 200000");
   CHECK_THROWS_WITH(parse_plan_file(huge, "p.yaml"), Contains("'cp'") && Contains("at most 100000"));
+}
+
+TEST_CASE("every switch of execution_fields() round-trips through plan files, and is left out when off", "[plan]") {
+  for (const ExecutionField& field : execution_fields()) {
+    PlanFile plan = sample_plan();
+    plan.key.ep = 2;  // so that overlap_ep_comm has all-to-alls to hide
+    plan.execution.*field.value = true;
+    const std::string text = plan_file_yaml(plan);
+    CHECK_THAT(text, Contains("\n" + std::string(field.key) + ": true"));
+    CHECK(parse_plan_file(text, "p.yaml").execution.*field.value);
+    plan.execution.*field.value = false;
+    CHECK_THAT(plan_file_yaml(plan), !Contains(std::string(field.key) + ":"));
+  }
 }

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "specs/execution_fields.h"
 #include "specs/plan_degrees.h"
 #include "specs/precision.h"
 #include "specs/spec_loader.h"
@@ -65,10 +66,7 @@ std::string plan_file_yaml(const PlanFile& plan) {
   if (!plan.profile_dir.empty()) out << "profile_dir: " << quoted(plan.profile_dir) << "\n";
   out << "policy: " << plan.policy << "\n";
   if (plan.policy == "analytic") out << "overlap_dp_allreduce: " << (plan.execution.overlap_grad_reduce ? "true" : "false") << "\n";
-  if (plan.execution.tp_comm_overlap) out << "overlap_tp_comm: true\n";
-  if (plan.execution.overlap_param_gather) out << "overlap_param_gather: true\n";
-  if (plan.execution.overlap_moe_expert_parallel_comm) out << "overlap_ep_comm: true\n";
-  if (plan.execution.grad_reduce_in_bf16) out << "grad_reduce_in_bf16: true    # gradients kept and reduced in bf16\n";
+  out << execution_fields_yaml(plan.execution);
   if (!plan.stack.empty()) out << "stack: " << plan.stack << "    # the framework whose memory the plan is priced for\n";
   if (!plan.memory_headroom.empty())
     out << "memory_headroom: " << quoted(plan.memory_headroom) << "    # memory each GPU keeps free\n";
@@ -120,11 +118,11 @@ PlanFile parse_plan_file(const std::string& yaml_text, const std::string& source
   Field root = load_root(yaml_text, source);
   PlanFile plan;
   plan.source = source;
-  std::vector<std::string> keys{"version", "model", "cluster", "profile_dir", "policy", "overlap_dp_allreduce", "overlap_tp_comm", "overlap_ep_comm", "grad_reduce_in_bf16", "precision",
-                                "overlap_param_gather", "stack", "memory_headroom", "nodes", "global_batch", "micro_batch", "tp", "dp", "pp", "zero_stage",
+  std::vector<std::string> keys{"version", "model", "cluster", "profile_dir", "policy", "overlap_dp_allreduce", "precision", "stack", "memory_headroom", "nodes", "global_batch", "micro_batch", "tp", "dp", "pp", "zero_stage",
                                 "recompute", "recompute_modules", "sequence_parallel", "virtual_stages", "stage_dp", "stage_tp", "uneven_dp", "speed_split", "node_order", "partition", "stages",
                                 "estimate"};
-  for (const std::string& degree : plan_degree_names()) keys.push_back(degree);
+  for (const std::vector<std::string>& more : {plan_degree_names(), execution_field_keys()})
+    keys.insert(keys.end(), more.begin(), more.end());
   root.only_keys(keys);
   if (int version = root.child("version").as<int>("a whole number"); version != 1)
     root.child("version").fail("unknown version " + std::to_string(version) + "; this fasop-cpp reads version 1");
@@ -136,17 +134,9 @@ PlanFile parse_plan_file(const std::string& yaml_text, const std::string& source
     root.child("policy").fail("unknown policy '" + plan.policy + "'; use fasop or analytic");
   if (root.child("overlap_dp_allreduce").present())
     plan.execution.overlap_grad_reduce = root.child("overlap_dp_allreduce").as<bool>("true or false");
-  if (root.child("overlap_tp_comm").present())
-    plan.execution.tp_comm_overlap = root.child("overlap_tp_comm").as<bool>("true or false");
-  if (root.child("overlap_param_gather").present())
-    plan.execution.overlap_param_gather = root.child("overlap_param_gather").as<bool>("true or false");
-  if (root.child("overlap_ep_comm").present())
-    plan.execution.overlap_moe_expert_parallel_comm = root.child("overlap_ep_comm").as<bool>("true or false");
-  if (const Field bf16 = root.child("grad_reduce_in_bf16"); bf16.present()) {
-    plan.execution.grad_reduce_in_bf16 = bf16.as<bool>("true or false");
-    if (plan.execution.grad_reduce_in_bf16 && plan.policy != "analytic")
-      bf16.fail("the fasop policy prices FASOP's fixed gradient bytes; use policy: analytic, or drop it");
-  }
+  read_execution_fields(root, plan.execution);
+  if (plan.execution.grad_reduce_in_bf16 && plan.policy != "analytic")
+    root.child("grad_reduce_in_bf16").fail("the fasop policy prices FASOP's fixed gradient bytes; use policy: analytic, or drop it");
   for (auto [name, value] : {std::pair{"stack", &plan.stack}, {"memory_headroom", &plan.memory_headroom}}) {
     const Field field = root.child(name);
     if (!field.present()) continue;

@@ -43,8 +43,7 @@ struct PlanFile {
   std::string cluster;       ///< cluster preset or YAML path
   std::string profile_dir;   ///< "" for the shipped profiles
   std::string policy;        ///< fasop or analytic
-  /// analytic: the communication switches (fields overlap_dp_allreduce, overlap_tp_comm,
-  /// overlap_param_gather, overlap_ep_comm).
+  /// analytic: the communication switches (fields overlap_dp_allreduce and execution_fields()).
   Execution execution;
   std::string stack;            ///< analytic: the training stack its memory is priced for ("": megatron)
   std::string memory_headroom;  ///< analytic: what each GPU keeps free ("5%", "4" GiB; "": the default)

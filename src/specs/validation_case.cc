@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "specs/execution_fields.h"
 #include "specs/parallel_rules.h"
 #include "specs/pipeline_layout.h"
 #include "specs/plan_degrees.h"
@@ -154,12 +155,12 @@ void parse_plan_field(const Field& field, ValidationPlan& plan) {
   require_map(field, "{gpus, tp, pp, dp, global_batch, micro_batch?, recompute, ...}");
   std::vector<std::string> keys{"gpus", "tp", "pp", "dp", "global_batch", "micro_batch", "micro_batch_assumed",
                               "micro_batch_assumption", "micro_batch_range", "recompute", "recompute_modules", "sequence_parallel",
-                              "virtual_stages", "pipeline_layout", "distributed_optimizer", "overlap_grad_reduce", "overlap_tp_comm", "overlap_ep_comm",
-                              "overlap_param_gather", "fsdp", "grad_reduce_in_bf16", "stack", "transformer_engine",
+                              "virtual_stages", "pipeline_layout", "distributed_optimizer", "overlap_grad_reduce", "fsdp", "stack", "transformer_engine",
                               "gradient_accumulation_fusion", "cross_entropy_fusion", "activation_offload_layers",
                               "compile", "compile_loss", "async_tp", "float8_all_gather", "pipeline_keeps_outputs",
                               "optimizer_dtype"};
-  for (const std::string& degree : plan_degree_names()) keys.push_back(degree);
+  for (const std::vector<std::string>& more : {plan_degree_names(), execution_field_keys()})
+    keys.insert(keys.end(), more.begin(), more.end());
   field.only_keys(keys);
   plan.gpus = field.child("gpus").positive_int(kMaxNodes);
   plan.key.tp = field.child("tp").positive_int(kMaxGpusPerNode);
@@ -176,11 +177,8 @@ void parse_plan_field(const Field& field, ValidationPlan& plan) {
   if (field.child("pipeline_layout").present()) plan.pipeline_layout = field.child("pipeline_layout").text();
   plan.distributed_optimizer = optional_bool(field.child("distributed_optimizer"), false);
   plan.execution.overlap_grad_reduce = optional_bool(field.child("overlap_grad_reduce"), false);
-  plan.execution.tp_comm_overlap = optional_bool(field.child("overlap_tp_comm"), false);
-  plan.execution.overlap_moe_expert_parallel_comm = optional_bool(field.child("overlap_ep_comm"), false);
-  plan.execution.overlap_param_gather = optional_bool(field.child("overlap_param_gather"), false);
+  read_execution_fields(field, plan.execution);
   plan.fsdp = optional_bool(field.child("fsdp"), false);
-  plan.execution.grad_reduce_in_bf16 = optional_bool(field.child("grad_reduce_in_bf16"), false);
   parse_memory_settings(field, plan.memory);
 }
 

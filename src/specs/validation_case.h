@@ -47,8 +47,8 @@ struct ValidationPlan {
   std::string pipeline_layout;
   std::vector<int> layout_units;  ///< pipeline units per rank that layout places (empty without one)
   bool distributed_optimizer = false;  ///< ZeRO-1: optimizer state sharded over dp
-  /// How the run overlapped its communication (fields overlap_grad_reduce, overlap_tp_comm,
-  /// overlap_ep_comm, overlap_param_gather; each false where not given, as Megatron-LM's defaults).
+  /// How the run overlapped and reduced its communication (fields overlap_grad_reduce and
+  /// execution_fields(); each false where not given, as Megatron-LM's defaults).
   Execution execution{.overlap_grad_reduce = false};
   bool fsdp = false;                   ///< parameters, gradients and optimizer sharded over dp (ZeRO-3, FSDP)
   /// The stack that ran it and its memory-relevant settings (fields stack, transformer_engine,
