@@ -7,8 +7,8 @@
 #include "costmodel/make_context.h"
 #include "report/atomic_file.h"
 #include "report/pipeline_timeline.h"
-#include "report/step_breakdown_text.h"
 #include "report/plan_view.h"
+#include "report/step_breakdown_text.h"
 #include "specs/plan_degrees.h"
 
 namespace fasop {

@@ -90,7 +90,7 @@ struct PlannerSetup {
 std::string memory_assumptions_line(const PlannerOptions& options, const PlannerSetup& setup);
 
 /// The communication switches the options' flags ask for (--no-overlap, --overlap-param-gather,
-/// --tp-comm-overlap, --ep-comm-overlap); the others at their defaults.
+/// --tp-comm-overlap, --ep-comm-overlap, --grad-reduce-in-bf16); the others at their defaults.
 Execution execution_of(const PlannerOptions& options);
 /// The flags that ask for `execution` (a saved plan's, re-estimated).
 void set_execution_flags(PlannerOptions& options, const Execution& execution);

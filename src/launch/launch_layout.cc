@@ -34,11 +34,11 @@ RankCoordinates coordinates_of_rank(const PlanFile& plan, int rank) {
   r.rank = rank;
   int stage_first = 0;
   for (int stage = 0; stage < plan.key.pp; ++stage) {
-    const int tp = plan.key.tp_of_stage(stage), cp = plan.key.cp;
+    const int tp = plan.key.tp_of_stage(stage), cp = plan.key.cp, replica = plan.key.replica_gpus(stage);
     const int ranks = plan.key.stage_gpus(stage);
     if (rank < stage_first + ranks || stage + 1 == plan.key.pp) {
       r.stage = stage;
-      r.dp_index = (rank - stage_first) / (tp * cp);
+      r.dp_index = (rank - stage_first) / replica;
       r.cp_index = (rank - stage_first) / tp % cp;
       r.tp_index = (rank - stage_first) % tp;
       break;

@@ -172,9 +172,11 @@ std::string estimate_json(const ModelSpec& model, const ClusterSpec& cluster, co
       << ", \"train_cost\": " << num(e.train_cost_usd);
   // The step time as a sum of terms (PlanEstimate::breakdown), in seconds.
   out << ", \"terms\": {";
-  for (const StepTermField& term : step_term_fields())
-    out << (term.seconds == step_term_fields().front().seconds ? "" : ", ") << json_string(term.name) << ": "
-        << num(e.breakdown.*term.seconds);
+  const char* separator = "";
+  for (const StepTermField& term : step_term_fields()) {
+    out << separator << json_string(term.name) << ": " << num(e.breakdown.*term.seconds);
+    separator = ", ";
+  }
   out << "}, \"stages\": [";
   for (size_t s = 0; s < e.stages.size(); ++s) {
     const StageReport& st = e.stages[s];

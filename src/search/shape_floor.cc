@@ -274,11 +274,12 @@ void ShapeFloor::add_config_floors(const SearchInput& input, const std::vector<i
   const std::vector<int>& vs = input.space.virtual_stages;
   interleaved_ = std::any_of(vs.begin(), vs.end(), [](int v) { return v > 1; });
   type_blocks_ = input.space.placements == PlacementKind::kTypeBlocks;
-  for (int zero = 0; zero < 4; ++zero) forward_share_[zero] = input.policy->floor_facts().forward_share_bound[zero];
+  const FloorFacts facts = input.policy->floor_facts();
+  for (int zero = 0; zero < 4; ++zero) forward_share_[zero] = facts.forward_share_bound[zero];
   // Recomputation repeats part of the forward pass (the analytic policy's times; FASOP's
   // space has none): each mode is a configuration of its own, its time and memory apart.
   modes_ = sorted_unique(input.space.recompute);
-  const AnalyticOptions* analytic = input.policy->floor_facts().analytic;
+  const AnalyticOptions* analytic = facts.analytic;
   sync_ = analytic;
   const MemorySettings settings = memory_settings_of(input);
   const MemoryHeadroom headroom = analytic ? analytic->headroom : MemoryHeadroom{.share = 0, .gib = 0};
