@@ -486,6 +486,47 @@ for _rel in ("26.02", "26.02.01"):
         MOE_RECIPE_LAYOUTS[(_rel, _sys, OSS)] = _layout(ep=64, mbs=4, gbs=1280)
     MOE_RECIPE_LAYOUTS[(_rel, "DGX-H100", OSS)] = _layout(pp=4, ep=8, mbs=1, gbs=1280)
 
+# The token dispatcher each MoE row ran (docs/moe-dispatch-sources.md, section 1): the perf
+# configs' flex backend by release, model and system; the rest ran the providers' alltoall one.
+# 25.09: DeepSeek-V3 on H100 enable_deepep (v0.1.0rc3 run_script.py:56-89), every other row token
+# drop on alltoall. 25.11 (v0.2.0 workload_base_configs.py): HybridEP for DeepSeek-V3 on GB200 and
+# Qwen3 235B on GB200. 26.02 (v0.3.0): HybridEP for every DeepSeek-V3 row (recipe
+# apply_flex_dispatcher_backend) and Qwen3 235B on GB200/GB300. 26.02.01 (v0.3.1
+# qwen3_llm_pretrain.py l.81/107, kimi_llm_pretrain.py:77-79): the same, and Kimi K2 on GB300.
+FLEX_BACKEND = {
+    ("25.09", "DeepSeekV3", "DGX-H100"): "deepep",
+    ("25.11", "DeepSeekV3", "DGX-GB200"): "hybridep", ("25.11", Q235, "DGX-GB200"): "hybridep",
+    ("26.02", Q235, "DGX-GB200"): "hybridep", ("26.02", Q235, "DGX-GB300"): "hybridep",
+    ("26.02.01", Q235, "DGX-GB200"): "hybridep", ("26.02.01", Q235, "DGX-GB300"): "hybridep",
+    ("26.02.01", "Kimi_K2", "DGX-GB300"): "hybridep",
+}
+for _rel in ("26.02", "26.02.01"):
+    for _sys in ("DGX-GB300", "DGX-GB200", "DGX-B300", "DGX-B200", "DGX-H100"):
+        FLEX_BACKEND[(_rel, "DeepSeekV3", _sys)] = "hybridep"
+
+
+def moe_dispatcher(row):
+    """The token dispatcher the row's perf config ran: alltoall, deepep or hybridep."""
+    base = mla_model(row["model"]) or moe_base(row["model"])
+    if base == Q30:
+        return QWEN3_30B_FLEX_BACKEND.get((row["release"], row["system"])) or "alltoall"
+    return FLEX_BACKEND.get((row["release"], base, row["system"]), "alltoall")
+
+
+def dispatcher_note(row):
+    """What the case says of its token dispatcher."""
+    dispatcher = moe_dispatcher(row)
+    if dispatcher == "alltoall":
+        return ("Token dispatcher: alltoall (moe_token_dispatcher_type alltoall), as the perf config of this model, "
+                "release and GPU leaves it (docs/moe-dispatch-sources.md, section 1).")
+    low = (row["release"], row["system"], moe_base(row["model"])) == ("26.02", "DGX-H100", Q30)
+    return (f"Token dispatcher: flex with the {'HybridEP' if dispatcher == 'hybridep' else 'DeepEP'} backend "
+            f"(moe_token_dispatcher: {dispatcher}), as the perf config of this model, release and GPU sets it "
+            "(docs/moe-dispatch-sources.md, section 1): one copy of a token per destination GPU and one network copy "
+            "per destination node, instead of alltoall's copy per chosen expert."
+            + (" Low confidence: the 26.02 container's known issues say DeepEP is not supported in it." if low else ""))
+
+
 # Qwen3 30B's flex-dispatcher backend in the perf config (None: the provider's alltoall dispatcher).
 QWEN3_30B_FLEX_BACKEND = {
     ("25.11", "DGX-GB300"): "hybridep", ("25.11", "DGX-GB200"): "hybridep",
@@ -726,7 +767,7 @@ def moe_recipe_facts(row, plan):
     if mla_model(row["model"]):
         return [f"Megatron-Bridge's {MLA_MODELS[mla_model(row['model'])]} perf configs (as at v0.3.0, "
                 "scripts/performance/configs/deepseek/deepseek_workload_base_configs.py for DeepSeek-V3) use the flex "
-                "token dispatcher with the HybridEP backend on some systems (the alltoall dispatcher is assumed here), "
+                "token dispatcher with the HybridEP backend on some systems (see the dispatcher below), "
                 "force balanced routing, and place the layers with an explicit pipeline_model_parallel_layout (the "
                 "case splits them evenly).", moe_recompute(row)[2]]
     config = moe_recipe_config(row)
@@ -753,7 +794,7 @@ def moe_recipe_facts(row, plan):
         else:
             facts.append(f"That config sets the flex token dispatcher with the {'HybridEP' if backend == 'hybridep' else 'DeepEP'} "
                          f"backend (moe_flex_dispatcher_backend {backend}: fused dispatch and combine kernels) instead of "
-                         "the alltoall dispatcher assumed here; the experts still run as a grouped GEMM.")
+                         "the alltoall dispatcher (moe_token_dispatcher below); the experts still run as a grouped GEMM.")
         facts.append("The recipe forces balanced routing (moe_router_force_load_balancing, set_qwen3_common_configs; "
                      "token-dropless).")
     elif base == OSS:
@@ -816,7 +857,9 @@ def mla_model_note(row, arch):
             f"{dims['kv_lora_rank']}-wide one, query/key heads {dims['qk_head_dim']} + {dims['qk_rope_head_dim']} "
             f"(rotary) wide, values {dims['v_head_dim']}: the mla block. Not modelled: YaRN's rotary scaling")
     if mla_model(row["model"]) == "DeepSeekV3":
-        text += ", the group-limited routing (8 groups, top 4) and sigmoid scores (the routing is priced as balanced)."
+        text += (" and the sigmoid scores (the routing is priced as balanced). Group-limited routing: 8 groups, top 4 "
+                 "(DeepSeekV3Provider moe_router_num_groups 8, moe_router_group_topk 4): router_groups and "
+                 "router_group_topk, which bound the GPUs and nodes each token's copies go to.")
         if "w/o MTP" in row["model"]:
             text += " The table says the run trained without multi-token prediction (MTP)."
         else:
@@ -987,8 +1030,7 @@ def case_of(row, arch, set_name, rows):
                      + ("the multi-token-prediction module (m) and " if mla_mtp_layers(row) else "")
                      + "the loss after the last chunk's.")
         notes.append(f"Not stated by the table and not modelled, as Megatron-Bridge {RELEASE_TAG[row['release']]}'s perf "
-                     "configs of this model set them by GPU: the flex token dispatcher (DeepEP or HybridEP) in place of "
-                     "the all-to-all one, and CUDA graphs of parts of the layer.")
+                     "configs of this model set them by GPU: CUDA graphs of parts of the layer.")
     elif layout:
         notes.append(f"Pipeline layout: Megatron-Bridge's recipe counts the embedding and the loss as pipeline "
                      f"layers (account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split), so "
@@ -1036,9 +1078,10 @@ def case_of(row, arch, set_name, rows):
                      f"GPUs ({dp} x {cp}).")
     if moe:
         edp = tp * cp * dp // (ep * etp)
-        notes.append("MoE, assumed (Megatron-Core): the alltoall token dispatcher (each token's top-"
-                     f"{arch['top_k']} choices permuted, sent to the experts' GPUs with an all-to-all over the ep {ep} "
-                     "group and back the same way after the experts) and a grouped GEMM over each GPU's "
+        notes.append(dispatcher_note(row))
+        notes.append("MoE, assumed (Megatron-Core): each token's top-"
+                     f"{arch['top_k']} choices sent to the experts' GPUs over the ep {ep} "
+                     "group and back the same way after the experts, and a grouped GEMM over each GPU's "
                      f"{int(arch['num_experts']) // ep} local experts; expert tensor parallelism {etp}"
                      + (" (the table's ETP column is empty)" if row["etp"] == "" else "")
                      + f"; parallel folding: expert data parallelism tp x cp x dp / (ep x etp) = {edp}"
@@ -1073,12 +1116,15 @@ def case_of(row, arch, set_name, rows):
     shared_expert_ffn_hidden: {num(arch['shared_expert_ffn'], 0)}
     dense_layers: {dense_layers(arch)}
     token_drop: {'true' if token_drop(row['model']) else 'false'}
-""" + ("" if token_drop(row["model"]) else "    force_balance: true\n") + gpt_oss_expert_lines(row, arch)
+""" + ("" if token_drop(row["model"]) else "    force_balance: true\n") + gpt_oss_expert_lines(row, arch) + (
+        "    router_groups: 8\n    router_group_topk: 4\n" if mla_model(row["model"]) == "DeepSeekV3" else "")
     layout_line = f"  pipeline_layout: '{layout}'\n" if layout else ""
     recompute, recompute_modules, _ = moe_recompute(row) if moe else ("none", (), None)
     recompute_lines = f"  recompute: {recompute}\n" + (
         f"  recompute_modules: [{', '.join(recompute_modules)}]\n" if recompute_modules else "")
     overlap_ep_line = "  overlap_ep_comm: true\n" if overlap_ep else ""
+    if moe and moe_dispatcher(row) != "alltoall":
+        overlap_ep_line += f"  moe_token_dispatcher: {moe_dispatcher(row)}\n"
     # Nemotron trains without dropout (NeMo-Framework-Launcher 24.07's nemotron_*.yaml: hidden_dropout and
     # attention_dropout 0.0), as the llama family does; GPT-3 keeps the 0.1 of its launcher configs.
     dropout_lines = "  hidden_dropout: 0.0\n  attention_dropout: 0.0\n" if family(row["model"]) == "nemotron" else ""

@@ -109,17 +109,18 @@ TEST_CASE("the experts' all-to-alls move every routed token's activation, there 
   const ModelSpec m = small_moe();
   LayerOptions options;
   options.ep = 4;
-  // 4096 tokens x top 2 x 1024 x 2 bytes (bf16) = 16 MiB into each all-to-all, dispatch and combine.
+  // 4096 tokens x 1024 x 2 bytes (bf16) = 8 MiB of tokens, each sent top 2 times by the
+  // alltoall dispatcher: 16 MiB into each all-to-all, dispatch and combine.
   const LayerWork work = layer_work(m, m.units[2], 1, 1, options);
-  CHECK(work.forward.ep_alltoalls == 2);
-  CHECK(work.forward.ep_alltoall_bytes == 16777216.0);
-  CHECK(work.backward.ep_alltoalls == 2);
-  CHECK(work.backward.ep_alltoall_bytes == 16777216.0);
+  CHECK(work.forward.ep_dispatch.count == 2);
+  CHECK(work.forward.ep_dispatch.token_bytes == 8388608.0);
+  CHECK(work.backward.ep_dispatch.count == 2);
+  CHECK(work.backward.ep_dispatch.token_bytes == 8388608.0);
   // tp 2: half the tokens a GPU.
-  CHECK(layer_work(m, m.units[2], 2, 1, options).forward.ep_alltoall_bytes == 8388608.0);
+  CHECK(layer_work(m, m.units[2], 2, 1, options).forward.ep_dispatch.token_bytes == 4194304.0);
   // No expert parallelism: no all-to-all; a dense layer has none either.
-  CHECK(layer_work(m, m.units[2], 1, 1).forward.ep_alltoalls == 0);
-  CHECK(layer_work(m, m.units[1], 1, 1, options).forward.ep_alltoalls == 0);
+  CHECK(layer_work(m, m.units[2], 1, 1).forward.ep_dispatch.count == 0);
+  CHECK(layer_work(m, m.units[1], 1, 1, options).forward.ep_dispatch.count == 0);
 
   // On one node (ep 4 <= 8 GPUs), each all-to-all sends 3 peers a quarter of 16 MiB on NVLink:
   // 1 us + 3 x 4 MiB x 8 / 1e12 bit/s.
@@ -365,7 +366,7 @@ TEST_CASE("biased experts and a clamped GLU (GPT-OSS) add their passes and launc
   CHECK(b.host_ops - a.host_ops == 12);
   // The GEMMs and the all-to-alls are the same.
   CHECK(gemm_flops(b.gemms) == gemm_flops(a.gemms));
-  CHECK(b.alltoall_bytes == a.alltoall_bytes);
+  CHECK(b.token_bytes == a.token_bytes);
   // Each alone.
   ModelSpec bias_only = oss;
   bias_only.moe.activation_clamp = 0;

@@ -115,8 +115,7 @@ TEST_CASE("nvlink domains: an all-to-all inside a domain runs on the GPU's NVLin
   // 16 MiB into an all-to-all (a made-up pass); the made-up node: 8 GPUs, NVLink 1e12 bit/s at
   // 1 us, the network 8e11 bit/s a node (1e11 a GPU) at 10 us.
   PassWork work;
-  work.ep_alltoalls = 1;
-  work.ep_alltoall_bytes = 16777216.0;
+  work.ep_dispatch = {.count = 1, .token_bytes = 8388608.0, .moe = {.experts = 64, .top_k = 2}};
   NodeType node = made_up_node();
   // ep 16 on nodes of their own: 7 peers on NVLink, 8 across the network (1 MiB each): the
   // network's 10 us + 8 MiB x 8 / 1e11 s.

@@ -142,6 +142,10 @@ void run(EstimateOptions options, CLI::App& command) {
   validate_plan_key(setup->model, setup->cluster, options.key);
   if (options.planner.ep_comm_overlap)
     if (std::string fault = ep_overlap_fault(options.key); !fault.empty()) throw SpecError(fault);
+  if (std::string fault = moe_dispatcher_fault(setup->model, setup->cluster, options.key,
+                                               *parse_moe_dispatcher(options.planner.moe_dispatcher));
+      !fault.empty())
+    throw SpecError(fault);
   std::vector<int> partition = options.partition.empty() ? std::vector<int>{} : parse_partition(options.partition);
   PartitionTiming timing = options.as_given ? PartitionTiming::kExact : PartitionTiming::kAsFasopReports;
   std::vector<int> timed;
@@ -150,7 +154,8 @@ void run(EstimateOptions options, CLI::App& command) {
     std::cout << estimate_json(setup->model, setup->cluster, result);
     return;
   }
-  std::cout << estimate_text(setup->model, setup->cluster, result) << memory_assumptions_line(options.planner, *setup);
+  std::cout << estimate_text(setup->model, setup->cluster, result) << memory_assumptions_line(options.planner, *setup)
+            << moe_dispatch_line(options.planner, *setup);
   if (timed != result.plan.partition)
     std::cout << "\nnote: FASOP reaches this partition by a last greedy move it never re-times: its\n"
                  "figures (reproduced above) are the stage times of "

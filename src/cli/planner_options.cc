@@ -105,6 +105,13 @@ void PlannerOptions::add_to(CLI::App& command, bool model_required) {
                    "analytic: MoE all-to-alls run beside another micro-batch's compute (Megatron-Core's "
                    "--overlap-moe-expert-parallel-comm); with ep > 1 it needs virtual stages where pp > 1 and no "
                    "full recomputation, and the search keeps only such layouts");
+  command.add_option("--moe-dispatcher", moe_dispatcher,
+                     "analytic: Megatron-Core's MoE token dispatcher, " + moe_dispatcher_choices() +
+                         " (default alltoall; deepep and hybridep are --moe-token-dispatcher-type flex with that "
+                         "--moe-flex-dispatcher-backend): DeepEP and HybridEP send a token once per destination GPU "
+                         "and once per destination node over the network, alltoall once per chosen expert "
+                         "(docs/cost-model.md#moe-token-dispatch); the search keeps the layouts it runs")
+      ->check(CLI::IsMember(moe_dispatcher_names()));
   command.add_flag("--grad-reduce-in-bf16", grad_reduce_in_bf16,
                    "analytic: bf16 and fp8 training keep and reduce their gradients in bf16, 2 bytes a parameter "
                    "instead of fp32's 4 (Megatron-LM's --grad-reduce-in-bf16, as Megatron-Bridge's recipes run)");
@@ -295,6 +302,10 @@ void choose_policy(const PlannerOptions& options, PlannerSetup& setup) {
     if (options.sequence_parallel) setup.input.space.sequence_parallel = {false, true};
     if (!options.virtual_stages.empty()) setup.input.space.virtual_stages = options.virtual_stages;
     setup.input.space.ep_comm_overlap = options.ep_comm_overlap;
+    setup.input.space.moe_dispatcher = *parse_moe_dispatcher(options.moe_dispatcher);
+    if (options.moe_dispatcher != "alltoall" && !setup.model.moe.enabled())
+      throw SpecError("--moe-dispatcher " + options.moe_dispatcher + ": model '" + setup.model.name +
+                      "' has no experts to dispatch to; drop it");
     if (options.grad_reduce_in_bf16) {
       const std::vector<std::string>& named = options.fasop.precision_names;
       const std::vector<std::string> trained = named.empty() ? std::vector<std::string>{setup.model.dtype} : named;
@@ -322,6 +333,19 @@ std::string memory_assumptions_line(const PlannerOptions& options, const Planner
                                                                       : "Megatron-Core as it allocates";
   return std::string("memory: ") + stack + ", " + memory_headroom_of(options, setup.cluster).text() +
          " of each GPU kept free (--stack, --memory-headroom)\n";
+}
+
+std::string moe_dispatch_line(const PlannerOptions& options, const PlannerSetup& setup) {
+  if (setup.policy_name != "analytic" || !setup.model.moe.enabled()) return "";
+  const bool flex = options.moe_dispatcher == "deepep" || options.moe_dispatcher == "hybridep";
+  return "MoE: tokens dispatched by " + options.moe_dispatcher +
+         (flex ? " (once per destination GPU, once per destination node over the network)"
+               : options.moe_dispatcher == "alltoall" ? " (once per chosen expert; deepep or hybridep send fewer copies)"
+                                                      : " (every token to every GPU of the group)") +
+         (setup.model.moe.group_limited() ? ", routing limited to " + std::to_string(setup.model.moe.router_group_topk) +
+                                                " of " + std::to_string(setup.model.moe.router_groups) + " expert groups"
+                                          : "") +
+         " (--moe-dispatcher)\n";
 }
 
 std::unique_ptr<PlannerSetup> PlannerSetup::load_specs(const PlannerOptions& options) {
@@ -461,7 +485,8 @@ Execution execution_of(const PlannerOptions& options) {
                    .overlap_param_gather = options.overlap_param_gather,
                    .tp_comm_overlap = options.tp_comm_overlap,
                    .overlap_moe_expert_parallel_comm = options.ep_comm_overlap,
-                   .grad_reduce_in_bf16 = options.grad_reduce_in_bf16};
+                   .grad_reduce_in_bf16 = options.grad_reduce_in_bf16,
+                   .moe_dispatcher = *parse_moe_dispatcher(options.moe_dispatcher)};
 }
 
 void set_execution_flags(PlannerOptions& options, const Execution& execution) {
@@ -470,6 +495,7 @@ void set_execution_flags(PlannerOptions& options, const Execution& execution) {
   options.tp_comm_overlap = execution.tp_comm_overlap;
   options.ep_comm_overlap = execution.overlap_moe_expert_parallel_comm;
   options.grad_reduce_in_bf16 = execution.grad_reduce_in_bf16;
+  options.moe_dispatcher = moe_dispatcher_name(execution.moe_dispatcher);
 }
 
 }  // namespace fasop

@@ -38,6 +38,7 @@ struct PlannerOptions {
   bool no_overlap = false;              ///< the DP all-reduce does not overlap the backward pass
   bool tp_comm_overlap = false;         ///< tensor-parallel communication overlaps the GEMMs (analytic profiles)
   bool ep_comm_overlap = false;         ///< MoE all-to-alls overlap another micro-batch's compute (analytic profiles)
+  std::string moe_dispatcher = "alltoall";  ///< the MoE token dispatcher (specs/moe_dispatcher.h's names)
   bool grad_reduce_in_bf16 = false;     ///< gradients kept and reduced in bf16 (Megatron's --grad-reduce-in-bf16)
   bool analytic_profiles = false;       ///< time layers analytically even where a measured profile exists
   bool overlap_param_gather = false;    ///< the distributed optimizer's all-gather overlaps the next forward
@@ -88,6 +89,10 @@ struct PlannerSetup {
 /// The memory model's assumptions as one line of output, "memory: Megatron-Core as it allocates, 5%
 /// of each GPU kept free (--stack, --memory-headroom)"; "" under the fasop policy.
 std::string memory_assumptions_line(const PlannerOptions& options, const PlannerSetup& setup);
+
+/// For a MoE model under the analytic policy, the token dispatcher priced and the routing's group
+/// limit as one line, "MoE: tokens dispatched by alltoall (...) (--moe-dispatcher)"; "" otherwise.
+std::string moe_dispatch_line(const PlannerOptions& options, const PlannerSetup& setup);
 
 /// The communication switches the options' flags ask for (--no-overlap, --overlap-param-gather,
 /// --tp-comm-overlap, --ep-comm-overlap, --grad-reduce-in-bf16); the others at their defaults.

@@ -107,6 +107,26 @@ void validate_parallel_dims_policy(const ModelSpec& model, const PlanKey& key, c
                     "''s 'mla' block); use --policy analytic");
 }
 
+std::string moe_dispatcher_fault(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key,
+                                 MoeDispatcher dispatcher) {
+  if (dispatcher == MoeDispatcher::kAlltoall) return "";
+  const std::string flag = std::string("--moe-dispatcher ") + moe_dispatcher_name(dispatcher) + ": ";
+  if (!model.moe.enabled()) return flag + "model '" + model.name + "' has no experts to dispatch to; drop it";
+  if (!is_flex(dispatcher)) return "";
+  if (key.tp * key.ep <= 1)
+    return flag + "Megatron-Core's flex dispatcher needs tp x ep > 1 (it asserts it); use ep > 1 or --moe-dispatcher alltoall";
+  if (dispatcher == MoeDispatcher::kDeepep && model.moe.token_drop)
+    return flag + "DeepEP does not pad the experts' input to capacity (TransformerConfig refuses "
+           "moe_pad_expert_input_to_capacity with it); use hybridep or alltoall, or dropless routing";
+  if (dispatcher == MoeDispatcher::kDeepep && key.ep > 8)
+    for (const NodeType& type : cluster.node_types)
+      if (type.gpus_per_node != 8)
+        return flag + "ep " + str(key.ep) + " runs DeepEP's internode kernels, which group ranks by 8 NVLink peers "
+               "(NUM_MAX_NVL_PEERS); node type '" + type.name + "' has " + str(type.gpus_per_node) +
+               " GPUs: use ep <= 8, hybridep or alltoall";
+  return "";
+}
+
 std::string ep_overlap_fault(const PlanKey& key) {
   if (key.ep <= 1 || ep_overlap_runs(key)) return "";
   if (key.recompute)

@@ -240,7 +240,13 @@ void moe_flags(ArgWriter& w, const PlanFile& plan, const ModelSpec& model) {
   w.flag("--moe-router-load-balancing-type", "aux_loss");
   w.flag("--moe-aux-loss-coeff", "1e-2");
   w.flag("--moe-grouped-gemm");
-  w.flag("--moe-token-dispatcher-type", "alltoall");
+  const MoeDispatcher dispatcher = plan.execution.moe_dispatcher;
+  w.flag("--moe-token-dispatcher-type", is_flex(dispatcher) ? "flex" : moe_dispatcher_name(dispatcher));
+  if (is_flex(dispatcher)) w.flag("--moe-flex-dispatcher-backend", moe_dispatcher_name(dispatcher));
+  if (moe.group_limited()) {
+    w.flag("--moe-router-num-groups", num(moe.router_groups));
+    w.flag("--moe-router-group-topk", num(moe.router_group_topk));
+  }
   if (moe.token_drop) w.flag("--moe-expert-capacity-factor", "1.0");
   if (moe.force_balance) w.flag("--moe-router-force-load-balancing");
 }

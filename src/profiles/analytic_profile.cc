@@ -7,6 +7,7 @@
 #include "profiles/ep_overlap.h"
 #include "profiles/libtorch_layer.h"
 #include "profiles/mla_layer.h"
+#include "profiles/moe_dispatch.h"
 #include "profiles/moe_layer.h"
 #include "profiles/mtp_layer.h"
 #include "specs/link.h"
@@ -271,8 +272,8 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
     layer_kernels += moe.kernels;
     moe_host_only_ops = moe.host_ops - moe.kernels;
     tp_regions = tp_regions - 1 + moe.tp_regions;
-    fw.ep_alltoalls = moe.alltoalls;
-    fw.ep_alltoall_bytes = moe.alltoall_bytes;
+    fw.ep_dispatch = {.count = moe.dispatches, .token_bytes = moe.token_bytes, .moe = m.moe,
+                      .dispatcher = options.execution.moe_dispatcher};
     fw.etp_collective_bytes = moe.etp_collective_bytes;
     fw.after_host_wait = moe.after_host_wait;
   } else {
@@ -334,8 +335,7 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
   // all-to-alls carry the tokens' gradients back the way they came.
   w.backward.cp_ring_steps = fw.cp_ring_steps;
   w.backward.cp_ring_step_bytes = 2 * fw.cp_ring_step_bytes;
-  w.backward.ep_alltoalls = fw.ep_alltoalls;
-  w.backward.ep_alltoall_bytes = fw.ep_alltoall_bytes;
+  w.backward.ep_dispatch = fw.ep_dispatch;
   w.backward.etp_collective_bytes = fw.etp_collective_bytes;
   return w;
 }
@@ -429,18 +429,21 @@ double cp_ring_s(const PassWork& work, int tp, int cp, const NodeType& node) {
 double ep_comm_s(const PassWork& work, int ep, int etp, const NodeType& node) {
   const Link nvlink = nvlink_of(node);
   double seconds = 0;
-  if (work.ep_alltoalls > 0 && ep > 1) {
+  const EpDispatchWork& dispatch = work.ep_dispatch;
+  if (dispatch.count > 0 && ep > 1) {
     // An expert group's ep GPUs lie etp apart (MoE parallel folding: etp fastest): the peers on
     // a GPU's own node (or NVLink domain: a group that fits in one is placed in one) are
     // reached over its NVLink ports, the rest over the network at its GPU's share of the
-    // node's bandwidth, both at once; each peer gets 1/ep of the bytes. NCCL posts every peer's
-    // send at once, so a link runs at the share of all it carries, not of one peer's part.
+    // node's bandwidth, both at once, with the copies the dispatcher sends each way. The
+    // dispatcher posts every peer's send at once, so a link runs at the share of all it
+    // carries, not of one peer's part.
     const int on_node = std::max(1, std::min(ep, node.nvlink_gpus() / etp));
-    const double per_peer = work.ep_alltoall_bytes / ep;
-    const double nvlink_bytes = (on_node - 1) * per_peer, network_bytes = (ep - on_node) * per_peer;
-    const Link network = network_of(node, node.gpus_per_node);
+    const DispatchCopies copies = dispatch_copies(dispatch.moe, dispatch.dispatcher, ep, on_node);
+    const double nvlink_bytes = copies.nvlink * dispatch.token_bytes, network_bytes = copies.network * dispatch.token_bytes;
+    const Link network = dispatch_link(network_of(node, node.gpus_per_node), dispatch.dispatcher, true);
+    const Link domain = dispatch_link(nvlink, dispatch.dispatcher, false);
     const double latency_s = ep > on_node ? network.latency_s : nvlink.latency_s;
-    seconds += work.ep_alltoalls * (latency_s + std::max(nvlink.stream_s(nvlink_bytes), network.stream_s(network_bytes)));
+    seconds += dispatch.count * (latency_s + std::max(domain.stream_s(nvlink_bytes), network.stream_s(network_bytes)));
   }
   if (work.etp_collective_bytes > 0 && etp > 1) seconds += nvlink.ring_allreduce_s(work.etp_collective_bytes, etp);
   return seconds;

@@ -41,6 +41,16 @@ struct HostWaitTail {
   int waits = 0;  ///< the host's waits in the pass (one per dropless MoE layer); 0: none
 };
 
+/// A pass's MoE token dispatches: `count` of them (forward: dispatch and combine; backward: their
+/// gradients, the same way back), each moving copies of one GPU's `token_bytes` of tokens as
+/// `dispatcher` sends them under `moe`'s routing (profiles/moe_dispatch.h).
+struct EpDispatchWork {
+  int count = 0;
+  double token_bytes = 0;
+  MoeSpec moe;
+  MoeDispatcher dispatcher = MoeDispatcher::kAlltoall;
+};
+
 /// One pass (forward or backward) of one pipeline unit on one GPU (its 1/tp share).
 struct PassWork {
   std::vector<Gemm> gemms;       ///< in the model's GEMM precision (fp8 GEMMs for fp8 training)
@@ -55,10 +65,8 @@ struct PassWork {
   /// rank of the ring (forward: a key and value chunk; backward: those and their gradients).
   int cp_ring_steps = 0;
   double cp_ring_step_bytes = 0;
-  /// Expert parallelism's token all-to-alls (forward: dispatch and combine), each of these
-  /// bytes of tokens that one GPU sends out to the ep GPUs of its group (itself included).
-  int ep_alltoalls = 0;
-  double ep_alltoall_bytes = 0;
+  /// Expert parallelism's token dispatch and combine (EpDispatchWork).
+  EpDispatchWork ep_dispatch;
   /// Expert tensor parallelism: the routed tokens' all-gather and reduce-scatter over etp GPUs,
   /// as one all-reduce of these bytes.
   double etp_collective_bytes = 0;

@@ -97,9 +97,10 @@ MoeWork moe_mlp_work(const ModelSpec& m, double tokens, int tp, const LayerOptio
     w.tp_regions = 1;
   }
   if (options.ep > 1) {
-    // Dispatch and combine: each moves a GPU's routed tokens to their experts' GPUs and back.
-    w.alltoalls = 2;
-    w.alltoall_bytes = routed * h * bytes;
+    // Dispatch and combine: each moves copies of a GPU's tokens to their experts' GPUs and back,
+    // as many as the dispatcher sends (ep_comm_s).
+    w.dispatches = 2;
+    w.token_bytes = local_tokens * h * bytes;
   }
   if (options.etp > 1) w.etp_collective_bytes = expert_tokens * h * bytes;
   if (!moe.token_drop) w.after_host_wait = after_host_wait(w, router_elements, bytes);

@@ -38,8 +38,8 @@ struct MoeWork {
   int kernels = 0;             ///< kernels launched, the experts' GEMMs one each
   int host_ops = 0;            ///< ops the host dispatches (kernels and the host's own bookkeeping)
   int tp_regions = 0;          ///< tensor-parallel gathers and scatters (the shared expert's)
-  int alltoalls = 0;           ///< token all-to-alls over the ep GPUs (dispatch, combine)
-  double alltoall_bytes = 0;   ///< bytes one GPU sends into each (to itself included)
+  int dispatches = 0;          ///< token dispatches over the ep GPUs (dispatch, combine)
+  double token_bytes = 0;      ///< one copy of the GPU's tokens entering the layer (moe_dispatch.h: copies)
   double etp_collective_bytes = 0;  ///< expert tensor parallelism's gather and scatter, as one all-reduce
   /// Dropless routing: of the above, what follows the host's wait for the split sizes.
   HostWaitTail after_host_wait;

@@ -19,8 +19,13 @@ void append_pass(PassWork& into, const PassWork& from) {
   into.tp_collective_bytes = std::max(into.tp_collective_bytes, from.tp_collective_bytes);
   into.cp_ring_steps += from.cp_ring_steps;
   into.cp_ring_step_bytes = std::max(into.cp_ring_step_bytes, from.cp_ring_step_bytes);
-  into.ep_alltoalls += from.ep_alltoalls;
-  into.ep_alltoall_bytes = std::max(into.ep_alltoall_bytes, from.ep_alltoall_bytes);
+  if (from.ep_dispatch.count > 0) {
+    const int count = into.ep_dispatch.count + from.ep_dispatch.count;
+    const double token_bytes = std::max(into.ep_dispatch.token_bytes, from.ep_dispatch.token_bytes);
+    into.ep_dispatch = from.ep_dispatch;
+    into.ep_dispatch.count = count;
+    into.ep_dispatch.token_bytes = token_bytes;
+  }
   into.etp_collective_bytes += from.etp_collective_bytes;
   // Each wait's tail adds to the pass's (its GPU work before a wait, in sum, the rest).
   HostWaitTail& tail = into.after_host_wait;

@@ -247,6 +247,7 @@ std::vector<PlanKey> uniform_layouts(const ModelSpec& model, const ClusterSpec& 
             // Context and expert parallelism only where Megatron-LM runs them (parallel_dims_checks.h).
             if (!context_parallel_fault(model, cluster, key).empty()) continue;
             if (ep > 1 && !expert_layout_fault(model, cluster, key).empty()) continue;
+            if (!moe_dispatcher_fault(model, cluster, key, options.moe_dispatcher).empty()) continue;
             for (const std::string& precision : options.precisions) {
               key.precision = precision;
               for_each_variant(model, options, layers, key, [&](const PlanKey& k) {

@@ -5,6 +5,7 @@
 
 #include "specs/cluster_spec.h"
 #include "specs/model_spec.h"
+#include "specs/moe_dispatcher.h"
 #include "specs/plan.h"
 
 namespace fasop {
@@ -72,6 +73,9 @@ struct SearchSpaceOptions {
   /// Megatron-Core's EP all-to-all overlap (LayerOptions::overlap_ep_comm): layouts with ep > 1
   /// where Megatron cannot run it (parallel_rules.h ep_overlap_runs) are left out.
   bool ep_comm_overlap = false;
+  /// The MoE token dispatcher the plans run (Execution::moe_dispatcher): layouts it cannot run
+  /// (parallel_dims_checks.h moe_dispatcher_fault) are left out.
+  MoeDispatcher moe_dispatcher = MoeDispatcher::kAlltoall;
   FixedDims fixed;  ///< only layouts with these degrees
   /// tps left out, on any stage: degrees a measured profile has no times for (profile_gaps.h).
   std::vector<int> skipped_tp;

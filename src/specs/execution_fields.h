@@ -19,13 +19,18 @@ struct ExecutionField {
 /// is spelled apart: plan files' overlap_dp_allreduce, cases' overlap_grad_reduce.)
 const std::vector<ExecutionField>& execution_fields();
 
-/// Their keys, for a reader's only_keys.
+/// The key of Execution::moe_dispatcher in plan files and cases' plan blocks (Megatron-LM's flag's
+/// name): alltoall where left out.
+constexpr const char* kMoeDispatcherKey = "moe_token_dispatcher";
+
+/// Their keys and kMoeDispatcherKey, for a reader's only_keys.
 std::vector<std::string> execution_field_keys();
 
 /// Reads each switch `block` gives into `execution` (the others stay as they are).
 void read_execution_fields(const Field& block, Execution& execution);
 
-/// "overlap_tp_comm: true\n" and so on, for each switch that is on.
+/// "overlap_tp_comm: true\n" and so on, for each switch that is on, and the dispatcher where it is
+/// not alltoall.
 std::string execution_fields_yaml(const Execution& execution);
 
 }  // namespace fasop

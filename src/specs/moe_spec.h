@@ -20,6 +20,12 @@ struct MoeSpec {
   /// "only for benchmark"), so each token's top_k experts are drawn at random and every expert
   /// rank receives its share: how NVIDIA's published MoE throughputs were measured.
   bool force_balance = false;
+  /// Group-limited routing (DeepSeek-V3's node-limited routing; Megatron's --moe-router-num-groups
+  /// and --moe-router-group-topk): the experts split into router_groups contiguous groups, each
+  /// token routed within the router_group_topk groups of its best scores, top_k / group_topk
+  /// experts in each. 0: no groups.
+  int router_groups = 0;
+  int router_group_topk = 0;
   /// The experts' linear layers carry biases (GPT-OSS; Megatron's add_bias_linear): Megatron-Core
   /// adds the down projection's bias per expert, weighted by the routing probability, after its
   /// grouped GEMM (TEGroupedMLP._apply_bias). Their parameters (experts x (2 x width + hidden))
@@ -30,6 +36,7 @@ struct MoeSpec {
   double activation_clamp = 0;
 
   bool enabled() const { return experts > 0; }
+  bool group_limited() const { return router_groups > 1 && router_group_topk > 0; }
 };
 
 /// The load-balance assumption of dropless routing: the rank whose experts receive the most

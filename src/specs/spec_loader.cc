@@ -187,11 +187,26 @@ MlaSpec parse_mla(const Field& field) {
   return mla;
 }
 
+/// Group-limited routing, checked as Megatron-Core's router computes it: groups of equal size,
+/// top_k split evenly over the chosen groups.
+void parse_router_groups(const Field& field, MoeSpec& moe) {
+  const Field groups = field.child("router_groups"), topk = field.child("router_group_topk");
+  if (groups.present() != topk.present())
+    (groups.present() ? topk : groups).fail("missing; group-limited routing takes router_groups and router_group_topk together");
+  if (!groups.present()) return;
+  moe.router_groups = groups.positive_int(moe.experts);
+  moe.router_group_topk = topk.positive_int(moe.router_groups);
+  if (moe.experts % moe.router_groups != 0)
+    groups.fail("does not divide the " + std::to_string(moe.experts) + " experts; give a divisor of them");
+  if (moe.top_k % moe.router_group_topk != 0)
+    topk.fail("does not divide top_k " + std::to_string(moe.top_k) + "; each chosen group takes top_k / router_group_topk experts");
+}
+
 MoeSpec parse_moe(const Field& field) {
   field.keys("a mapping {experts, top_k, expert_ffn_hidden, shared_expert_ffn_hidden?, dense_layers?, token_drop?, "
-             "force_balance?, expert_bias?, activation_clamp?}");
+             "force_balance?, expert_bias?, activation_clamp?, router_groups?, router_group_topk?}");
   field.only_keys({"experts", "top_k", "expert_ffn_hidden", "shared_expert_ffn_hidden", "dense_layers", "token_drop",
-                   "force_balance", "expert_bias", "activation_clamp"});
+                   "force_balance", "expert_bias", "activation_clamp", "router_groups", "router_group_topk"});
   MoeSpec moe;
   moe.experts = field.child("experts").positive_int(kMaxExperts);
   moe.top_k = field.child("top_k").positive_int(kMaxExperts);
@@ -205,6 +220,7 @@ MoeSpec parse_moe(const Field& field) {
   if (field.child("force_balance").present()) moe.force_balance = field.child("force_balance").as<bool>("true or false");
   if (field.child("expert_bias").present()) moe.expert_bias = field.child("expert_bias").as<bool>("true or false");
   if (field.child("activation_clamp").present()) moe.activation_clamp = field.child("activation_clamp").positive_double();
+  parse_router_groups(field, moe);
   return moe;
 }
 

@@ -1,5 +1,7 @@
 #include "validate/validate.h"
 
+#include "costmodel/parallel_dims_checks.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -8,6 +10,7 @@
 
 #include "costmodel/analytic_policy.h"
 #include "costmodel/make_context.h"
+#include "costmodel/parallel_dims_checks.h"
 #include "profiles/analytic_profile.h"
 #include "search/search.h"
 #include "search/search_space.h"
@@ -235,6 +238,8 @@ ValidationResult predict_case(const ValidationCase& c) {
     } catch (const SpecError& e) {
       throw SpecError(c.file + ": field 'plan': " + e.what());
     }
+    if (std::string fault = moe_dispatcher_fault(c.model, cluster, key, plan.execution.moe_dispatcher); !fault.empty())
+      throw SpecError(c.file + ": field 'plan.moe_token_dispatcher': " + fault);
     CandidateResult candidate = evaluate_candidate(input, key, result.partition, PartitionTiming::kExact);
     const double step = candidate.estimate.step_time_s;
     if (!have) {

@@ -1,0 +1,39 @@
+#pragma once
+// Megatron-Core's MoE token dispatchers: how a plan moves each token to its experts' GPUs and
+// back. Plan files, validation cases and the CLI name one; profiles/moe_dispatch.h prices it.
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fasop {
+
+/// A token dispatcher, as Megatron-LM's --moe-token-dispatcher-type (and, for flex, its
+/// --moe-flex-dispatcher-backend) selects it.
+enum class MoeDispatcher {
+  kAlltoall,   ///< alltoall: one row per (token, expert) sent over NCCL's all-to-all
+  kAllgather,  ///< allgather: every token gathered over the ep group, each rank keeps its own
+  kDeepep,     ///< flex + DeepEP: one copy per destination GPU, one RDMA copy per destination node
+  kHybridep,   ///< flex + HybridEP: DeepEP's copies, permutation fused into the kernels
+};
+
+/// Every dispatcher, in the order --help lists them.
+const std::vector<MoeDispatcher>& moe_dispatchers();
+
+/// "alltoall", "allgather", "deepep", "hybridep": the spelling of plan files and flags.
+const char* moe_dispatcher_name(MoeDispatcher dispatcher);
+
+/// The dispatcher named `name`, or nothing.
+std::optional<MoeDispatcher> parse_moe_dispatcher(const std::string& name);
+
+/// Their names, in that order.
+std::vector<std::string> moe_dispatcher_names();
+
+/// "alltoall, allgather, deepep or hybridep", for messages and --help.
+std::string moe_dispatcher_choices();
+
+/// Whether Megatron-Core runs it as the flex dispatcher (a DeepEP or HybridEP backend).
+inline bool is_flex(MoeDispatcher dispatcher) {
+  return dispatcher == MoeDispatcher::kDeepep || dispatcher == MoeDispatcher::kHybridep;
+}
+
+}  // namespace fasop
