@@ -6,6 +6,7 @@
 
 #include "costmodel/parallel_dims_checks.h"
 #include "profiles/analytic_profile.h"
+#include "profiles/ep_overlap.h"
 #include "profiles/moe_dispatch.h"
 #include "specs/execution_fields.h"
 #include "specs/spec_loader.h"
@@ -158,4 +159,48 @@ TEST_CASE("group-limited routing is read with its checks", "[moe][dispatch][spec
              Catch::Contains("does not divide the 64 experts"));
   CHECK_THAT(fasop::testing::spec_error([&] { model(", router_groups: 8, router_group_topk: 3"); }),
              Catch::Contains("does not divide top_k 8"));
+}
+
+TEST_CASE("the combined 1F1B schedule: the dispatches' overlapped and exposed parts", "[moe][dispatch]") {
+  // Milliseconds. Micro-batch A's forward: attention 2 (host 1), experts 3 (host 1); B's
+  // backward: experts' input gradients 4 (host 1), weight gradients 2 (host 0.5), attention 4
+  // (host 1). Each dispatch and combine 1.5.
+  CombinedLayer layer{.attention_fwd = {2, 1}, .mlp_fwd = {3, 1}, .mlp_bwd = {4, 1}, .mlp_bwd_dw = {2, 0.5},
+                      .attention_bwd = {4, 1}, .dispatch_fwd_s = 1.5, .combine_fwd_s = 1.5,
+                      .dispatch_bwd_s = 1.5, .combine_bwd_s = 1.5};
+  // combine_bwd 0-1.5 beside attention_fwd 0-2; mlp_bwd 2-6 (after combine_bwd); dispatch_fwd
+  // 2-3.5 (after attention_fwd); mlp_bwd_dw 6-8; dispatch_bwd 6-7.5 (after mlp_bwd); mlp_fwd
+  // 8-11; combine_fwd 11-12.5 beside attention_bwd 11-15: every dispatch hidden, 15 = compute.
+  CHECK(combined_layer_s(layer) == Approx(15));
+  // Dispatches of 5: combine_bwd 0-5 holds mlp_bwd back to 5-9, dispatch_fwd 5-10, mlp_bwd_dw
+  // 9-11, dispatch_bwd 10-15, mlp_fwd 11-14, combine_fwd 15-20, attention_bwd 15-19: 20.
+  CombinedLayer slow = layer;
+  slow.dispatch_fwd_s = slow.combine_fwd_s = slow.dispatch_bwd_s = slow.combine_bwd_s = 5;
+  CHECK(combined_layer_s(slow) == Approx(20));
+  // Host-bound nodes (hosts 3, 4, 2, 1, 2; GPU 1, 1, 2, 1, 2; dispatches 1), the host waiting
+  // for A's routing: the GPU keeps up with the host, 12 = the host's time, all hidden.
+  CombinedLayer host_bound{.attention_fwd = {1, 3}, .mlp_fwd = {1, 4}, .mlp_bwd = {2, 2}, .mlp_bwd_dw = {1, 1},
+                           .attention_bwd = {2, 2}, .dispatch_fwd_s = 1, .combine_fwd_s = 1, .dispatch_bwd_s = 1,
+                           .combine_bwd_s = 1, .host_waits = true};
+  CHECK(combined_layer_s(host_bound) == Approx(12));
+  // The wait costs where the GPU runs behind: with attention_fwd at 6 GPU ms the host, done
+  // issuing mlp_bwd at 5, idles until 6, and everything after it issues 1 ms later: 13, where
+  // without the wait it would be 12.
+  CombinedLayer waiting = host_bound;
+  waiting.attention_fwd.gpu_s = 6;
+  CHECK(combined_layer_s(waiting) == Approx(13));
+  waiting.host_waits = false;
+  CHECK(combined_layer_s(waiting) == Approx(12));
+
+  // The passes of the slow layer: forward 5 GPU ms, 10 of dispatches; backward 10 and 10.
+  LayerTime t;
+  t.forward = {.seconds = 15, .gpu_s = 5, .host_s = 2, .ep_comm_s = 10};
+  t.backward = {.seconds = 20, .gpu_s = 10, .host_s = 2.5, .ep_comm_s = 10};
+  // Combined 20 against 15 of compute: 5 exposed, the other 15 hidden at 10% (1.5), 6.5 in
+  // all, half each pass.
+  overlap_ep_comm(t, combined_layer_s(slow), 0.1);
+  CHECK(t.forward.ep_comm_s == Approx(3.25));
+  CHECK(t.forward.seconds == Approx(8.25));
+  CHECK(t.backward.ep_comm_s == Approx(3.25));
+  CHECK(t.backward.seconds == Approx(13.25));
 }

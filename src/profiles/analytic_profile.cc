@@ -276,6 +276,9 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
                       .dispatcher = options.execution.moe_dispatcher};
     fw.etp_collective_bytes = moe.etp_collective_bytes;
     fw.after_host_wait = moe.after_host_wait;
+    w.moe_forward = {.gemms = moe.gemms, .weight_bytes = moe.weights_per_gpu * gemm_bytes,
+                     .memory_bytes = moe.elements * bytes, .kernels = moe.kernels, .host_ops = moe.host_ops};
+    w.moe_backward = backward_of(w.moe_forward, m.dtype);
   } else {
     fw.gemms.push_back({tokens, (swiglu ? 2 : 1) * f / t, h});  // up (and gate)
     fw.gemms.push_back({tokens, h, f / t});                     // down
@@ -449,11 +452,51 @@ double ep_comm_s(const PassWork& work, int ep, int etp, const NodeType& node) {
   return seconds;
 }
 
+namespace {
+
+/// `t`'s MoE layer split into the combined 1F1B schedule's nodes: the experts' part of each pass
+/// (their weight gradients apart) timed alone, the attention's the rest, each dispatch and
+/// combine half of its pass's dispatch seconds.
+CombinedLayer combined_layer(const LayerWork& work, const LayerTime& t, int tp, const NodeType& node,
+                             const std::string& dtype, const LayerOptions& options) {
+  const PassTime mlp_fwd = pass_time(work.moe_forward, tp, node, dtype, options);
+  const PassTime mlp_bwd = pass_time(work.moe_backward, tp, node, dtype, options);
+  PassWork weight_grads{.backward = true};
+  double all_gemms = 0, weight_gemms = 0;
+  for (const Gemm& g : work.moe_backward.gemms) {
+    all_gemms += g.count;
+    if (!g.k_is_rows) continue;
+    weight_grads.gemms.push_back(g);
+    weight_gemms += g.count;
+  }
+  const ScheduleNode dw{.gpu_s = pass_time(weight_grads, tp, node, dtype, options).gpu_s,
+                        .host_s = mlp_bwd.host_s * weight_gemms / all_gemms};
+  auto rest = [](const PassTime& pass, const PassTime& part) {
+    return ScheduleNode{.gpu_s = std::max(0.0, pass.gpu_s - part.gpu_s), .host_s = std::max(0.0, pass.host_s - part.host_s)};
+  };
+  return {.attention_fwd = rest(t.forward, mlp_fwd),
+          .mlp_fwd = {.gpu_s = mlp_fwd.gpu_s, .host_s = mlp_fwd.host_s},
+          .mlp_bwd = {.gpu_s = mlp_bwd.gpu_s - dw.gpu_s, .host_s = mlp_bwd.host_s - dw.host_s},
+          .mlp_bwd_dw = dw,
+          .attention_bwd = rest(t.backward, mlp_bwd),
+          .dispatch_fwd_s = t.forward.ep_comm_s / 2,
+          .combine_fwd_s = t.forward.ep_comm_s / 2,
+          .dispatch_bwd_s = t.backward.ep_comm_s / 2,
+          .combine_bwd_s = t.backward.ep_comm_s / 2,
+          .host_waits = work.forward.after_host_wait.waits > 0};
+}
+
+}  // namespace
+
 LayerTime layer_time(const ModelSpec& model, const LayerUnit& unit, int tp, int mbs, const NodeType& node,
                      const LayerOptions& options) {
   LayerWork work = layer_work(model, unit, tp, mbs, options);
   LayerTime t{pass_time(work.forward, tp, node, model.dtype, options), pass_time(work.backward, tp, node, model.dtype, options)};
-  if (options.execution.overlap_moe_expert_parallel_comm) overlap_ep_comm(t, node.gpu_data.overlap_slowdown);
+  if (options.execution.overlap_moe_expert_parallel_comm) {
+    const double slowdown = node.gpu_data.overlap_slowdown;
+    if (work.moe_forward.gemms.empty()) overlap_ep_comm(t, slowdown);
+    else overlap_ep_comm(t, combined_layer_s(combined_layer(work, t, tp, node, model.dtype, options)), slowdown);
+  }
   return t;
 }
 

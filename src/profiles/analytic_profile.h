@@ -79,6 +79,9 @@ struct PassWork {
 struct LayerWork {
   int tp = 1;
   PassWork forward, backward;
+  /// A MoE layer's experts alone (their share of forward and backward, without communication):
+  /// the mlp nodes of the combined 1F1B schedule (ep_overlap.h). Empty for other units.
+  PassWork moe_forward, moe_backward;
 };
 
 /// How the layers run.
