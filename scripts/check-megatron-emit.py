@@ -110,7 +110,7 @@ PLANS = [
      {"upstream": ("refused", "Pipeline parallelism is not supported for T5"), "fasop": "check"}),
     # Interleaved 1F1B, two virtual stages a rank: upstream's --num-virtual-stages-per-pipeline-rank,
     # the fork's --num-layers-per-virtual-pipeline-stage with its --balance.
-    ("gpt2xl-interleaved-tp2-pp4-v2", ["--model", "gpt2xl", "--cluster", "aws-h100", "--fix", "tp=2,pp=4,vpp=2"],
+    ("gpt2xl-interleaved-tp2-pp4-v2", ["--model", "gpt2xl", "--cluster", "aws-h100", "--fix", "tp=2,pp=4,vpp=2,zero=1"],
      {"upstream": "check", "fasop": "check"}),
     ("llama2-7b-interleaved-tp2-pp4-v2", ["--model", "llama2-7b", "--cluster", "aws-h100", "--fix",
                                           "tp=2,pp=4,vpp=2"],
@@ -144,6 +144,14 @@ PLANS = [
     # closes the model).
     ("deepseek-v3-mla-ep8-v2", ["--model", "deepseek-v3", "--cluster", "dgx-h100", "--fix",
                                 "tp=1,pp=16,zero=1,ep=8,vpp=2"],
+     {"upstream": "check", "fasop": ("refused", "--moe-router-topk")}),
+    # The flex token dispatcher (HybridEP, DeepEP) with DeepSeek-V3's group-limited routing
+    # (--moe-router-num-groups 8 --moe-router-group-topk 4), ep 16 across two DGX H100 nodes.
+    ("deepseek-v3-hybridep-ep16", ["--model", "deepseek-v3", "--cluster", "dgx-h100", "--fix",
+                                   "tp=1,pp=16,zero=1,ep=16", "--moe-dispatcher", "hybridep"],
+     {"upstream": "check", "fasop": ("refused", "--moe-router-topk")}),
+    ("deepseek-v3-deepep-ep16", ["--model", "deepseek-v3", "--cluster", "dgx-h100", "--fix",
+                                 "tp=1,pp=16,zero=1,ep=16", "--moe-dispatcher", "deepep"],
      {"upstream": "check", "fasop": ("refused", "--moe-router-topk")}),
     # Selective recomputation of Megatron-Core's modules, as NVIDIA's DeepSeek-V3 recipes name them
     # (mla_up_proj; moe_act and the shared expert beside it), on DGX B200s, where they fit.

@@ -273,6 +273,22 @@ awk -F, 'NR > 1 && $(NF-10) != "False" { bad = 1 } END { exit bad }' "$work/l/ll
     "$work/ov/qwen3-30b-a3b.csv" && ok || fail "--ep-comm-overlap kept an ep 8 layout at pp 2 without virtual stages"
 expect_error "--ep-comm-overlap at pp 2 without virtual stages" "pass --virtual-stages 2 or more" estimate \
   --model qwen3-30b-a3b --cluster "$work/h100x2.yaml" --mbs 2 --tp 1 --dp 8 --pp 2 --ep 8 --ep-comm-overlap
+# --moe-dispatcher: HybridEP saved in the plan and emitted as Megatron's flex dispatcher; a
+# dispatcher Megatron-Core or DeepEP refuses, or a misspelt one, is one line and exit 2.
+"$bin" search --model qwen3-30b-a3b --cluster "$work/h100x2.yaml" --ep 8 --moe-dispatcher hybridep --quiet \
+  --out-dir "$work/hep" --save-plan "$work/hep/plan.yaml" > "$work/hep.out" &&
+  grep -q '^moe_token_dispatcher: hybridep$' "$work/hep/plan.yaml" &&
+  grep -q '^MoE: tokens dispatched by hybridep' "$work/hep.out" &&
+  "$bin" schedule --plan "$work/hep/plan.yaml" --format megatron > "$work/hep/args" &&
+  grep -q -- '^--moe-token-dispatcher-type flex \\$' "$work/hep/args" &&
+  grep -q -- '^--moe-flex-dispatcher-backend hybridep \\$' "$work/hep/args" &&
+  ok || fail "--moe-dispatcher hybridep: not in the plan, the output or Megatron's arguments"
+expect_error "--moe-dispatcher on a dense model" "has no experts to dispatch to" estimate --model llama2-7b \
+  --cluster "$work/h100x2.yaml" --mbs 1 --tp 1 --dp 16 --pp 1 --moe-dispatcher deepep
+expect_error "--moe-dispatcher flex without tp x ep" "needs tp x ep > 1" estimate --model qwen3-30b-a3b \
+  --cluster "$work/h100x2.yaml" --mbs 1 --tp 1 --dp 16 --pp 1 --moe-dispatcher hybridep
+expect_error "--moe-dispatcher misspelt" "--moe-dispatcher" estimate --model qwen3-30b-a3b \
+  --cluster "$work/h100x2.yaml" --mbs 1 --tp 1 --dp 16 --pp 1 --moe-dispatcher flex
 printf 'name: one-l4\nnode_types:\n  - {name: g6.48xlarge, gpu: L4, gpus_per_node: 8, gpu_memory_gib: 24, peak_tflops: {bf16: 121}, memory_bandwidth_bytes_per_s: 3.0e11, intra_node_bandwidth_bits_per_s: 2.56e11, inter_node_bandwidth_bits_per_s: 1.0e11, price_usd_per_hour: 13.35}\nnodes:\n  - {type: g6.48xlarge, count: 1}\n' > "$work/one-l4.yaml"
 expect_error "a model that fits nowhere" "no plan of model 'llama2-70b' fits" search --model llama2-70b --cluster "$work/one-l4.yaml" --out-dir "$work/nofit"
 [ ! -e "$work/nofit" ] && ok || fail "a search that fits nothing wrote files"

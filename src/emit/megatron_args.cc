@@ -35,7 +35,7 @@ class ArgWriter {
     if (fasop_)
       throw SpecError(plan_where(plan_) +
                       "FASOP's Megatron fork (AvatarHwang/FASOP Megatron-LM-2/megatron/arguments.py) has no " + what +
-                      "; emit for upstream Megatron-LM (MegatronFlavor::kUpstream) instead");
+                      "; emit for upstream Megatron-LM (schedule --megatron-flavor upstream) instead");
   }
 
   bool fasop() const { return fasop_; }
