@@ -76,7 +76,7 @@ void check_same_front(const std::vector<CandidateResult>& a, const std::vector<C
     CHECK(x.node_order == y.node_order);
     CHECK((x.mbs == y.mbs && x.tp == y.tp && x.dp == y.dp && x.pp == y.pp));
     CHECK((x.zero_stage == y.zero_stage && x.recompute == y.recompute));
-    CHECK((x.cp == y.cp && x.ep == y.ep && x.precision == y.precision));
+    CHECK((x.cp == y.cp && x.ep == y.ep && x.precision == y.precision && x.moe_dispatcher == y.moe_dispatcher));
     CHECK(a[i].plan.partition == b[i].plan.partition);
     CHECK(a[i].estimate.step_time_s == b[i].estimate.step_time_s);
     CHECK(a[i].estimate.train_cost_usd == b[i].estimate.train_cost_usd);
@@ -124,12 +124,14 @@ TEST_CASE("the bounded search finds the exhaustive front: 4 node types, analytic
 
 namespace {
 
-/// The inventory's space with these cp, ep and precisions, each layout timed by the profile of
-/// its own precision, cp and ep (as search --pareto loads them).
+/// The inventory's space with these cp, ep, precisions and token dispatchers, each layout timed
+/// by the profile of its own precision, cp, ep and dispatcher (as search --pareto loads them).
 void search_dims(AnalyticInventory& inv, std::deque<ModelSpec>& models, std::vector<int> cp, std::vector<int> ep,
-                 std::vector<std::string> precisions) {
+                 std::vector<std::string> precisions,
+                 std::vector<MoeDispatcher> dispatchers = {MoeDispatcher::kAlltoall}) {
   SearchSpaceOptions& space = inv.input.search.space;
   space.cp = std::move(cp), space.ep = std::move(ep), space.precisions = std::move(precisions);
+  space.moe_dispatchers = dispatchers;
   for (const std::string& precision : space.precisions) {
     const ModelSpec* trained = &inv.model;
     if (!precision.empty()) {
@@ -138,17 +140,18 @@ void search_dims(AnalyticInventory& inv, std::deque<ModelSpec>& models, std::vec
       trained = inv.input.search.precision_models[precision] = &models.back();
     }
     for (int c : space.cp)
-      for (int e : space.ep) {
-        if (precision.empty() && c == 1 && e == 1) continue;
-        LayerOptions layers;
-        layers.cp = c, layers.ep = e;
-        NodeTypeProfiles& set = inv.input.search.parallel_profiles[{precision, c, e, 1}];
-        for (const NodeType& node : inv.cluster.node_types) {
-          inv.profiles.push_back(analytic_profile(*trained, node, divisors(node.gpus_per_node),
-                                                  divisors(inv.model.global_batch), layers));
-          set.push_back(&inv.profiles.back());
+      for (int e : space.ep)
+        for (MoeDispatcher d : dispatchers) {
+          if ((precision.empty() && c == 1 && e == 1) || (e == 1 && d != MoeDispatcher::kAlltoall)) continue;
+          LayerOptions layers;
+          layers.cp = c, layers.ep = e, layers.moe_dispatcher = d;
+          NodeTypeProfiles& set = inv.input.search.parallel_profiles[{precision, c, e, 1, d}];
+          for (const NodeType& node : inv.cluster.node_types) {
+            inv.profiles.push_back(analytic_profile(*trained, node, divisors(node.gpus_per_node),
+                                                    divisors(inv.model.global_batch), layers));
+            set.push_back(&inv.profiles.back());
+          }
         }
-      }
   }
 }
 
@@ -158,7 +161,7 @@ bool front_has(const std::vector<CandidateResult>& front, const std::function<bo
 
 }  // namespace
 
-TEST_CASE("the bounded search finds the exhaustive front with cp, ep and precisions searched", "[pareto][bounded]") {
+TEST_CASE("the bounded search finds the exhaustive front with cp, ep, precisions and dispatchers searched", "[pareto][bounded]") {
   std::deque<ModelSpec> models;
   SECTION("Qwen3 30B-A3B, ep 1 or 8, bf16 or fp8, on up to 2 DGX H100 and 2 DGX B200") {
     AnalyticInventory inv("qwen3-30b-a3b", "dgx-h100-b200-1024gpu", 64, {2, 2});
@@ -168,6 +171,15 @@ TEST_CASE("the bounded search finds the exhaustive front with cp, ep and precisi
     REQUIRE(fronts.exhaustive.size() >= 2);
     check_same_front(fronts.exhaustive, fronts.bounded);
     CHECK(front_has(fronts.exhaustive, [](const PlanKey& k) { return k.ep == 8; }));
+  }
+  SECTION("Qwen3 30B-A3B, ep 8 or 16, alltoall or HybridEP, on up to 2 DGX H100 and 2 DGX B200") {
+    AnalyticInventory inv("qwen3-30b-a3b", "dgx-h100-b200-1024gpu", 64, {2, 2});
+    search_dims(inv, models, {1}, {8, 16}, {""}, {MoeDispatcher::kAlltoall, MoeDispatcher::kHybridep});
+    Fronts fronts = both_fronts(inv.input);
+    CHECK(fronts.estimated < fronts.all);
+    REQUIRE(fronts.exhaustive.size() >= 2);
+    check_same_front(fronts.exhaustive, fronts.bounded);
+    CHECK(front_has(fronts.exhaustive, [](const PlanKey& k) { return k.moe_dispatcher == MoeDispatcher::kHybridep; }));
   }
   SECTION("Llama 3 8B, cp 1 or 2, bf16 or fp8, on up to 2 DGX H100 and 4 DGX B200") {
     AnalyticInventory inv("llama3-8b", "dgx-h100-b200-1024gpu", 32, {2, 4});

@@ -283,6 +283,16 @@ expect_error "--ep-comm-overlap at pp 2 without virtual stages" "pass --virtual-
   grep -q -- '^--moe-token-dispatcher-type flex \\$' "$work/hep/args" &&
   grep -q -- '^--moe-flex-dispatcher-backend hybridep \\$' "$work/hep/args" &&
   ok || fail "--moe-dispatcher hybridep: not in the plan, the output or Megatron's arguments"
+# Two dispatchers searched: every ep 8 layout once with each (the CSV's ep column "8+hybridep");
+# estimate prices one.
+"$bin" search --model qwen3-30b-a3b --cluster "$work/h100x2.yaml" --ep 8 --moe-dispatcher alltoall,hybridep --quiet \
+  --out-dir "$work/hep2" > /dev/null &&
+  [ "$(awk -F, 'NR > 1 && $(NF-1) == "8+hybridep"' "$work/hep2/qwen3-30b-a3b.csv" | wc -l)" -gt 0 ] &&
+  [ "$(awk -F, 'NR > 1 && $(NF-1) == "8+hybridep"' "$work/hep2/qwen3-30b-a3b.csv" | wc -l)" -eq \
+    "$(awk -F, 'NR > 1 && $(NF-1) == "8"' "$work/hep2/qwen3-30b-a3b.csv" | wc -l)" ] &&
+  ok || fail "--moe-dispatcher alltoall,hybridep: not every ep 8 layout tried with both"
+expect_error "estimate with two dispatchers" "give one name" estimate --model qwen3-30b-a3b \
+  --cluster "$work/h100x2.yaml" --mbs 1 --tp 1 --dp 16 --pp 1 --ep 8 --moe-dispatcher alltoall,hybridep
 expect_error "--moe-dispatcher on a dense model" "has no experts to dispatch to" estimate --model llama2-7b \
   --cluster "$work/h100x2.yaml" --mbs 1 --tp 1 --dp 16 --pp 1 --moe-dispatcher deepep
 expect_error "--moe-dispatcher flex without tp x ep" "needs tp x ep > 1" estimate --model qwen3-30b-a3b \

@@ -174,7 +174,7 @@ TEST_CASE("megatron: grouped-query attention names its groups", "[emit][megatron
 TEST_CASE("megatron: what a flavour cannot express is a SpecError naming the fix", "[emit][megatron]") {
   ModelSpec llama = preset_model("llama2-7b");
   CHECK_THROWS_WITH(megatron_args(llama_plan(), llama, MegatronFlavor::kFasop),
-                    Contains("--swiglu") && Contains("kUpstream"));
+                    Contains("--swiglu") && Contains("--megatron-flavor upstream"));
 
   // T5: upstream refuses pipelining it (the fork's T5 is in its own tests below).
   ModelSpec t5 = preset_model("t5");
@@ -452,7 +452,7 @@ TEST_CASE("megatron upstream: cp 2 is --context-parallel-size; Megatron's dp is 
   gpt_cp.key.cp = 2;
   CHECK(megatron_args(gpt_cp, gpt, MegatronFlavor::kUpstream)[5] == "2");
   CHECK_THROWS_WITH(megatron_args(gpt_cp, gpt, MegatronFlavor::kFasop),
-                    Contains("has no context parallelism (--context-parallel-size)") && Contains("kUpstream"));
+                    Contains("has no context parallelism (--context-parallel-size)") && Contains("--megatron-flavor upstream"));
 }
 
 TEST_CASE("megatron upstream: a mixture of experts at ep 8, its flags and the dense layers first",

@@ -8,7 +8,7 @@
 #include "profiles/analytic_profile.h"
 #include "profiles/ep_overlap.h"
 #include "profiles/moe_dispatch.h"
-#include "specs/execution_fields.h"
+#include "specs/moe_dispatcher.h"
 #include "specs/spec_loader.h"
 #include "test_support.h"
 
@@ -16,6 +16,12 @@ using namespace fasop;
 using fasop::testing::made_up_node;
 
 namespace {
+
+/// `key` with `dispatcher`.
+PlanKey with(PlanKey key, MoeDispatcher dispatcher) {
+  key.moe_dispatcher = dispatcher;
+  return key;
+}
 
 /// DeepSeek-V3's routing: 256 experts, top 8, in 8 groups of 32 of which a token uses 4.
 MoeSpec deepseek_routing(bool groups) {
@@ -104,10 +110,8 @@ TEST_CASE("dispatch seconds: the network's copies against NVLink's, at once", "[
 }
 
 TEST_CASE("plan files and cases name the token dispatcher", "[moe][dispatch]") {
-  Execution execution;
-  CHECK(execution_fields_yaml(execution).find("moe_token_dispatcher") == std::string::npos);
-  execution.moe_dispatcher = MoeDispatcher::kHybridep;
-  CHECK(execution_fields_yaml(execution) == "moe_token_dispatcher: hybridep\n");
+  CHECK(moe_dispatcher_yaml(MoeDispatcher::kAlltoall).empty());
+  CHECK(moe_dispatcher_yaml(MoeDispatcher::kHybridep) == "moe_token_dispatcher: hybridep\n");
   CHECK(parse_moe_dispatcher("deepep") == MoeDispatcher::kDeepep);
   CHECK(!parse_moe_dispatcher("flex"));
   CHECK(moe_dispatcher_choices() == "alltoall, allgather, deepep or hybridep");
@@ -117,27 +121,27 @@ TEST_CASE("dispatchers Megatron-Core or DeepEP would refuse are refused with the
   fasop::testing::PresetSpecs specs("deepseek-v3", "dgx-h100");
   const PlanKey key{.mbs = 1, .tp = 1, .dp = 64, .pp = 1, .ep = 64};
   // alltoall runs anything; DeepEP on 8-GPU nodes across 8 of them too.
-  CHECK(moe_dispatcher_fault(specs.model, specs.cluster, key, MoeDispatcher::kAlltoall).empty());
-  CHECK(moe_dispatcher_fault(specs.model, specs.cluster, key, MoeDispatcher::kDeepep).empty());
+  CHECK(moe_dispatcher_fault(specs.model, specs.cluster, with(key, MoeDispatcher::kAlltoall)).empty());
+  CHECK(moe_dispatcher_fault(specs.model, specs.cluster, with(key, MoeDispatcher::kDeepep)).empty());
   // The flex dispatcher needs tp x ep > 1.
   PlanKey one = key;
   one.ep = 1;
-  CHECK_THAT(moe_dispatcher_fault(specs.model, specs.cluster, one, MoeDispatcher::kHybridep),
+  CHECK_THAT(moe_dispatcher_fault(specs.model, specs.cluster, with(one, MoeDispatcher::kHybridep)),
              Catch::Contains("tp x ep > 1"));
   // DeepEP does not pad to capacity.
   ModelSpec dropping = specs.model;
   dropping.moe.token_drop = true;
-  CHECK_THAT(moe_dispatcher_fault(dropping, specs.cluster, key, MoeDispatcher::kDeepep),
+  CHECK_THAT(moe_dispatcher_fault(dropping, specs.cluster, with(key, MoeDispatcher::kDeepep)),
              Catch::Contains("moe_pad_expert_input_to_capacity"));
-  CHECK(moe_dispatcher_fault(dropping, specs.cluster, key, MoeDispatcher::kHybridep).empty());
+  CHECK(moe_dispatcher_fault(dropping, specs.cluster, with(key, MoeDispatcher::kHybridep)).empty());
   // DeepEP's internode kernels on 4-GPU nodes; within 8 ranks it runs.
   ClusterSpec trays = fasop::testing::PresetSpecs("deepseek-v3", "dgx-gb200").cluster;
-  CHECK_THAT(moe_dispatcher_fault(specs.model, trays, key, MoeDispatcher::kDeepep), Catch::Contains("NUM_MAX_NVL_PEERS"));
+  CHECK_THAT(moe_dispatcher_fault(specs.model, trays, with(key, MoeDispatcher::kDeepep)), Catch::Contains("NUM_MAX_NVL_PEERS"));
   PlanKey eight = key;
   eight.ep = 8;
-  CHECK(moe_dispatcher_fault(specs.model, trays, eight, MoeDispatcher::kDeepep).empty());
+  CHECK(moe_dispatcher_fault(specs.model, trays, with(eight, MoeDispatcher::kDeepep)).empty());
   // A dense model has nothing to dispatch.
-  CHECK_THAT(moe_dispatcher_fault(fasop::testing::preset_model("gpt2xl"), specs.cluster, one, MoeDispatcher::kDeepep),
+  CHECK_THAT(moe_dispatcher_fault(fasop::testing::preset_model("gpt2xl"), specs.cluster, with(one, MoeDispatcher::kDeepep)),
              Catch::Contains("no experts"));
 }
 

@@ -121,6 +121,11 @@ void run(EstimateOptions options, CLI::App& command) {
     setup->model.dtype = options.key.precision = precisions[0];
     options.planner.analytic_profiles = true;
   }
+  // --moe-dispatcher NAME: the plan's token dispatcher.
+  if (options.planner.moe_dispatchers.size() > 1)
+    throw SpecError("--moe-dispatcher: estimate prices one plan with one token dispatcher; give one name");
+  options.key.moe_dispatcher = moe_dispatchers_named(options.planner.moe_dispatchers).front();
+  if (options.key.moe_dispatcher != MoeDispatcher::kAlltoall) options.planner.analytic_profiles = true;
   setup->load_profiles(options.planner, counts, &options.key);
   options.key.node_order = parse_placement(options.placement, setup->cluster);
   if (!options.planner.zero_stages.empty()) options.key.zero_stage = options.planner.zero_stages.front();
@@ -142,9 +147,7 @@ void run(EstimateOptions options, CLI::App& command) {
   validate_plan_key(setup->model, setup->cluster, options.key);
   if (options.planner.ep_comm_overlap)
     if (std::string fault = ep_overlap_fault(options.key); !fault.empty()) throw SpecError(fault);
-  if (std::string fault = moe_dispatcher_fault(setup->model, setup->cluster, options.key,
-                                               *parse_moe_dispatcher(options.planner.moe_dispatcher));
-      !fault.empty())
+  if (std::string fault = moe_dispatcher_fault(setup->model, setup->cluster, options.key); !fault.empty())
     throw SpecError(fault);
   std::vector<int> partition = options.partition.empty() ? std::vector<int>{} : parse_partition(options.partition);
   PartitionTiming timing = options.as_given ? PartitionTiming::kExact : PartitionTiming::kAsFasopReports;
@@ -155,7 +158,7 @@ void run(EstimateOptions options, CLI::App& command) {
     return;
   }
   std::cout << estimate_text(setup->model, setup->cluster, result) << memory_assumptions_line(options.planner, *setup)
-            << moe_dispatch_line(options.planner, *setup);
+            << moe_dispatch_line(*setup, result.plan.key);
   if (timed != result.plan.partition)
     std::cout << "\nnote: FASOP reaches this partition by a last greedy move it never re-times: its\n"
                  "figures (reproduced above) are the stage times of "

@@ -105,12 +105,14 @@ void PlannerOptions::add_to(CLI::App& command, bool model_required) {
                    "analytic: MoE all-to-alls run beside another micro-batch's compute (Megatron-Core's "
                    "--overlap-moe-expert-parallel-comm); with ep > 1 it needs virtual stages where pp > 1 and no "
                    "full recomputation, and the search keeps only such layouts");
-  command.add_option("--moe-dispatcher", moe_dispatcher,
-                     "analytic: Megatron-Core's MoE token dispatcher, " + moe_dispatcher_choices() +
-                         " (default alltoall; deepep and hybridep are --moe-token-dispatcher-type flex with that "
-                         "--moe-flex-dispatcher-backend): DeepEP and HybridEP send a token once per destination GPU "
-                         "and once per destination node over the network, alltoall once per chosen expert "
-                         "(docs/cost-model.md#moe-token-dispatch); the search keeps the layouts it runs")
+  command.add_option("--moe-dispatcher", moe_dispatchers,
+                     "analytic: Megatron-Core's MoE token dispatchers to try where ep > 1, of " + moe_dispatcher_choices() +
+                         ", e.g. alltoall,hybridep (default alltoall; deepep and hybridep are --moe-token-dispatcher-type "
+                         "flex with that --moe-flex-dispatcher-backend): DeepEP and HybridEP send a token once per "
+                         "destination GPU and once per destination node over the network, alltoall once per chosen "
+                         "expert (docs/cost-model.md#moe-token-dispatch); the search tries each where Megatron-Core "
+                         "and DeepEP run it, estimate takes one")
+      ->delimiter(',')
       ->check(CLI::IsMember(moe_dispatcher_names()));
   command.add_flag("--grad-reduce-in-bf16", grad_reduce_in_bf16,
                    "analytic: bf16 and fp8 training keep and reduce their gradients in bf16, 2 bytes a parameter "
@@ -302,10 +304,11 @@ void choose_policy(const PlannerOptions& options, PlannerSetup& setup) {
     if (options.sequence_parallel) setup.input.space.sequence_parallel = {false, true};
     if (!options.virtual_stages.empty()) setup.input.space.virtual_stages = options.virtual_stages;
     setup.input.space.ep_comm_overlap = options.ep_comm_overlap;
-    setup.input.space.moe_dispatcher = *parse_moe_dispatcher(options.moe_dispatcher);
-    if (options.moe_dispatcher != "alltoall" && !setup.model.moe.enabled())
-      throw SpecError("--moe-dispatcher " + options.moe_dispatcher + ": model '" + setup.model.name +
-                      "' has no experts to dispatch to; drop it");
+    setup.input.space.moe_dispatchers = moe_dispatchers_named(options.moe_dispatchers);
+    for (MoeDispatcher dispatcher : setup.input.space.moe_dispatchers)
+      if (dispatcher != MoeDispatcher::kAlltoall && !setup.model.moe.enabled())
+        throw SpecError(std::string("--moe-dispatcher ") + moe_dispatcher_name(dispatcher) + ": model '" +
+                        setup.model.name + "' has no experts to dispatch to; drop it");
     if (options.grad_reduce_in_bf16) {
       const std::vector<std::string>& named = options.fasop.precision_names;
       const std::vector<std::string> trained = named.empty() ? std::vector<std::string>{setup.model.dtype} : named;
@@ -335,16 +338,28 @@ std::string memory_assumptions_line(const PlannerOptions& options, const Planner
          " of each GPU kept free (--stack, --memory-headroom)\n";
 }
 
-std::string moe_dispatch_line(const PlannerOptions& options, const PlannerSetup& setup) {
+std::vector<MoeDispatcher> moe_dispatchers_named(const std::vector<std::string>& names) {
+  std::vector<MoeDispatcher> chosen;
+  for (MoeDispatcher dispatcher : moe_dispatchers())
+    if (std::find(names.begin(), names.end(), moe_dispatcher_name(dispatcher)) != names.end()) chosen.push_back(dispatcher);
+  return chosen.empty() ? std::vector<MoeDispatcher>{MoeDispatcher::kAlltoall} : chosen;
+}
+
+std::string moe_dispatch_line(const PlannerSetup& setup, const PlanKey& chosen) {
   if (setup.policy_name != "analytic" || !setup.model.moe.enabled()) return "";
-  const bool flex = options.moe_dispatcher == "deepep" || options.moe_dispatcher == "hybridep";
-  return "MoE: tokens dispatched by " + options.moe_dispatcher +
-         (flex ? " (once per destination GPU, once per destination node over the network)"
-               : options.moe_dispatcher == "alltoall" ? " (once per chosen expert; deepep or hybridep send fewer copies)"
-                                                      : " (every token to every GPU of the group)") +
-         (setup.model.moe.group_limited() ? ", routing limited to " + std::to_string(setup.model.moe.router_group_topk) +
-                                                " of " + std::to_string(setup.model.moe.router_groups) + " expert groups"
-                                          : "") +
+  const MoeDispatcher dispatcher = chosen.ep > 1 ? chosen.moe_dispatcher : MoeDispatcher::kAlltoall;
+  std::string tried;
+  for (MoeDispatcher other : setup.input.space.moe_dispatchers)
+    if (setup.input.space.moe_dispatchers.size() > 1) tried += std::string(tried.empty() ? "" : ", ") + moe_dispatcher_name(other);
+  const MoeSpec& moe = setup.model.moe;
+  return std::string("MoE: tokens dispatched by ") + moe_dispatcher_name(dispatcher) +
+         (is_flex(dispatcher) ? " (once per destination GPU, once per destination node over the network)"
+          : dispatcher == MoeDispatcher::kAlltoall ? " (once per chosen expert; deepep or hybridep send fewer copies)"
+                                                   : " (every token to every GPU of the group)") +
+         (tried.empty() ? "" : "; tried " + tried) +
+         (moe.group_limited() ? "; routing limited to " + std::to_string(moe.router_group_topk) + " of " +
+                                    std::to_string(moe.router_groups) + " expert groups"
+                              : "") +
          " (--moe-dispatcher)\n";
 }
 
@@ -458,15 +473,19 @@ void PlannerSetup::load_parallel_profiles(const PlannerOptions& options, const s
     }
     for (int cp : input.space.cp)
       for (int ep : input.space.ep) {
-        if (precision.empty() && cp == 1 && ep == 1) continue;
-        const LayerOptions layers = profile_layers(options, PlanKey{.cp = cp, .ep = ep});
-        NodeTypeProfiles& profiles = input.parallel_profiles[{precision, cp, ep, 1}];
-        profiles.assign(cluster.node_types.size(), nullptr);
-        for (size_t type = 0; type < cluster.node_types.size(); ++type) {
-          if (counts[type] == 0) continue;
-          const NodeType& node = cluster.node_types[type];
-          parallel_profile_storage.push_back(node_analytic_profile(*trained, node, layers));
-          profiles[type] = &parallel_profile_storage.back();
+        for (MoeDispatcher dispatcher : input.space.moe_dispatchers) {
+          if (ep == 1 && dispatcher != MoeDispatcher::kAlltoall) continue;  // as the search space skips them
+          if (precision.empty() && cp == 1 && ep == 1) continue;
+          PlanKey split{.cp = cp, .ep = ep};
+          split.moe_dispatcher = dispatcher;
+          NodeTypeProfiles& profiles = input.parallel_profiles[{precision, cp, ep, 1, dispatcher}];
+          profiles.assign(cluster.node_types.size(), nullptr);
+          for (size_t type = 0; type < cluster.node_types.size(); ++type) {
+            if (counts[type] == 0) continue;
+            const NodeType& node = cluster.node_types[type];
+            parallel_profile_storage.push_back(node_analytic_profile(*trained, node, profile_layers(options, split)));
+            profiles[type] = &parallel_profile_storage.back();
+          }
         }
       }
   }
@@ -485,8 +504,7 @@ Execution execution_of(const PlannerOptions& options) {
                    .overlap_param_gather = options.overlap_param_gather,
                    .tp_comm_overlap = options.tp_comm_overlap,
                    .overlap_moe_expert_parallel_comm = options.ep_comm_overlap,
-                   .grad_reduce_in_bf16 = options.grad_reduce_in_bf16,
-                   .moe_dispatcher = *parse_moe_dispatcher(options.moe_dispatcher)};
+                   .grad_reduce_in_bf16 = options.grad_reduce_in_bf16};
 }
 
 void set_execution_flags(PlannerOptions& options, const Execution& execution) {
@@ -495,7 +513,6 @@ void set_execution_flags(PlannerOptions& options, const Execution& execution) {
   options.tp_comm_overlap = execution.tp_comm_overlap;
   options.ep_comm_overlap = execution.overlap_moe_expert_parallel_comm;
   options.grad_reduce_in_bf16 = execution.grad_reduce_in_bf16;
-  options.moe_dispatcher = moe_dispatcher_name(execution.moe_dispatcher);
 }
 
 }  // namespace fasop

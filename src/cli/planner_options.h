@@ -38,7 +38,7 @@ struct PlannerOptions {
   bool no_overlap = false;              ///< the DP all-reduce does not overlap the backward pass
   bool tp_comm_overlap = false;         ///< tensor-parallel communication overlaps the GEMMs (analytic profiles)
   bool ep_comm_overlap = false;         ///< MoE all-to-alls overlap another micro-batch's compute (analytic profiles)
-  std::string moe_dispatcher = "alltoall";  ///< the MoE token dispatcher (specs/moe_dispatcher.h's names)
+  std::vector<std::string> moe_dispatchers;  ///< MoE token dispatchers to try (specs/moe_dispatcher.h's names; none: alltoall)
   bool grad_reduce_in_bf16 = false;     ///< gradients kept and reduced in bf16 (Megatron's --grad-reduce-in-bf16)
   bool analytic_profiles = false;       ///< time layers analytically even where a measured profile exists
   bool overlap_param_gather = false;    ///< the distributed optimizer's all-gather overlaps the next forward
@@ -90,9 +90,14 @@ struct PlannerSetup {
 /// of each GPU kept free (--stack, --memory-headroom)"; "" under the fasop policy.
 std::string memory_assumptions_line(const PlannerOptions& options, const PlannerSetup& setup);
 
-/// For a MoE model under the analytic policy, the token dispatcher priced and the routing's group
-/// limit as one line, "MoE: tokens dispatched by alltoall (...) (--moe-dispatcher)"; "" otherwise.
-std::string moe_dispatch_line(const PlannerOptions& options, const PlannerSetup& setup);
+/// For a MoE model under the analytic policy, `chosen`'s token dispatcher, the others the search
+/// tried and the routing's group limit as one line, "MoE: tokens dispatched by alltoall (...)
+/// (--moe-dispatcher)"; "" otherwise.
+std::string moe_dispatch_line(const PlannerSetup& setup, const PlanKey& chosen);
+
+/// The dispatchers `names` gives (--moe-dispatcher; CLI11 checked them), each once in
+/// moe_dispatchers()' order; alltoall where none is given.
+std::vector<MoeDispatcher> moe_dispatchers_named(const std::vector<std::string>& names);
 
 /// The communication switches the options' flags ask for (--no-overlap, --overlap-param-gather,
 /// --tp-comm-overlap, --ep-comm-overlap, --grad-reduce-in-bf16); the others at their defaults.
@@ -103,7 +108,8 @@ void set_execution_flags(PlannerOptions& options, const Execution& execution);
 /// Whether `key`'s layers need analytic layer times: context or expert parallelism, or a
 /// precision of its own, which no measured profile has.
 inline bool needs_analytic_layers(const PlanKey& key) {
-  return key.cp > 1 || key.ep > 1 || key.etp > 1 || !key.precision.empty();
+  return key.cp > 1 || key.ep > 1 || key.etp > 1 || !key.precision.empty() ||
+         key.moe_dispatcher != MoeDispatcher::kAlltoall;
 }
 
 /// Why a GPU does not train in `dtype`, for messages: "its data lists no dense fp8 peak" (and for

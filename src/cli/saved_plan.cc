@@ -173,7 +173,7 @@ LoadedPlan load_plan(const std::string& path, const PlanOverrides& overrides) {
   try {
     validate_plan_key(setup.model, setup.cluster, plan.key);
     if (std::string fault = ep_overlap_fault(plan.key); !fault.empty() && plan.execution.overlap_moe_expert_parallel_comm) throw SpecError(fault);
-    if (std::string fault = moe_dispatcher_fault(setup.model, setup.cluster, plan.key, plan.execution.moe_dispatcher);
+    if (std::string fault = moe_dispatcher_fault(setup.model, setup.cluster, plan.key);
         !fault.empty())
       throw SpecError(fault);
   } catch (const SpecError& e) {

@@ -221,7 +221,7 @@ void run_search_command(const SearchOptions& options) {
             << (has_budget(budget) ? " (" + std::to_string(results.size()) + " within " + constraints_text(budget) + ")" : "")
             << "\n"
             << best_plans_table(setup->cluster, results, options.top)
-            << memory_assumptions_line(options.planner, *setup) << moe_dispatch_line(options.planner, *setup)
+            << memory_assumptions_line(options.planner, *setup) << (results.empty() ? "" : moe_dispatch_line(*setup, results.front().plan.key))
             << unused_dimension_notes(results, setup->input.space, setup->model.dtype) << "wrote " << path << "\n";
   if (!options.save_plan.empty())
     std::cout << "wrote " << options.save_plan << " (plan " << options.rank << " of the ranking)\n";

@@ -107,8 +107,8 @@ void validate_parallel_dims_policy(const ModelSpec& model, const PlanKey& key, c
                     "''s 'mla' block); use --policy analytic");
 }
 
-std::string moe_dispatcher_fault(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key,
-                                 MoeDispatcher dispatcher) {
+std::string moe_dispatcher_fault(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key) {
+  const MoeDispatcher dispatcher = key.moe_dispatcher;
   if (dispatcher == MoeDispatcher::kAlltoall) return "";
   const std::string flag = std::string("--moe-dispatcher ") + moe_dispatcher_name(dispatcher) + ": ";
   if (!model.moe.enabled()) return flag + "model '" + model.name + "' has no experts to dispatch to; drop it";

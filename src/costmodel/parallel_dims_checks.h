@@ -43,12 +43,11 @@ std::string expert_degree_fault(const ModelSpec& model, int ep);
 /// empty where it can or where ep is 1 (no all-to-alls to overlap).
 std::string ep_overlap_fault(const PlanKey& key);
 
-/// Why `dispatcher` cannot move `key`'s tokens as Megatron-Core and DeepEP would refuse it, naming
+/// Why key.moe_dispatcher cannot move `key`'s tokens as Megatron-Core and DeepEP would refuse it, naming
 /// --moe-dispatcher and the fix: a model without experts (any dispatcher but alltoall), the flex
 /// dispatcher with tp x ep = 1, DeepEP with token dropping padded to capacity, DeepEP's
 /// internode kernels (ep above 8) on nodes of other than 8 GPUs. Empty where it can.
-std::string moe_dispatcher_fault(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key,
-                                 MoeDispatcher dispatcher);
+std::string moe_dispatcher_fault(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key);
 
 /// Refuses the fasop policy (`policy`: its name) for what it does not know: cp, ep, etp or a
 /// model with experts.

@@ -240,7 +240,7 @@ void moe_flags(ArgWriter& w, const PlanFile& plan, const ModelSpec& model) {
   w.flag("--moe-router-load-balancing-type", "aux_loss");
   w.flag("--moe-aux-loss-coeff", "1e-2");
   w.flag("--moe-grouped-gemm");
-  const MoeDispatcher dispatcher = plan.execution.moe_dispatcher;
+  const MoeDispatcher dispatcher = plan.key.moe_dispatcher;
   w.flag("--moe-token-dispatcher-type", is_flex(dispatcher) ? "flex" : moe_dispatcher_name(dispatcher));
   if (is_flex(dispatcher)) w.flag("--moe-flex-dispatcher-backend", moe_dispatcher_name(dispatcher));
   if (moe.group_limited()) {

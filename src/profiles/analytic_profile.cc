@@ -273,7 +273,7 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
     moe_host_only_ops = moe.host_ops - moe.kernels;
     tp_regions = tp_regions - 1 + moe.tp_regions;
     fw.ep_dispatch = {.count = moe.dispatches, .token_bytes = moe.token_bytes, .moe = m.moe,
-                      .dispatcher = options.execution.moe_dispatcher};
+                      .dispatcher = options.moe_dispatcher};
     fw.etp_collective_bytes = moe.etp_collective_bytes;
     fw.after_host_wait = moe.after_host_wait;
     w.moe_forward = {.gemms = moe.gemms, .weight_bytes = moe.weights_per_gpu * gemm_bytes,

@@ -95,13 +95,16 @@ struct LayerOptions {
   int cp = 1;   ///< context-parallel degree: each GPU holds 1/cp of every sequence (PlanKey::cp)
   int ep = 1;   ///< expert-parallel degree: a MoE layer's experts over ep GPUs (PlanKey::ep)
   int etp = 1;  ///< expert tensor-parallel degree (PlanKey::etp)
+  MoeDispatcher moe_dispatcher = MoeDispatcher::kAlltoall;  ///< PlanKey::moe_dispatcher
 };
 
-/// `options` splitting each layer as `key` does: its context, expert and expert tensor degrees.
+/// `options` splitting each layer as `key` does: its context, expert and expert tensor degrees
+/// and its token dispatcher.
 inline LayerOptions split_as(LayerOptions options, const PlanKey& key) {
   options.cp = key.cp;
   options.ep = key.ep;
   options.etp = key.etp;
+  options.moe_dispatcher = key.moe_dispatcher;
   return options;
 }
 

@@ -139,8 +139,10 @@ void append_fasop_csv_row(std::string& row, const ClusterSpec& cluster, const Ca
       if (k.speed_split) row += k.stage_dp.empty() && k.stage_tp.empty() && !k.uneven_dp ? "speed" : " speed";
       row += '"';
     }
-    row += ',' + std::to_string(k.cp) + ',' + std::to_string(k.ep) + ',' +
-           (k.precision.empty() ? style.model_dtype : k.precision);
+    // A token dispatcher other than alltoall rides on the ep column ("16+hybridep").
+    row += ',' + std::to_string(k.cp) + ',' + std::to_string(k.ep) +
+           (k.moe_dispatcher == MoeDispatcher::kAlltoall ? "" : std::string("+") + moe_dispatcher_name(k.moe_dispatcher)) +
+           ',' + (k.precision.empty() ? style.model_dtype : k.precision);
   }
   row += '\n';
 }

@@ -98,6 +98,7 @@ std::string front_label(const ClusterSpec& inventory, const CandidateResult& r) 
   const PlanKey& k = r.plan.key;
   std::string beyond;  // " cp2 ep8": the degrees above 1 beyond tp, dp and pp
   for (const auto& [name, value] : context_expert_degrees(k)) beyond += " " + name + std::to_string(value);
+  if (k.moe_dispatcher != MoeDispatcher::kAlltoall) beyond += std::string(" ") + moe_dispatcher_name(k.moe_dispatcher);
   return shape_label(inventory, counts_of(inventory, k.node_order)) + " (tp" + std::to_string(k.tp) + " dp" +
          std::to_string(k.dp) + " pp" + std::to_string(k.pp) + beyond + " mbs" + std::to_string(k.mbs) + ")";
 }

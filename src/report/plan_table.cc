@@ -42,6 +42,8 @@ std::string sailor_layout_text(const PlanKey& k) {
 std::string context_expert_json(const PlanKey& key) {
   std::string text;
   for (const auto& [name, value] : context_expert_degrees(key)) text += ", \"" + name + "\": " + std::to_string(value);
+  if (key.moe_dispatcher != MoeDispatcher::kAlltoall)
+    text += std::string(", \"moe_token_dispatcher\": \"") + moe_dispatcher_name(key.moe_dispatcher) + "\"";
   return text;
 }
 

@@ -29,10 +29,11 @@ struct SearchInput {
   const ClusterSpec* cluster = nullptr;
   NodeTypeProfiles profiles;
   const CostPolicy* policy = nullptr;
-  /// Profiles timed in another precision or with context or expert parallelism, per
-  /// (precision, cp, ep, etp) other than ("", 1, 1, 1), one per node type as `profiles`, which
-  /// serves the layouts in the model's own precision without them.
-  std::map<std::tuple<std::string, int, int, int>, NodeTypeProfiles> parallel_profiles;
+  /// Profiles timed in another precision, with context or expert parallelism or another token
+  /// dispatcher, per (precision, cp, ep, etp, dispatcher) other than ("", 1, 1, 1, alltoall),
+  /// one per node type as `profiles`, which serves the layouts in the model's own precision
+  /// without them.
+  std::map<std::tuple<std::string, int, int, int, MoeDispatcher>, NodeTypeProfiles> parallel_profiles;
   /// The model trained in another precision (PlanKey::precision), per precision.
   std::map<std::string, const ModelSpec*> precision_models;
   SearchSpaceOptions space;
@@ -52,10 +53,12 @@ struct SearchInput {
   size_t stage_detail_limit = std::numeric_limits<size_t>::max();
 
   /// The profiles a layout's layers are timed with: parallel_profiles' for its precision, cp,
-  /// ep and etp, else `profiles`.
+  /// ep, etp and dispatcher, else `profiles`.
   const NodeTypeProfiles& profiles_for(const PlanKey& key) const {
-    if (key.precision.empty() && key.cp == 1 && key.ep == 1 && key.etp == 1) return profiles;
-    auto found = parallel_profiles.find({key.precision, key.cp, key.ep, key.etp});
+    if (key.precision.empty() && key.cp == 1 && key.ep == 1 && key.etp == 1 &&
+        key.moe_dispatcher == MoeDispatcher::kAlltoall)
+      return profiles;
+    auto found = parallel_profiles.find({key.precision, key.cp, key.ep, key.etp, key.moe_dispatcher});
     return found == parallel_profiles.end() ? profiles : found->second;
   }
   /// The model a layout trains: precision_models' for its precision, else `model`.

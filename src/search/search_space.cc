@@ -247,12 +247,17 @@ std::vector<PlanKey> uniform_layouts(const ModelSpec& model, const ClusterSpec& 
             // Context and expert parallelism only where Megatron-LM runs them (parallel_dims_checks.h).
             if (!context_parallel_fault(model, cluster, key).empty()) continue;
             if (ep > 1 && !expert_layout_fault(model, cluster, key).empty()) continue;
-            if (!moe_dispatcher_fault(model, cluster, key, options.moe_dispatcher).empty()) continue;
-            for (const std::string& precision : options.precisions) {
-              key.precision = precision;
-              for_each_variant(model, options, layers, key, [&](const PlanKey& k) {
-                if (!keep || keep(k)) uniform.push_back(k);
-              });
+            for (MoeDispatcher dispatcher : options.moe_dispatchers) {
+              // With ep 1 no token leaves its GPU: one dispatcher (alltoall) stands for all.
+              if (dispatcher != MoeDispatcher::kAlltoall && ep == 1) continue;
+              key.moe_dispatcher = dispatcher;
+              if (!moe_dispatcher_fault(model, cluster, key).empty()) continue;
+              for (const std::string& precision : options.precisions) {
+                key.precision = precision;
+                for_each_variant(model, options, layers, key, [&](const PlanKey& k) {
+                  if (!keep || keep(k)) uniform.push_back(k);
+                });
+              }
             }
           }
         }

@@ -73,9 +73,9 @@ struct SearchSpaceOptions {
   /// Megatron-Core's EP all-to-all overlap (LayerOptions::overlap_ep_comm): layouts with ep > 1
   /// where Megatron cannot run it (parallel_rules.h ep_overlap_runs) are left out.
   bool ep_comm_overlap = false;
-  /// The MoE token dispatcher the plans run (Execution::moe_dispatcher): layouts it cannot run
-  /// (parallel_dims_checks.h moe_dispatcher_fault) are left out.
-  MoeDispatcher moe_dispatcher = MoeDispatcher::kAlltoall;
+  /// MoE token dispatchers to try (PlanKey::moe_dispatcher) where ep > 1: a layout one cannot
+  /// run (parallel_dims_checks.h moe_dispatcher_fault) is left out for it.
+  std::vector<MoeDispatcher> moe_dispatchers = {MoeDispatcher::kAlltoall};
   FixedDims fixed;  ///< only layouts with these degrees
   /// tps left out, on any stage: degrees a measured profile has no times for (profile_gaps.h).
   std::vector<int> skipped_tp;

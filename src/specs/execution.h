@@ -2,7 +2,6 @@
 // How a plan's communication runs beside its compute: the switches that change a step's time
 // but not its layout, named as Megatron-LM's flags. CLI options, plan files and validation cases
 // hold one; the analytic profiles and policy read it (docs/cost-model.md).
-#include "specs/moe_dispatcher.h"
 
 namespace fasop {
 
@@ -34,10 +33,6 @@ struct Execution {
   /// model). The cost model prices it as the trained model's gradient precision
   /// (ModelSpec::grad_reduce_in_bf16, set from here where a plan is loaded).
   bool grad_reduce_in_bf16 = false;
-  /// --moe-token-dispatcher-type (and flex's --moe-flex-dispatcher-backend): how a MoE layer
-  /// moves its tokens to the experts' GPUs (profiles/moe_dispatch.h). Megatron-Bridge's recipes
-  /// pick it by GPU; alltoall is Megatron-LM's MoE examples' choice.
-  MoeDispatcher moe_dispatcher = MoeDispatcher::kAlltoall;
   /// --ddp-bucket-size, parameters per gradient bucket; 0: Megatron-Core's default
   /// max(40e6, 1e6 x dp).
   double ddp_bucket_size = 0;

@@ -16,18 +16,12 @@ const std::vector<ExecutionField>& execution_fields() {
 std::vector<std::string> execution_field_keys() {
   std::vector<std::string> keys;
   for (const ExecutionField& field : execution_fields()) keys.emplace_back(field.key);
-  keys.emplace_back(kMoeDispatcherKey);
   return keys;
 }
 
 void read_execution_fields(const Field& block, Execution& execution) {
   for (const ExecutionField& field : execution_fields())
     if (const Field value = block.child(field.key); value.present()) execution.*field.value = value.as<bool>("true or false");
-  if (const Field value = block.child(kMoeDispatcherKey); value.present()) {
-    const std::optional<MoeDispatcher> dispatcher = parse_moe_dispatcher(value.text());
-    if (!dispatcher) value.fail("is not a token dispatcher; give " + moe_dispatcher_choices());
-    execution.moe_dispatcher = *dispatcher;
-  }
 }
 
 std::string execution_fields_yaml(const Execution& execution) {
@@ -35,8 +29,6 @@ std::string execution_fields_yaml(const Execution& execution) {
   for (const ExecutionField& field : execution_fields())
     if (execution.*field.value)
       out += std::string(field.key) + ": true" + (*field.comment ? std::string("    # ") + field.comment : "") + "\n";
-  if (execution.moe_dispatcher != MoeDispatcher::kAlltoall)
-    out += std::string(kMoeDispatcherKey) + ": " + moe_dispatcher_name(execution.moe_dispatcher) + "\n";
   return out;
 }
 

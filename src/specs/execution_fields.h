@@ -19,18 +19,13 @@ struct ExecutionField {
 /// is spelled apart: plan files' overlap_dp_allreduce, cases' overlap_grad_reduce.)
 const std::vector<ExecutionField>& execution_fields();
 
-/// The key of Execution::moe_dispatcher in plan files and cases' plan blocks (Megatron-LM's flag's
-/// name): alltoall where left out.
-constexpr const char* kMoeDispatcherKey = "moe_token_dispatcher";
-
-/// Their keys and kMoeDispatcherKey, for a reader's only_keys.
+/// Their keys, for a reader's only_keys.
 std::vector<std::string> execution_field_keys();
 
 /// Reads each switch `block` gives into `execution` (the others stay as they are).
 void read_execution_fields(const Field& block, Execution& execution);
 
-/// "overlap_tp_comm: true\n" and so on, for each switch that is on, and the dispatcher where it is
-/// not alltoall.
+/// "overlap_tp_comm: true\n" and so on, for each switch that is on.
 std::string execution_fields_yaml(const Execution& execution);
 
 }  // namespace fasop

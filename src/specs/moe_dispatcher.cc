@@ -24,6 +24,19 @@ std::optional<MoeDispatcher> parse_moe_dispatcher(const std::string& name) {
   return std::nullopt;
 }
 
+void read_moe_dispatcher(const Field& block, MoeDispatcher& dispatcher) {
+  const Field value = block.child(kMoeDispatcherKey);
+  if (!value.present()) return;
+  const std::optional<MoeDispatcher> named = parse_moe_dispatcher(value.text());
+  if (!named) value.fail("is not a token dispatcher; give " + moe_dispatcher_choices());
+  dispatcher = *named;
+}
+
+std::string moe_dispatcher_yaml(MoeDispatcher dispatcher) {
+  if (dispatcher == MoeDispatcher::kAlltoall) return "";
+  return std::string(kMoeDispatcherKey) + ": " + moe_dispatcher_name(dispatcher) + "\n";
+}
+
 std::vector<std::string> moe_dispatcher_names() {
   std::vector<std::string> names;
   for (MoeDispatcher dispatcher : moe_dispatchers()) names.emplace_back(moe_dispatcher_name(dispatcher));

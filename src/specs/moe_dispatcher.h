@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "specs/yaml_field.h"
+
 namespace fasop {
 
 /// A token dispatcher, as Megatron-LM's --moe-token-dispatcher-type (and, for flex, its
@@ -30,6 +32,17 @@ std::vector<std::string> moe_dispatcher_names();
 
 /// "alltoall, allgather, deepep or hybridep", for messages and --help.
 std::string moe_dispatcher_choices();
+
+/// Its key in plan files and validation cases' plan blocks (Megatron-LM's flag's name):
+/// alltoall where left out.
+constexpr const char* kMoeDispatcherKey = "moe_token_dispatcher";
+
+/// Reads kMoeDispatcherKey from `block` into `dispatcher` where given; a name it does not know
+/// fails naming the choices.
+void read_moe_dispatcher(const Field& block, MoeDispatcher& dispatcher);
+
+/// "moe_token_dispatcher: hybridep\n" where `dispatcher` is not alltoall; "" otherwise.
+std::string moe_dispatcher_yaml(MoeDispatcher dispatcher);
 
 /// Whether Megatron-Core runs it as the flex dispatcher (a DeepEP or HybridEP backend).
 inline bool is_flex(MoeDispatcher dispatcher) {

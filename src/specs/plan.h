@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "specs/moe_dispatcher.h"
 #include "specs/recompute_modules.h"
 
 namespace fasop {
@@ -77,6 +78,10 @@ struct PlanKey {
   /// The training precision a search chose (a dtype of precision.h: bf16, fp8, ...); empty: the
   /// model's own dtype.
   std::string precision{};  // {}: brace-built keys may leave it out (-Wmissing-field-initializers)
+  /// The MoE token dispatcher (Megatron-LM's --moe-token-dispatcher-type, and flex's
+  /// --moe-flex-dispatcher-backend): how each MoE layer moves its tokens to the experts' GPUs
+  /// and back (profiles/moe_dispatch.h). alltoall for a dense model or ep 1.
+  MoeDispatcher moe_dispatcher = MoeDispatcher::kAlltoall;
 
   RecomputeMode recompute_mode() const {
     return recompute ? RecomputeMode::kFull : selective_recompute ? RecomputeMode::kSelective : RecomputeMode::kNone;

@@ -55,6 +55,7 @@ std::string context_expert_text(const PlanKey& key, const std::string& separator
   std::string text;
   for (const auto& [name, value] : context_expert_degrees(key)) text += separator + name + " " + std::to_string(value);
   if (!key.precision.empty()) text += separator + key.precision;
+  if (key.moe_dispatcher != MoeDispatcher::kAlltoall) text += separator + moe_dispatcher_name(key.moe_dispatcher);
   return text;
 }
 

@@ -35,8 +35,9 @@ std::string plan_degrees_yaml(const PlanKey& key);
 /// these, so that a plan without them reads as before.
 std::vector<std::pair<std::string, int>> context_expert_degrees(const PlanKey& key);
 
-/// Those degrees as text, each after `separator`, and the precision a search chose (PlanKey::
-/// precision): with ", ", ", cp 2, ep 8, etp 2, fp8"; "" for none.
+/// Those degrees as text, each after `separator`, the precision a search chose (PlanKey::
+/// precision) and a token dispatcher other than alltoall: with ", ", ", cp 2, ep 8, etp 2, fp8,
+/// hybridep"; "" for none.
 std::string context_expert_text(const PlanKey& key, const std::string& separator);
 
 }  // namespace fasop

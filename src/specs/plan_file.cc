@@ -79,7 +79,7 @@ std::string plan_file_yaml(const PlanFile& plan) {
       << "tp: " << plan.key.tp << "\n"
       << "dp: " << plan.key.dp << "\n"
       << "pp: " << plan.key.pp << "\n";
-  out << plan_degrees_yaml(plan.key);
+  out << plan_degrees_yaml(plan.key) << moe_dispatcher_yaml(plan.key.moe_dispatcher);
   if (!plan.key.precision.empty()) out << "precision: " << plan.key.precision << "    # the training precision the search chose\n";
   out << "zero_stage: " << plan.key.zero_stage << "\n"
       << "recompute: " << recompute_name(plan.key.recompute_mode()) << "\n";
@@ -120,7 +120,7 @@ PlanFile parse_plan_file(const std::string& yaml_text, const std::string& source
   plan.source = source;
   std::vector<std::string> keys{"version", "model", "cluster", "profile_dir", "policy", "overlap_dp_allreduce", "precision", "stack", "memory_headroom", "nodes", "global_batch", "micro_batch", "tp", "dp", "pp", "zero_stage",
                                 "recompute", "recompute_modules", "sequence_parallel", "virtual_stages", "stage_dp", "stage_tp", "uneven_dp", "speed_split", "node_order", "partition", "stages",
-                                "estimate"};
+                                "estimate", kMoeDispatcherKey};
   for (const std::vector<std::string>& more : {plan_degree_names(), execution_field_keys()})
     keys.insert(keys.end(), more.begin(), more.end());
   root.only_keys(keys);
@@ -158,6 +158,7 @@ PlanFile parse_plan_file(const std::string& yaml_text, const std::string& source
   plan.key.dp = root.child("dp").positive_int(kMaxGlobalBatch);
   plan.key.pp = root.child("pp").positive_int(kMaxUnits);
   read_plan_degrees(root, plan.key);
+  read_moe_dispatcher(root, plan.key.moe_dispatcher);
   if (plan.execution.overlap_moe_expert_parallel_comm && plan.key.ep <= 1)
     root.child("overlap_ep_comm").fail("the plan has ep 1, no all-to-alls to overlap; remove it");
   if (root.child("precision").present()) {

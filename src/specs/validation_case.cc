@@ -158,7 +158,7 @@ void parse_plan_field(const Field& field, ValidationPlan& plan) {
                               "virtual_stages", "pipeline_layout", "distributed_optimizer", "overlap_grad_reduce", "fsdp", "stack", "transformer_engine",
                               "gradient_accumulation_fusion", "cross_entropy_fusion", "activation_offload_layers",
                               "compile", "compile_loss", "async_tp", "float8_all_gather", "pipeline_keeps_outputs",
-                              "optimizer_dtype"};
+                              "optimizer_dtype", kMoeDispatcherKey};
   for (const std::vector<std::string>& more : {plan_degree_names(), execution_field_keys()})
     keys.insert(keys.end(), more.begin(), more.end());
   field.only_keys(keys);
@@ -167,6 +167,7 @@ void parse_plan_field(const Field& field, ValidationPlan& plan) {
   plan.key.pp = field.child("pp").positive_int(kMaxUnits);
   plan.key.dp = field.child("dp").positive_int(kMaxNodes);
   read_plan_degrees(field, plan.key);
+  read_moe_dispatcher(field, plan.key.moe_dispatcher);
   plan.global_batch = field.child("global_batch").positive_int(kMaxGlobalBatch);
   parse_micro_batch(field, plan);
   plan.recompute = parse_recompute(field.child("recompute"));

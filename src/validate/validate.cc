@@ -238,7 +238,7 @@ ValidationResult predict_case(const ValidationCase& c) {
     } catch (const SpecError& e) {
       throw SpecError(c.file + ": field 'plan': " + e.what());
     }
-    if (std::string fault = moe_dispatcher_fault(c.model, cluster, key, plan.execution.moe_dispatcher); !fault.empty())
+    if (std::string fault = moe_dispatcher_fault(c.model, cluster, key); !fault.empty())
       throw SpecError(c.file + ": field 'plan.moe_token_dispatcher': " + fault);
     CandidateResult candidate = evaluate_candidate(input, key, result.partition, PartitionTiming::kExact);
     const double step = candidate.estimate.step_time_s;
