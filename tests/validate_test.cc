@@ -10,6 +10,7 @@
 #include "validate/efficiency_fit.h"
 #include "validate/layer_validation.h"
 #include "validate/measurement.h"
+#include "validate/layout_rank.h"
 #include "validate/validate.h"
 
 using namespace fasop;
@@ -332,4 +333,31 @@ TEST_CASE("A case's stated pipeline layout places its layers unevenly", "[valida
   CHECK(interleaved.predicted_step_s > 0);
   CHECK_THAT(error_of(replace(two, "t*7L", "t*6L")), Catch::Contains("'plan.pipeline_layout'") &&
                                                        Catch::Contains("23 transformer layers"));
+}
+
+TEST_CASE("A published MoE layout ranked among a search of its system", "[validate][rank]") {
+  fasop::testing::MapSource none;
+  SpecStore store(none, embedded_presets());
+  std::vector<ValidationCase> cases =
+      load_validation_cases({"validation/nemo-moe/qwen3-30b-a3b-b200-8gpu-mxfp8-26.02.01.yaml"}, store, none);
+  REQUIRE(cases.size() == 1);
+  const LayoutRank rank = rank_published_layout(cases[0], 5);
+  // One stage (pp 1): the search's partition is the case's, so the search prices the published
+  // layout (tp 1, ep 8, HybridEP, micro-batch 4) exactly as validate does.
+  REQUIRE(rank.in_space);
+  CHECK(rank.searched_s == rank.published.predicted_step_s);
+  // Its rank counts the plans that fit and are priced faster; the search tried alltoall beside
+  // HybridEP, so the same layout with alltoall is among them.
+  int faster = 0;
+  CHECK(rank.candidates > 100);
+  for (const CandidateResult& r : rank.top) faster += r.estimate.step_time_s < rank.searched_s;
+  CHECK(rank.rank == 1 + faster);
+  CHECK(rank.fastest_s <= rank.searched_s);
+  CHECK(rank.top.size() == 5);
+  // What a faster layout changes of the published one, in the published one's terms.
+  PlanKey published = cases[0].plan.key, other = published;
+  published.mbs = 1;
+  other.mbs = 4, other.pp = 2, other.moe_dispatcher = MoeDispatcher::kAlltoall;
+  CHECK(layout_changes(published, other) == "pp 2 (published 1), mbs 4 (published 1), alltoall (published hybridep)");
+  CHECK(layout_changes(published, published).empty());
 }

@@ -15,6 +15,7 @@
 #include "validate/efficiency_fit.h"
 #include "validate/gemm_sweep.h"
 #include "validate/layer_validation.h"
+#include "validate/layout_rank.h"
 #include "validate/validate.h"
 
 namespace fasop {
@@ -26,6 +27,7 @@ struct ValidateOptions {
   std::string layer_csv;
   double max_mae = -1;
   bool quiet = false;
+  bool rank_layouts = false;            ///< --rank-layouts: search each case's system, rank its layout
   std::vector<std::string> fit;         ///< --fit: cases whose measurements fit the GPU's data
   std::vector<std::string> fit_params;  ///< --fit-params
   std::string fit_precision;            ///< --fit-precision (default: the fitted cases' training precision)
@@ -100,6 +102,27 @@ void fit(const ValidateOptions& options, ValidationInputs& inputs) {
   inputs.layer_cases = with_fit(inputs.layer_cases, found);
 }
 
+/// --rank-layouts: each case's published layout among a search of its system, and how many rank
+/// in the top 5.
+void rank_layouts(const std::vector<ValidationCase>& cases) {
+  constexpr int kTop = 5;
+  constexpr double kClose = 0.05;  // within the model's own error of the fastest
+  int ranked = 0, in_top = 0, close = 0;
+  std::cout << "\nwhere each published layout ranks in a search of its system (the search's " << kTop
+            << " fastest plans that fit below it):\n";
+  for (const ValidationCase& c : cases) {
+    if (!c.measurement.has_step()) continue;
+    const LayoutRank rank = rank_published_layout(c, kTop);
+    std::cout << layout_rank_text(rank) << std::flush;
+    ++ranked;
+    if (rank.rank <= kTop) ++in_top;
+    if (rank.rank <= kTop || rank.searched_s <= (1 + kClose) * rank.fastest_s) ++close;
+  }
+  std::cout << "published layout in its search's top " << kTop << ": " << in_top << " of " << ranked
+            << " cases; in the top " << kTop << " or priced within " << int(kClose * 100) << "% of the fastest: "
+            << close << "\n";
+}
+
 void run(const ValidateOptions& options) {
   DiskSource disk;
   SpecStore store(disk, embedded_presets());
@@ -114,6 +137,7 @@ void run(const ValidateOptions& options) {
     layer_results.insert(layer_results.end(), points.begin(), points.end());
   }
   if (!results.empty()) std::cout << validation_text(results, options.quiet);
+  if (options.rank_layouts) rank_layouts(inputs.cases);
   if (!results.empty() && !layer_results.empty()) std::cout << "\n";
   if (!layer_results.empty()) std::cout << layer_validation_text(layer_results, options.quiet);
   std::vector<GemmSweepResult> gemm_results;
@@ -156,6 +180,10 @@ void add_validate_command(CLI::App& app) {
       ->type_name("PCT")
       ->check(non_negative_number("percent"));
   command->add_flag("--quiet,-q", options->quiet, "print only each set's summary");
+  command->add_flag("--rank-layouts", options->rank_layouts,
+                    "also search each case's system (its GPUs, batch, precision, recomputation and switches; "
+                    "the degrees, micro-batch and virtual stages free; its token dispatcher beside alltoall) and "
+                    "print where the published layout ranks, with the search's 5 fastest plans");
   command->add_option("--fit", options->fit,
                       "fit the GPU data of these cases' GPU to them (comma-separated names of step or layer cases), "
                       "then predict every case with it: the others measure the fit on runs it has not seen")
