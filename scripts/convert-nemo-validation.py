@@ -527,6 +527,19 @@ def dispatcher_note(row):
             + (" Low confidence: the 26.02 container's known issues say DeepEP is not supported in it." if low else ""))
 
 
+# The 25.09 MoE rows whose perf matrix sets cuda_graphs true for their (FP8) precision
+# (v0.1.0rc3 scripts/performance/configs/{deepseek,qwen3}/*_llm_pretrain.yaml perf_matrix;
+# setup_experiment.py's set_cuda_graph_overrides sets model.enable_cuda_graph: whole layers).
+# Every such row drops tokens padded to capacity, the static shapes a graph needs.
+CUDA_GRAPHS_25_09 = {("DeepSeekV3", "DGX-B200"), (Q30, "DGX-GB200"), (Q30, "DGX-B200"), (Q235, "DGX-GB200")}
+
+
+def cuda_graphs(row):
+    """Whether the row's perf config captured whole layers in CUDA graphs."""
+    base = mla_model(row["model"]) or moe_base(row["model"])
+    return row["release"] == "25.09" and (base, row["system"]) in CUDA_GRAPHS_25_09
+
+
 # Qwen3 30B's flex-dispatcher backend in the perf config (None: the provider's alltoall dispatcher).
 QWEN3_30B_FLEX_BACKEND = {
     ("25.11", "DGX-GB300"): "hybridep", ("25.11", "DGX-GB200"): "hybridep",
@@ -1029,14 +1042,20 @@ def case_of(row, arch, set_name, rows):
                      f"'{layout}', the embedding with the first chunk's layers, "
                      + ("the multi-token-prediction module (m) and " if mla_mtp_layers(row) else "")
                      + "the loss after the last chunk's.")
-        notes.append(f"Not stated by the table and not modelled, as Megatron-Bridge {RELEASE_TAG[row['release']]}'s perf "
-                     "configs of this model set them by GPU: CUDA graphs of parts of the layer.")
+        if not cuda_graphs(row):
+            notes.append(f"Not stated by the table and not modelled, as Megatron-Bridge {RELEASE_TAG[row['release']]}'s "
+                         "perf configs of this model set them by GPU: CUDA graphs of parts of the layer.")
     elif layout:
         notes.append(f"Pipeline layout: Megatron-Bridge's recipe counts the embedding and the loss as pipeline "
                      f"layers (account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split), so "
                      f"Megatron builds (layers + 2) / (pp x vp) = ({layers} + 2) / {pp * vp} = "
                      f"{(layers + 2) // (pp * vp)} layers a model chunk, the embedding taking the first chunk's first "
                      f"place and the loss the last chunk's last: written as the layout that places ('{layout}').")
+    if moe and cuda_graphs(row):
+        notes.append("CUDA graphs: Megatron-Bridge v0.1.0rc3's perf matrix for this model and GPU sets cuda_graphs "
+                     "true (scripts/performance/configs/, set_cuda_graph_overrides: model.enable_cuda_graph), so "
+                     "each layer's forward and backward ran as one graph, which token dropping padded to capacity "
+                     "allows (cuda_graphs).")
     overlap_ep = moe and ep_a2a_overlap(row)
     if overlap_ep:
         notes.append(f"EP all-to-all overlap: Megatron-Bridge {RELEASE_TAG[row['release']]}'s perf config for this model "
@@ -1134,6 +1153,8 @@ def case_of(row, arch, set_name, rows):
         grad_line += "  cross_entropy_fusion: true\n"
     if offloaded_layers(row):
         grad_line += f"  activation_offload_layers: {offloaded_layers(row)}\n"
+    if moe and cuda_graphs(row):
+        grad_line += "  cuda_graphs: true\n"
     # NeMo-Framework-Launcher 24.07's nemotron_340b.yaml (its only config of that release with a
     # bf16 optimizer): distributed_fused_adam with grad_sync_dtype bf16 and dtype bf16.
     if row["release"] == "24.07" and row["model"] == "Nemotron-340B":

@@ -293,6 +293,8 @@ expect_error "--ep-comm-overlap at pp 2 without virtual stages" "pass --virtual-
   ok || fail "--moe-dispatcher alltoall,hybridep: not every ep 8 layout tried with both"
 expect_error "estimate with two dispatchers" "give one name" estimate --model qwen3-30b-a3b \
   --cluster "$work/h100x2.yaml" --mbs 1 --tp 1 --dp 16 --pp 1 --ep 8 --moe-dispatcher alltoall,hybridep
+expect_error "--cuda-graphs with dropless experts" "drop-padding" estimate --model qwen3-30b-a3b \
+  --cluster "$work/h100x2.yaml" --mbs 1 --tp 1 --dp 16 --pp 1 --ep 8 --cuda-graphs
 expect_error "--moe-dispatcher on a dense model" "has no experts to dispatch to" estimate --model llama2-7b \
   --cluster "$work/h100x2.yaml" --mbs 1 --tp 1 --dp 16 --pp 1 --moe-dispatcher deepep
 expect_error "--moe-dispatcher flex without tp x ep" "needs tp x ep > 1" estimate --model qwen3-30b-a3b \

@@ -7,6 +7,7 @@
 #include "costmodel/analytic_policy.h"
 #include "costmodel/fasop_policy.h"
 #include "costmodel/make_context.h"
+#include "costmodel/parallel_dims_checks.h"
 #include "profiles/analytic_profile.h"
 #include "profiles/ep_overlap.h"
 #include "profiles/moe_layer.h"
@@ -165,6 +166,23 @@ TEST_CASE("a MoE layer's launches grow with its local experts, and at small batc
   const PassTime t = pass_time(layer.forward, 1, node, m.dtype, options);
   CHECK(t.host_s == Approx(0.048).epsilon(1e-12));
   CHECK(t.seconds == Approx(0.048 + t.ep_comm_s).epsilon(1e-12));
+  // CUDA graphs (token dropping: static shapes): the host launches the layer's graph, 3 ops
+  // (the input's copy in, the replay, the output), 3 ms; the GPU's work is unchanged.
+  LayerOptions graphed = options;
+  graphed.execution.cuda_graphs = true;
+  const LayerWork replayed = layer_work(m, m.units[2], 1, 1, graphed);
+  CHECK(replayed.forward.graphed);
+  CHECK(replayed.backward.graphed);
+  CHECK_FALSE(layer_work(m, m.units[0], 1, 1, graphed).forward.graphed);  // the embedding is no layer
+  const PassTime g = pass_time(replayed.forward, 1, node, m.dtype, graphed);
+  CHECK(g.host_s == Approx(3e-3).epsilon(1e-12));
+  CHECK(g.gpu_s == Approx(t.gpu_s).epsilon(1e-12));
+  CHECK(g.seconds == Approx(std::max(3e-3, t.gpu_s) + g.ep_comm_s).epsilon(1e-12));
+  // A dropless MoE model cannot be captured: Megatron-Core asserts drop-padding.
+  ModelSpec dropless = m;
+  dropless.moe.token_drop = false;
+  CHECK_THAT(cuda_graph_fault(dropless), Catch::Contains("drop-padding"));
+  CHECK(cuda_graph_fault(m).empty());
 }
 
 TEST_CASE("a dropless MoE layer's host waits for the split sizes: the GPU's work before and the host's after add",

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "costmodel/analytic_policy.h"
+#include "costmodel/parallel_dims_checks.h"
 #include "profiles/analytic_profile.h"
 #include "search/search_space.h"
 #include "specs/precision.h"
@@ -114,6 +115,10 @@ void PlannerOptions::add_to(CLI::App& command, bool model_required) {
                          "and DeepEP run it, estimate takes one")
       ->delimiter(',')
       ->check(CLI::IsMember(moe_dispatcher_names()));
+  command.add_flag("--cuda-graphs", cuda_graphs,
+                   "analytic: each transformer layer's forward and backward replayed as a CUDA graph, the host "
+                   "launching one graph a pass instead of its kernels (Megatron-LM's --cuda-graph-impl local); a "
+                   "MoE model needs token dropping padded to capacity");
   command.add_flag("--grad-reduce-in-bf16", grad_reduce_in_bf16,
                    "analytic: bf16 and fp8 training keep and reduce their gradients in bf16, 2 bytes a parameter "
                    "instead of fp32's 4 (Megatron-LM's --grad-reduce-in-bf16, as Megatron-Bridge's recipes run)");
@@ -305,6 +310,8 @@ void choose_policy(const PlannerOptions& options, PlannerSetup& setup) {
     if (!options.virtual_stages.empty()) setup.input.space.virtual_stages = options.virtual_stages;
     setup.input.space.ep_comm_overlap = options.ep_comm_overlap;
     setup.input.space.moe_dispatchers = moe_dispatchers_named(options.moe_dispatchers);
+    if (options.cuda_graphs)
+      if (std::string fault = cuda_graph_fault(setup.model); !fault.empty()) throw SpecError(fault);
     for (MoeDispatcher dispatcher : setup.input.space.moe_dispatchers)
       if (dispatcher != MoeDispatcher::kAlltoall && !setup.model.moe.enabled())
         throw SpecError(std::string("--moe-dispatcher ") + moe_dispatcher_name(dispatcher) + ": model '" +
@@ -504,7 +511,8 @@ Execution execution_of(const PlannerOptions& options) {
                    .overlap_param_gather = options.overlap_param_gather,
                    .tp_comm_overlap = options.tp_comm_overlap,
                    .overlap_moe_expert_parallel_comm = options.ep_comm_overlap,
-                   .grad_reduce_in_bf16 = options.grad_reduce_in_bf16};
+                   .grad_reduce_in_bf16 = options.grad_reduce_in_bf16,
+                   .cuda_graphs = options.cuda_graphs};
 }
 
 void set_execution_flags(PlannerOptions& options, const Execution& execution) {
@@ -513,6 +521,7 @@ void set_execution_flags(PlannerOptions& options, const Execution& execution) {
   options.tp_comm_overlap = execution.tp_comm_overlap;
   options.ep_comm_overlap = execution.overlap_moe_expert_parallel_comm;
   options.grad_reduce_in_bf16 = execution.grad_reduce_in_bf16;
+  options.cuda_graphs = execution.cuda_graphs;
 }
 
 }  // namespace fasop

@@ -38,6 +38,7 @@ struct PlannerOptions {
   bool no_overlap = false;              ///< the DP all-reduce does not overlap the backward pass
   bool tp_comm_overlap = false;         ///< tensor-parallel communication overlaps the GEMMs (analytic profiles)
   bool ep_comm_overlap = false;         ///< MoE all-to-alls overlap another micro-batch's compute (analytic profiles)
+  bool cuda_graphs = false;             ///< each layer's passes replayed as CUDA graphs (Megatron's --cuda-graph-impl local)
   std::vector<std::string> moe_dispatchers;  ///< MoE token dispatchers to try (specs/moe_dispatcher.h's names; none: alltoall)
   bool grad_reduce_in_bf16 = false;     ///< gradients kept and reduced in bf16 (Megatron's --grad-reduce-in-bf16)
   bool analytic_profiles = false;       ///< time layers analytically even where a measured profile exists

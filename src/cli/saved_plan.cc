@@ -176,6 +176,8 @@ LoadedPlan load_plan(const std::string& path, const PlanOverrides& overrides) {
     if (std::string fault = moe_dispatcher_fault(setup.model, setup.cluster, plan.key);
         !fault.empty())
       throw SpecError(fault);
+    if (std::string fault = cuda_graph_fault(setup.model); !fault.empty() && plan.execution.cuda_graphs)
+      throw SpecError(fault);
   } catch (const SpecError& e) {
     throw SpecError(path + ": the plan no longer fits its specs: " + e.what());
   }

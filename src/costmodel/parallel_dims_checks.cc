@@ -127,6 +127,13 @@ std::string moe_dispatcher_fault(const ModelSpec& model, const ClusterSpec& clus
   return "";
 }
 
+std::string cuda_graph_fault(const ModelSpec& model) {
+  if (!model.moe.enabled() || model.moe.token_drop) return "";
+  return "--cuda-graphs: Megatron-Core captures a MoE layer in a CUDA graph only with token dropping padded to "
+         "capacity (\"moe cuda graph is only supported with drop-padding MoE\"); model '" + model.name +
+         "' routes dropless: drop --cuda-graphs or set moe.token_drop";
+}
+
 std::string ep_overlap_fault(const PlanKey& key) {
   if (key.ep <= 1 || ep_overlap_runs(key)) return "";
   if (key.recompute)

@@ -49,6 +49,11 @@ std::string ep_overlap_fault(const PlanKey& key);
 /// internode kernels (ep above 8) on nodes of other than 8 GPUs. Empty where it can.
 std::string moe_dispatcher_fault(const ModelSpec& model, const ClusterSpec& cluster, const PlanKey& key);
 
+/// Why Megatron-Core cannot capture `model`'s layers in CUDA graphs (--cuda-graphs): experts
+/// routed dropless, whose token counts change each step ("moe cuda graph is only supported with
+/// drop-padding MoE"). Empty where it can.
+std::string cuda_graph_fault(const ModelSpec& model);
+
 /// Refuses the fasop policy (`policy`: its name) for what it does not know: cp, ep, etp or a
 /// model with experts.
 void validate_parallel_dims_policy(const ModelSpec& model, const PlanKey& key, const std::string& policy);

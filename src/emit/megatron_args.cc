@@ -276,9 +276,13 @@ void activation_flags(ArgWriter& w, const PlanKey& key) {
   }
 }
 
-/// Communication overlapped with compute, where the plan was priced with it.
+/// Communication overlapped with compute, where the plan was priced with it, and CUDA graphs.
 void overlap_flags(ArgWriter& w, const PlanFile& plan) {
   const PlanKey& key = plan.key;
+  if (plan.execution.cuda_graphs) {
+    w.require_upstream("CUDA graphs (--cuda-graph-impl)");
+    w.flag("--cuda-graph-impl", "local");
+  }
   if (plan.execution.tp_comm_overlap && key.tp > 1) {
     // Megatron-LM overlaps tensor-parallel communication with the GEMMs only with sequence
     // parallelism (Transformer Engine's userbuffers).

@@ -340,6 +340,8 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
   w.backward.cp_ring_step_bytes = 2 * fw.cp_ring_step_bytes;
   w.backward.ep_dispatch = fw.ep_dispatch;
   w.backward.etp_collective_bytes = fw.etp_collective_bytes;
+  if (options.execution.cuda_graphs && options.stack == Stack::kMegatron)
+    for (PassWork* pass : {&w.forward, &w.backward, &w.moe_forward, &w.moe_backward}) pass->graphed = true;
   return w;
 }
 
@@ -385,10 +387,10 @@ PassTime pass_time(const PassWork& work, int tp, const NodeType& node, const std
   // fasop-cpp's profiler times one GPU's shard alone: it launches no collectives.
   const int collective_ops = options.stack == Stack::kLibtorch ? 0 : 2 * work.tp_collectives;
   const double dispatch_s = gpu.launch.dispatch_s_of(stack_name(options.stack));
-  t.host_s = (work.host_ops + collective_ops) * dispatch_s;
+  t.host_s = (work.graphed ? kGraphReplayHostOps : work.host_ops + collective_ops) * dispatch_s;
   double compute_s = std::max(t.gpu_s, t.host_s);
   const HostWaitTail& tail = work.after_host_wait;
-  if (tail.waits > 0) {
+  if (tail.waits > 0 && !work.graphed) {
     // The host launches the tail only once the GPU has run what precedes it: the GPU's work
     // before the wait and the host's after it add up (the host's work before the wait still
     // runs ahead, under the previous layer's tail).

@@ -51,6 +51,10 @@ struct EpDispatchWork {
   MoeDispatcher dispatcher = MoeDispatcher::kAlltoall;
 };
 
+/// Host ops of a graphed pass: its input copied into the graph's static buffer, the replay, the
+/// output taken from it (Megatron-Core's CudaGraphManager); an assumption, counted by reading.
+constexpr int kGraphReplayHostOps = 3;
+
 /// One pass (forward or backward) of one pipeline unit on one GPU (its 1/tp share).
 struct PassWork {
   std::vector<Gemm> gemms;       ///< in the model's GEMM precision (fp8 GEMMs for fp8 training)
@@ -71,6 +75,9 @@ struct PassWork {
   /// as one all-reduce of these bytes.
   double etp_collective_bytes = 0;
   bool backward = false;         ///< a backward pass (its fused attention runs at the backward share)
+  /// Replayed as a CUDA graph (Execution::cuda_graphs): the host launches the graph
+  /// (kGraphReplayHostOps), not each kernel, and waits for nothing inside it.
+  bool graphed = false;
   HostWaitTail after_host_wait;  ///< of the above, what the host issues after a wait (forward only)
   double gemm_flops() const;
 };

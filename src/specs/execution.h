@@ -33,6 +33,10 @@ struct Execution {
   /// model). The cost model prices it as the trained model's gradient precision
   /// (ModelSpec::grad_reduce_in_bf16, set from here where a plan is loaded).
   bool grad_reduce_in_bf16 = false;
+  /// --cuda-graph-impl local (Megatron-Bridge's cuda_graphs): each transformer layer's forward and
+  /// backward captured once and replayed whole, so the host launches a graph, not its kernels.
+  /// Needs static shapes: dense layers, or experts with token dropping padded to capacity.
+  bool cuda_graphs = false;
   /// --ddp-bucket-size, parameters per gradient bucket; 0: Megatron-Core's default
   /// max(40e6, 1e6 x dp).
   double ddp_bucket_size = 0;

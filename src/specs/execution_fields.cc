@@ -9,6 +9,8 @@ const std::vector<ExecutionField>& execution_fields() {
       {.key = "overlap_ep_comm", .value = &Execution::overlap_moe_expert_parallel_comm, .comment = ""},
       {.key = "grad_reduce_in_bf16", .value = &Execution::grad_reduce_in_bf16,
        .comment = "gradients kept and reduced in bf16"},
+      {.key = "cuda_graphs", .value = &Execution::cuda_graphs,
+       .comment = "each layer's passes replayed as CUDA graphs (--cuda-graph-impl local)"},
   };
   return fields;
 }

@@ -15,7 +15,7 @@ struct ExecutionField {
 };
 
 /// The switches both files spell alike, in the order plan files write them: overlap_tp_comm,
-/// overlap_param_gather, overlap_ep_comm, grad_reduce_in_bf16. (The gradient reduction's overlap
+/// overlap_param_gather, overlap_ep_comm, grad_reduce_in_bf16, cuda_graphs. (The gradient reduction's overlap
 /// is spelled apart: plan files' overlap_dp_allreduce, cases' overlap_grad_reduce.)
 const std::vector<ExecutionField>& execution_fields();
 

@@ -240,6 +240,8 @@ ValidationResult predict_case(const ValidationCase& c) {
     }
     if (std::string fault = moe_dispatcher_fault(c.model, cluster, key); !fault.empty())
       throw SpecError(c.file + ": field 'plan.moe_token_dispatcher': " + fault);
+    if (std::string fault = cuda_graph_fault(c.model); !fault.empty() && plan.execution.cuda_graphs)
+      throw SpecError(c.file + ": field 'plan.cuda_graphs': " + fault);
     CandidateResult candidate = evaluate_candidate(input, key, result.partition, PartitionTiming::kExact);
     const double step = candidate.estimate.step_time_s;
     if (!have) {
