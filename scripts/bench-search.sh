@@ -56,3 +56,8 @@ for moe in qwen3-30b-a3b deepseek-v3; do
   candidates=$(( $(wc -l < "$out/${moe}_heterogeneous.csv") - 1 ))
   printf "%-44s %10s %10s\n" "$spec" "$candidates" "$ms"
 done
+# The same with every token dispatcher (alltoall, DeepEP, HybridEP) tried where ep > 1.
+spec="deepseek-v3 --cluster dgx-h100-b200-1024gpu --moe-dispatcher alltoall,deepep,hybridep"
+ms=$(best_ms --model $spec)
+candidates=$(( $(wc -l < "$out/deepseek-v3_heterogeneous.csv") - 1 ))
+printf "%-44s %10s %10s\n" "deepseek-v3 ... --moe-dispatcher (all three)" "$candidates" "$ms"
