@@ -355,9 +355,10 @@ std::vector<MoeDispatcher> moe_dispatchers_named(const std::vector<std::string>&
 std::string moe_dispatch_line(const PlannerSetup& setup, const PlanKey& chosen) {
   if (setup.policy_name != "analytic" || !setup.model.moe.enabled()) return "";
   const MoeDispatcher dispatcher = chosen.ep > 1 ? chosen.moe_dispatcher : MoeDispatcher::kAlltoall;
-  std::string tried;
-  for (MoeDispatcher other : setup.input.space.moe_dispatchers)
-    if (setup.input.space.moe_dispatchers.size() > 1) tried += std::string(tried.empty() ? "" : ", ") + moe_dispatcher_name(other);
+  const std::vector<MoeDispatcher>& searched = setup.input.space.moe_dispatchers;
+  std::string tried;  // named only where the search had a choice
+  if (searched.size() > 1)
+    for (MoeDispatcher other : searched) tried += std::string(tried.empty() ? "" : ", ") + moe_dispatcher_name(other);
   const MoeSpec& moe = setup.model.moe;
   return std::string("MoE: tokens dispatched by ") + moe_dispatcher_name(dispatcher) +
          (is_flex(dispatcher) ? " (once per destination GPU, once per destination node over the network)"
