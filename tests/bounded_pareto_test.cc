@@ -142,7 +142,7 @@ void search_dims(AnalyticInventory& inv, std::deque<ModelSpec>& models, std::vec
     for (int c : space.cp)
       for (int e : space.ep)
         for (MoeDispatcher d : dispatchers) {
-          if ((precision.empty() && c == 1 && e == 1) || (e == 1 && d != MoeDispatcher::kAlltoall)) continue;
+          if ((precision.empty() && c == 1 && e == 1) || !tried_at_ep(d, e)) continue;
           LayerOptions layers;
           layers.cp = c, layers.ep = e, layers.moe_dispatcher = d;
           NodeTypeProfiles& set = inv.input.search.parallel_profiles[{precision, c, e, 1, d}];

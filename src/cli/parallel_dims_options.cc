@@ -14,15 +14,6 @@ bool beyond_one(const std::vector<int>& degrees) {
   return std::any_of(degrees.begin(), degrees.end(), [](int d) { return d != 1; });
 }
 
-/// ep 1 and the powers of two dividing `experts`, up to 64 (an expert group beyond 8 nodes of 8
-/// pays all-to-alls across the network that no published recipe takes).
-std::vector<int> default_expert_degrees(int experts) {
-  std::vector<int> degrees = {1};
-  for (int ep = 2; ep <= std::min(experts, 64); ep *= 2)
-    if (experts % ep == 0) degrees.push_back(ep);
-  return degrees;
-}
-
 /// The precisions of --precision NAME,... (the model's own as ""), those some GPU lacks left out
 /// with a line on stderr; the model's own alone without the option.
 std::vector<std::string> searched_precisions(const PlannerOptions& planner, const PlannerSetup& setup,

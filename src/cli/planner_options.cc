@@ -312,10 +312,15 @@ void choose_policy(const PlannerOptions& options, PlannerSetup& setup) {
     setup.input.space.moe_dispatchers = moe_dispatchers_named(options.moe_dispatchers);
     if (options.cuda_graphs)
       if (std::string fault = cuda_graph_fault(setup.model); !fault.empty()) throw SpecError(fault);
-    for (MoeDispatcher dispatcher : setup.input.space.moe_dispatchers)
-      if (dispatcher != MoeDispatcher::kAlltoall && !setup.model.moe.enabled())
-        throw SpecError(std::string("--moe-dispatcher ") + moe_dispatcher_name(dispatcher) + ": model '" +
-                        setup.model.name + "' has no experts to dispatch to; drop it");
+    // A dense model's layouts all have ep 1, where the search tries alltoall alone: refuse the
+    // others here, as moe_dispatcher_fault words it, rather than drop them unsaid.
+    for (MoeDispatcher dispatcher : setup.input.space.moe_dispatchers) {
+      PlanKey probe;
+      probe.moe_dispatcher = dispatcher;
+      if (std::string fault = moe_dispatcher_fault(setup.model, setup.cluster, probe);
+          !fault.empty() && !setup.model.moe.enabled())
+        throw SpecError(fault);
+    }
     if (options.grad_reduce_in_bf16) {
       const std::vector<std::string>& named = options.fasop.precision_names;
       const std::vector<std::string> trained = named.empty() ? std::vector<std::string>{setup.model.dtype} : named;
@@ -482,7 +487,7 @@ void PlannerSetup::load_parallel_profiles(const PlannerOptions& options, const s
     for (int cp : input.space.cp)
       for (int ep : input.space.ep) {
         for (MoeDispatcher dispatcher : input.space.moe_dispatchers) {
-          if (ep == 1 && dispatcher != MoeDispatcher::kAlltoall) continue;  // as the search space skips them
+          if (!tried_at_ep(dispatcher, ep)) continue;  // as the search space skips them
           if (precision.empty() && cp == 1 && ep == 1) continue;
           PlanKey split{.cp = cp, .ep = ep};
           split.moe_dispatcher = dispatcher;

@@ -16,6 +16,13 @@ const std::vector<FixedDimField>& fixed_dim_fields() {
   return fields;
 }
 
+std::vector<int> default_expert_degrees(int experts) {
+  std::vector<int> degrees = {1};
+  for (int ep = 2; ep <= std::min(experts, 64); ep *= 2)
+    if (experts % ep == 0) degrees.push_back(ep);
+  return degrees;
+}
+
 std::vector<int> divisors(int n) {
   std::vector<int> out;
   for (int d = 1; d <= n; ++d)
@@ -248,8 +255,7 @@ std::vector<PlanKey> uniform_layouts(const ModelSpec& model, const ClusterSpec& 
             if (!context_parallel_fault(model, cluster, key).empty()) continue;
             if (ep > 1 && !expert_layout_fault(model, cluster, key).empty()) continue;
             for (MoeDispatcher dispatcher : options.moe_dispatchers) {
-              // With ep 1 no token leaves its GPU: one dispatcher (alltoall) stands for all.
-              if (dispatcher != MoeDispatcher::kAlltoall && ep == 1) continue;
+              if (!tried_at_ep(dispatcher, ep)) continue;
               key.moe_dispatcher = dispatcher;
               if (!moe_dispatcher_fault(model, cluster, key).empty()) continue;
               for (const std::string& precision : options.precisions) {

@@ -13,6 +13,11 @@ namespace fasop {
 /// The divisors of n, ascending.
 std::vector<int> divisors(int n);
 
+/// ep 1 and the powers of two dividing `experts`, up to 64 (an expert group beyond 8 nodes of 8
+/// pays all-to-alls across the network that no published recipe takes): the degrees a search of
+/// a model with experts tries by default.
+std::vector<int> default_expert_degrees(int experts);
+
 /// How the search orders a cluster's nodes into ranks.
 enum class PlacementKind {
   kCyclic,      ///< FASOP: every cyclic rotation of the node list

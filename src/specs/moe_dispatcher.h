@@ -44,6 +44,12 @@ void read_moe_dispatcher(const Field& block, MoeDispatcher& dispatcher);
 /// "moe_token_dispatcher: hybridep\n" where `dispatcher` is not alltoall; "" otherwise.
 std::string moe_dispatcher_yaml(MoeDispatcher dispatcher);
 
+/// Whether a layout at expert-parallel degree `ep` is tried with `dispatcher`: at ep 1 no token
+/// leaves its GPU, and alltoall stands for every dispatcher.
+inline bool tried_at_ep(MoeDispatcher dispatcher, int ep) {
+  return dispatcher == MoeDispatcher::kAlltoall || ep > 1;
+}
+
 /// Whether Megatron-Core runs it as the flex dispatcher (a DeepEP or HybridEP backend).
 inline bool is_flex(MoeDispatcher dispatcher) {
   return dispatcher == MoeDispatcher::kDeepep || dispatcher == MoeDispatcher::kHybridep;

@@ -14,12 +14,10 @@
 namespace fasop {
 namespace {
 
-/// The expert-parallel degrees a search of the case tries: 1, the powers of two dividing the
-/// experts up to 64, and the case's own.
+/// The expert-parallel degrees a search of the case tries: the planner's default ones and the
+/// case's own.
 std::vector<int> expert_degrees(const ValidationCase& c) {
-  std::vector<int> degrees = {1};
-  for (int ep = 2; ep <= std::min(c.model.moe.experts, 64); ep *= 2)
-    if (c.model.moe.experts % ep == 0) degrees.push_back(ep);
+  std::vector<int> degrees = default_expert_degrees(c.model.moe.experts);
   if (std::find(degrees.begin(), degrees.end(), c.plan.key.ep) == degrees.end()) degrees.push_back(c.plan.key.ep);
   std::sort(degrees.begin(), degrees.end());
   return degrees;
@@ -49,17 +47,8 @@ LayoutRank rank_published_layout(const ValidationCase& c, size_t top) {
   LayoutRank rank;
   rank.published = predict_case(c);
   const NodeType& node = c.node_type;
-  ClusterSpec cluster;
-  cluster.name = c.set + "/" + c.name;
-  cluster.source = c.file;
-  cluster.node_types = {node};
-  cluster.nodes.assign(c.plan.gpus / node.gpus_per_node, 0);
-
-  AnalyticOptions options;
-  options.execution = c.plan.execution;
-  options.memory = c.plan.memory;
-  options.headroom = {.share = 0, .gib = 0};  // as validate: did the run fit its GPUs?
-  AnalyticPolicy policy(options);
+  const ClusterSpec cluster = case_cluster(c);
+  AnalyticPolicy policy(case_analytic_options(c));
   SearchInput input;
   input.model = &c.model;
   input.cluster = &cluster;

@@ -1,7 +1,5 @@
 #include "validate/validate.h"
 
-#include "costmodel/parallel_dims_checks.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -173,6 +171,24 @@ void compare_memory(ValidationResult& result) {
 
 }  // namespace
 
+ClusterSpec case_cluster(const ValidationCase& c) {
+  ClusterSpec cluster;
+  cluster.name = c.set + "/" + c.name;
+  cluster.source = c.file;
+  cluster.node_types = {c.node_type};
+  cluster.nodes.assign(c.plan.gpus / c.node_type.gpus_per_node, 0);
+  return cluster;
+}
+
+AnalyticOptions case_analytic_options(const ValidationCase& c) {
+  AnalyticOptions options;
+  options.execution = c.plan.execution;
+  options.memory = c.plan.memory;
+  // Whether a run fit is a question of its GPU's whole memory: no planning headroom here.
+  options.headroom = {.share = 0, .gib = 0};
+  return options;
+}
+
 ValidationResult predict_case(const ValidationCase& c) {
   const NodeType& node = c.node_type;
   if (!node.has_gpu_data())
@@ -180,11 +196,12 @@ ValidationResult predict_case(const ValidationCase& c) {
                     "' gives no GPU specs (peak_tflops, memory_bandwidth_bytes_per_s); validation predicts with "
                     "analytic profiles: add them");
   const ValidationPlan& plan = c.plan;
-  ClusterSpec cluster;
-  cluster.name = c.set + "/" + c.name;
-  cluster.source = c.file;
-  cluster.node_types = {node};
-  cluster.nodes.assign(plan.gpus / node.gpus_per_node, 0);
+  const ClusterSpec cluster = case_cluster(c);
+  // Refused as Megatron-Core would refuse them (their rules read no micro-batch size).
+  if (std::string fault = moe_dispatcher_fault(c.model, cluster, plan.key); !fault.empty())
+    throw SpecError(c.file + ": field 'plan.moe_token_dispatcher': " + fault);
+  if (std::string fault = cuda_graph_fault(c.model); !fault.empty() && plan.execution.cuda_graphs)
+    throw SpecError(c.file + ": field 'plan.cuda_graphs': " + fault);
 
   // The micro-batch size stated or assumed, or every size of the case's range that divides
   // the batch (the case then reports the span of predictions).
@@ -202,12 +219,7 @@ ValidationResult predict_case(const ValidationCase& c) {
   layers.sequence_parallel = plan.sequence_parallel && plan.key.tp > 1;
   layers.execution = plan.execution;
   ProfileSpec profile = analytic_profile(c.model, node, {plan.key.tp}, micro_batches, layers);
-  AnalyticOptions options;
-  options.execution = plan.execution;
-  options.memory = plan.memory;
-  // Whether a run fit is a question of its GPU's whole memory: no planning headroom here.
-  options.headroom = {.share = 0, .gib = 0};
-  AnalyticPolicy policy(options);
+  AnalyticPolicy policy(case_analytic_options(c));
   SearchInput input;
   input.model = &c.model;
   input.cluster = &cluster;
@@ -238,10 +250,6 @@ ValidationResult predict_case(const ValidationCase& c) {
     } catch (const SpecError& e) {
       throw SpecError(c.file + ": field 'plan': " + e.what());
     }
-    if (std::string fault = moe_dispatcher_fault(c.model, cluster, key); !fault.empty())
-      throw SpecError(c.file + ": field 'plan.moe_token_dispatcher': " + fault);
-    if (std::string fault = cuda_graph_fault(c.model); !fault.empty() && plan.execution.cuda_graphs)
-      throw SpecError(c.file + ": field 'plan.cuda_graphs': " + fault);
     CandidateResult candidate = evaluate_candidate(input, key, result.partition, PartitionTiming::kExact);
     const double step = candidate.estimate.step_time_s;
     if (!have) {

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "costmodel/analytic_policy.h"
 #include "costmodel/estimate.h"
 #include "specs/spec_store.h"
 #include "specs/validation_case.h"
@@ -70,6 +71,13 @@ std::vector<std::string> shipped_validation_files();
 /// Megatron-LM's partition of the case's model: layers / pp transformer layers a stage, the
 /// embedding on the first stage, the post-process unit on the last.
 std::vector<int> megatron_partition(const ModelSpec& model, int pp);
+
+/// The cluster a case ran on: its node type, gpus / gpus_per_node nodes of it.
+ClusterSpec case_cluster(const ValidationCase& c);
+
+/// The analytic policy's options for a case: its switches and memory settings, and no headroom
+/// (whether the run fit is a question of its GPUs' whole memory).
+AnalyticOptions case_analytic_options(const ValidationCase& c);
 
 /// Predicts one case with the analytic profiles and the analytic cost policy.
 ValidationResult predict_case(const ValidationCase& c);
