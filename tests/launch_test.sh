@@ -156,7 +156,7 @@ have_torch=0
 check_training() {
   local job=$1 where=$2 run=main_logs/runs/$1 losses
   [ "$(cat "$run"/node-0.exit "$run"/node-1.exit 2>/dev/null | tr '\n' ' ')" = "0 0 " ] && ok ||
-    fail "$where training: node exit codes $(cat "$run"/node-*.exit 2>&1 | tr '\n' ' '); $(tail -5 "$run"/node-*.log 2>&1)"
+    fail "$where training: node exit codes $(cat "$run"/node-*.exit 2>&1 | tr '\n' ' '); $(tail -n 5 "$run"/node-*.log 2>&1)"
   "$bin" launch report "$job" --warmup 2 > "$job.report" 2>&1 && grep -q "^iterations 3-10 measured" "$job.report" && ok ||
     fail "$where training: launch report: $(cat "$job.report")"
   # The run's row, then the memory lines' ranks: data-parallel rank 0 of each stage (tp 1, dp 2).
@@ -176,7 +176,7 @@ check_training() {
 if [ "$have_torch" -eq 0 ]; then
   echo "SKIP: the training runs need /usr/bin/torchrun and python3's torch and yaml (python3-torch, python3-yaml)"
 else
-  "$bin" launch --plan train-plan.yaml --backend local --master-port 29611 --trainer-cmd "$train_cmd" > train.out 2>&1 ||
+  "$bin" launch --plan train-plan.yaml --backend local --master-port "$(free_port)" --trainer-cmd "$train_cmd" > train.out 2>&1 ||
     fail "local training: $(cat train.out)"
   train_job=$(sed -n 's/^local job \(local-[0-9]*\):.*/\1/p' train.out)
   check_training "$train_job" local
@@ -297,6 +297,12 @@ mkdir noiters && cp handmade/launch.txt handmade/nodes.txt handmade/plan.yaml ha
 grep -v " iteration " handmade/node-1.log > noiters/node-1.log
 expect_error "report of logs without iteration lines" "no iteration lines" launch report "$PWD/noiters"
 expect_error "report with every iteration in the warm-up" "warm-up" launch report "$PWD/handmade" --warmup 100
+# A run a node of which failed (its port taken, say) is no measurement, whatever its logs hold.
+cp -r handmade failed && echo 1 > failed/node-0.exit
+expect_error "report of a failed run" "node rank 0 (${order[0]}) exited 1; a failed run is not a measurement" \
+  launch report "$PWD/failed" --warmup 4
+expect_error "calibrate --from-run of a failed run" "node rank 0 (${order[0]}) exited 1" \
+  calibrate --from-run "$PWD/failed" --warmup 4
 
 # A real Slurm on loopback: one heterogeneous job, node types on their partitions (box-a: a100
 # = n1, box-b: a10 = n2). Needs root and Debian's slurmctld/slurmd/munge (scripts/install-deps.sh).
@@ -305,7 +311,7 @@ if [ "$(id -u)" -ne 0 ] || ! command -v slurmctld > /dev/null; then
 else
   slurm_dir=$(mktemp -d /tmp/fasop-slurm-test.XXXXXX)
   if ! bash "$root/scripts/slurm-local.sh" start "$slurm_dir" > slurm-start.out 2>&1; then
-    fail "slurm-local.sh start: $(tail -20 slurm-start.out)"
+    fail "slurm-local.sh start: $(tail -n 20 slurm-start.out)"
   else
     export SLURM_CONF=$slurm_dir/slurm.conf
     # wait_for JOB: until every node has exited (at most 60 s).
@@ -347,7 +353,7 @@ else
     # The training run through Slurm: both "nodes" are this machine, MASTER_ADDR is node rank 0's
     # NodeAddr (127.0.0.1), which the rendezvous must reach.
     if [ "$have_torch" -eq 1 ]; then
-      job=$("$bin" launch --plan train-plan.yaml --backend slurm --master-port 29612 --trainer-cmd "$train_cmd" |
+      job=$("$bin" launch --plan train-plan.yaml --backend slurm --master-port "$(free_port)" --trainer-cmd "$train_cmd" |
         sed -n 's/^submitted Slurm job \([0-9]*\).*/\1/p')
       [ -n "$job" ] && wait_for "$job" && ok ||
         fail "slurm training job '$job' did not finish: $(cat main_logs/runs/slurm-$job.out 2>&1)"

@@ -18,6 +18,10 @@ expect_error() {
 }
 
 # finish: the summary line, and the exit status.
+# A TCP port the OS says is free now (no test takes a fixed port: two suites may share a machine).
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
 finish() {
   echo "$passed passed, $failed failed"
   [ "$failed" -eq 0 ]

@@ -64,6 +64,11 @@ LoadedPlan load_run_plan(const RunStatus& run) {
 }
 
 IterationLog read_run_logs(const RunStatus& run, const std::string& run_dir) {
+  // A node that failed may have left iteration lines (or another job's, on a taken port):
+  // they are no measurement of the plan.
+  if (run.failed())
+    throw SpecError(run_dir + ": " + run.failure() + "; a failed run is not a measurement (fasop-cpp launch status " +
+                    run.job + " shows its log)");
   std::vector<IterationLog> logs;
   for (const NodeStatus& node : run.nodes) {
     if (std::optional<std::string> text = DiskSource().read(node.log_path)) logs.push_back(parse_iteration_log(*text));

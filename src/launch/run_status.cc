@@ -40,6 +40,16 @@ bool RunStatus::failed() const {
   return false;
 }
 
+std::string RunStatus::failure() const {
+  std::string text;
+  for (const NodeStatus& n : nodes) {
+    if (!n.exit_code || *n.exit_code == 0) continue;
+    text += (text.empty() ? "" : "; ") + std::string("node rank ") + std::to_string(n.node_rank) + " (" + n.node_type +
+            (n.host.empty() ? "" : " on " + n.host) + ") exited " + std::to_string(*n.exit_code);
+  }
+  return text;
+}
+
 bool RunStatus::finished() const {
   for (const NodeStatus& n : nodes)
     if (!n.exit_code) return false;

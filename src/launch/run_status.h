@@ -37,6 +37,9 @@ struct RunStatus {
   std::vector<NodeStatus> nodes;
   bool failed() const;    ///< a node exited non-zero
   bool finished() const;  ///< every node has exited
+  /// "node rank R (TYPE on HOST) exited C" for each node that exited non-zero, joined by
+  /// "; " ("" when none did).
+  std::string failure() const;
 };
 
 /// Reads `run_dir` (launch.txt, nodes.txt, hosts.txt, node-R.exit); throws SpecError when it
