@@ -120,6 +120,18 @@ printf 'name: u\nnode_types:\n  - {name: a, gpu: Z900, gpus_per_node: 8, gpu_mem
   > "$work/z900.yaml"
 expect_error "a GPU with neither profile nor specs" "$work/z900.yaml: field 'node_types[0].gpu'" \
   search --model gpt2xl --cluster "$work/z900.yaml" --out-dir "$work/a"
+# An unknown GPU with peaks but no shares of them is not planned on guesses: refused, unless
+# --assume-defaults, which the report states.
+sed 's/gpu: Z900,/gpu: Z900, peak_tflops: {bf16: 100}, memory_bandwidth_bytes_per_s: 1e12,/' "$work/z900.yaml" > "$work/z900-peaks.yaml"
+expect_error "a GPU with peaks and no data" "field 'node_types[0].gpu': GPU 'Z900' has no shipped data" \
+  search --model llama3-8b --cluster "$work/z900-peaks.yaml" --out-dir "$work/a"
+"$bin" search --model llama3-8b --cluster "$work/z900-peaks.yaml" --out-dir "$work/a" --assume-defaults --quiet > "$work/assumed.out" 2>&1 &&
+  grep -q "^assumed: GPU 'Z900' (node type a) has no data: GEMMs at 0.75 of peak" "$work/assumed.out" && ok ||
+  fail "--assume-defaults: the report does not state the defaults: $(cat "$work/assumed.out")"
+sed 's/gpu: Z900,/gpu: Z900, peak_tflops: {bf16: 100}, memory_bandwidth_bytes_per_s: 1e12, compute_efficiency: 0.6, memory_efficiency: 0.8,/' \
+  "$work/z900.yaml" > "$work/z900-data.yaml"
+"$bin" search --model llama3-8b --cluster "$work/z900-data.yaml" --out-dir "$work/a" --quiet > "$work/given.out" 2>&1 &&
+  ! grep -q "^assumed:" "$work/given.out" && ok || fail "a GPU whose shares are given: $(cat "$work/given.out")"
 # A cluster larger than any layout is refused at once with the bound (100,000 nodes of 8 GPUs).
 sed 's/gpu: Z900/gpu: A100/; s/count: 2/count: 100000/' "$work/z900.yaml" > "$work/huge.yaml"
 expect_error "100,000 nodes" "(800000 GPUs): a layout uses every GPU" search --model gpt2xl --cluster "$work/huge.yaml" --out-dir "$work/a"

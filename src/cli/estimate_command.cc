@@ -12,6 +12,7 @@
 #include "report/plan_table.h"
 #include "search/cluster_shapes.h"
 #include "search/search_space.h"
+#include "specs/assumed_gpu_data.h"
 #include "specs/plan_degrees.h"
 #include "specs/spec_error.h"
 
@@ -158,6 +159,7 @@ void run(EstimateOptions options, CLI::App& command) {
     return;
   }
   std::cout << estimate_text(setup->model, setup->cluster, result) << memory_assumptions_line(options.planner, *setup)
+            << assumed_gpu_data_lines(setup->cluster)
             << moe_dispatch_line(*setup, result.plan.key);
   if (timed != result.plan.partition)
     std::cout << "\nnote: FASOP reaches this partition by a last greedy move it never re-times: its\n"

@@ -1,5 +1,7 @@
 #include "cli/planner_options.h"
 
+#include "specs/assumed_gpu_data.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -9,6 +11,7 @@
 #include "costmodel/parallel_dims_checks.h"
 #include "profiles/analytic_profile.h"
 #include "search/search_space.h"
+#include "specs/assumed_gpu_data.h"
 #include "specs/precision.h"
 #include "specs/spec_error.h"
 #include "specs/spec_store.h"
@@ -132,6 +135,9 @@ void PlannerOptions::add_to(CLI::App& command, bool model_required) {
   command.add_flag("--analytic-profiles", analytic_profiles,
                    "time the layers with the analytic model from the GPU's data even where a measured profile "
                    "exists (which context and expert parallelism need)");
+  command.add_flag("--assume-defaults", assume_defaults,
+                   "plan GPUs that have no shipped data (configs/gpus/) and whose cluster file gives only their peaks "
+                   "with default shares of peak, which the report then states (without it they are refused)");
   fasop.add_to(command);
 }
 
@@ -392,6 +398,9 @@ std::unique_ptr<PlannerSetup> PlannerSetup::load_specs(const PlannerOptions& opt
   }
   setup->cluster = store.load_cluster(cluster);
   setup->cluster_ref = cluster;
+  if (!options.assume_defaults)
+    if (std::string fault = assumed_gpu_data_fault(setup->cluster, "--assume-defaults"); !fault.empty())
+      throw SpecError(fault);
   options.fasop.apply(setup->model, setup->cluster, options.pareto);
   setup->input.model = &setup->model;
   setup->input.cluster = &setup->cluster;

@@ -42,6 +42,7 @@ struct PlannerOptions {
   std::vector<std::string> moe_dispatchers;  ///< MoE token dispatchers to try (specs/moe_dispatcher.h's names; none: alltoall)
   bool grad_reduce_in_bf16 = false;     ///< gradients kept and reduced in bf16 (Megatron's --grad-reduce-in-bf16)
   bool analytic_profiles = false;       ///< time layers analytically even where a measured profile exists
+  bool assume_defaults = false;         ///< plan GPUs without data with default shares of peak (stated)
   bool overlap_param_gather = false;    ///< the distributed optimizer's all-gather overlaps the next forward
   std::string stack;                    ///< analytic: the training stack memory is priced for; empty: megatron
   std::string memory_headroom;          ///< analytic: what each GPU keeps free ("5%" or GiB); empty: 5%

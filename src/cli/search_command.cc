@@ -22,6 +22,7 @@
 #include "search/bounded_pareto.h"
 #include "search/pareto_search.h"
 #include "search/profile_gaps.h"
+#include "specs/assumed_gpu_data.h"
 #include "specs/plan_degrees.h"
 #include "specs/spec_error.h"
 
@@ -221,7 +222,8 @@ void run_search_command(const SearchOptions& options) {
             << (has_budget(budget) ? " (" + std::to_string(results.size()) + " within " + constraints_text(budget) + ")" : "")
             << "\n"
             << best_plans_table(setup->cluster, results, options.top)
-            << memory_assumptions_line(options.planner, *setup) << (results.empty() ? "" : moe_dispatch_line(*setup, results.front().plan.key))
+            << memory_assumptions_line(options.planner, *setup) << assumed_gpu_data_lines(setup->cluster)
+            << (results.empty() ? "" : moe_dispatch_line(*setup, results.front().plan.key))
             << unused_dimension_notes(results, setup->input.space, setup->model.dtype) << "wrote " << path << "\n";
   if (!options.save_plan.empty())
     std::cout << "wrote " << options.save_plan << " (plan " << options.rank << " of the ranking)\n";
@@ -433,7 +435,7 @@ void run_pareto_command(const SearchOptions& options) {
   std::cout
             << "constraints: " << constraints_text(constraints) << " (" << report.admitted() << " candidates meet them)\n";
   std::cout << "pareto front: " << front.size() << " plans, cheapest first" << tolerance_text(constraints) << "\n"
-            << best_plans_table(setup->cluster, front, front.size())
+            << best_plans_table(setup->cluster, front, front.size()) << assumed_gpu_data_lines(setup->cluster)
             << "best under the constraints:\n  fastest:  " << plan_summary(setup->cluster, front.back())
             << "\n  cheapest: " << plan_summary(setup->cluster, front.front()) << "\n";
   size_t oom = std::count_if(front.begin(), front.end(), [](const CandidateResult& r) { return r.estimate.memory.is_oom; });

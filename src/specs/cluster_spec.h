@@ -37,6 +37,9 @@ struct NodeType {
   /// overrides compute_efficiency, memory_efficiency, gemm_half_dim, *_collective_efficiency)
   /// written over it.
   GpuSpec gpu_data;
+  /// True when `gpu` has no shipped data and the file gives peaks but no efficiencies
+  /// (compute_efficiency or gpu_data): the analytic model's default shares of peak stand in.
+  bool gpu_data_assumed = false;
   double intra_node_latency_s = 5e-6;  ///< per message, alpha of the alpha-beta model
   double inter_node_latency_s = 20e-6;
   /// Field `nvlink_domain_nodes`: how many of these nodes one NVLink fabric joins (GB200 /

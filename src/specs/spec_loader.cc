@@ -53,8 +53,13 @@ void apply_gpu_data_overrides(const Field& data, GpuSpec& gpu) {
 
 /// The node type's GPU data: the shipped data of its GPU, with the file's own fields over it.
 void resolve_gpu_data(const Field& entry, NodeType& type) {
-  if (const GpuSpec* shipped = shipped_gpu_spec(type.gpu)) type.gpu_data = *shipped;
-  else type.gpu_data.name = type.gpu;
+  if (const GpuSpec* shipped = shipped_gpu_spec(type.gpu)) {
+    type.gpu_data = *shipped;
+  } else {
+    type.gpu_data.name = type.gpu;
+    type.gpu_data_assumed = !type.peak_tflops.empty() && !entry.child("compute_efficiency").present() &&
+                            !entry.child("gpu_data").present();
+  }
   GpuSpec& gpu = type.gpu_data;
   for (const auto& [precision, tflops] : type.peak_tflops) gpu.peak_tflops[precision] = tflops;
   if (type.memory_bandwidth_bytes_per_s > 0) gpu.memory_bandwidth_bytes_per_s = type.memory_bandwidth_bytes_per_s;
