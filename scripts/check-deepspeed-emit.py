@@ -27,7 +27,8 @@ then `schedule --format deepspeed` (ds_config.json) and `--format deepspeed-pipe
   - DeepSpeedConfig parses ds_config.json with that module's grid as mpu, as deepspeed.initialize
     does for a PipelineModule (its batch assertion runs then): train batch, micro-batch,
     gradient accumulation, ZeRO stage (below ZeroStageEnum.gradients, which PipelineEngine
-    asserts), precision and the pipeline's checkpoint interval are the plan's.
+    asserts), precision (fp16 and bf16 enabled, as DeepSpeedConfig holds them before and since
+    0.17.1) and the pipeline's checkpoint interval are the plan's.
 
 The ranks are simulated one after another in this process: deepspeed.comm's backend object
 (`cdb`) is replaced by one that answers as rank r of the plan's world, makes groups as rank
@@ -35,7 +36,8 @@ lists and does nothing for a broadcast. deepspeed.checkpointing.checkpoint needs
 streams, which the CPU accelerator lacks, so the forward and backward swap the module's checkpoint
 function for torch.utils.checkpoint, as PipelineEngine itself swaps it for non_reentrant_checkpoint.
 
-Prints one line per plan; exits 1 on any mismatch, 2 when it cannot run.
+Prints one line per plan; exits 1 on any mismatch, 2 when it cannot run (DeepSpeed 0.18.7 and
+later do not import with torch older than 2.4).
 """
 import argparse
 import contextlib
@@ -78,11 +80,17 @@ def expect(what, got, want):
 
 # --- DeepSpeed from the source tree -----------------------------------------------------------
 
+def cannot_run(message):
+    """Stops with exit status 2: the check could not run (no DeepSpeed, or one this Python can't import)."""
+    print(f"check-deepspeed-emit: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
 def import_deepspeed(src):
     """deepspeed, imported from `src` on its CPU accelerator, with hjson and einops standing in
     only when the interpreter lacks them."""
     if not os.path.isfile(os.path.join(src, "deepspeed", "__init__.py")):
-        sys.exit(f"check-deepspeed-emit: {src} holds no deepspeed/__init__.py; give a DeepSpeed source tree")
+        cannot_run(f"{src} holds no deepspeed/__init__.py; give a DeepSpeed source tree")
     sys.path.insert(0, src)
     os.environ["DS_ACCELERATOR"] = "cpu"
     os.environ.setdefault("LOCAL_RANK", "0")  # PipelineModule reads it
@@ -97,8 +105,10 @@ def import_deepspeed(src):
     try:
         import deepspeed
     except ImportError as error:
-        sys.exit(f"check-deepspeed-emit: importing DeepSpeed from {src} failed: {error}; install DeepSpeed's "
-                 "requirements (requirements/requirements.txt) or put them on PYTHONPATH")
+        cannot_run(f"importing DeepSpeed from {src} failed: {error}; install DeepSpeed's requirements "
+                   "(requirements/requirements.txt) or put them on PYTHONPATH")
+    except AttributeError as error:  # a DeepSpeed newer than this torch (0.18.7 on: torch.amp.custom_fwd)
+        cannot_run(f"importing DeepSpeed from {src} failed: {error}; it needs a newer torch")
     from deepspeed.utils import logger
     logger.setLevel(logging.WARNING)  # its per-rank info lines would bury the report
     return deepspeed
@@ -298,6 +308,15 @@ def check_rank(deepspeed, emitted, rank, plan, unit_labels, style):
     return model
 
 
+def precision_enabled(config):
+    """(fp16, bf16) enabled as DeepSpeedConfig holds them: float16_config.enabled and
+    bfloat16_config.enabled since DeepSpeed 0.17.1 (which removed fp16_enabled and
+    bfloat16_enabled), the two flags before."""
+    if hasattr(config, "float16_config"):
+        return config.float16_config.enabled, config.bfloat16_config.enabled
+    return config.fp16_enabled, config.bfloat16_enabled
+
+
 def check_config(deepspeed, config_path, grid, plan, dtype):
     """ds_config.json as DeepSpeedConfig reads it for a PipelineModule (mpu = its grid)."""
     from deepspeed.runtime.config import DeepSpeedConfig
@@ -312,7 +331,7 @@ def check_config(deepspeed, config_path, grid, plan, dtype):
     expect("zero_optimization_stage", config.zero_optimization_stage, plan["zero_stage"])
     expect("ZeRO stage below gradients (PipelineEngine's assertion)",
            config.zero_optimization_stage < ZeroStageEnum.gradients, True)
-    expect("fp16 and bf16 enabled", (config.fp16_enabled, config.bfloat16_enabled), (dtype == "fp16", dtype == "bf16"))
+    expect("fp16 and bf16 enabled", precision_enabled(config), (dtype == "fp16", dtype == "bf16"))
     interval = 1 if plan["recompute"] == "full" else 0
     expect("pipeline activation_checkpoint_interval", config.pipeline["activation_checkpoint_interval"], interval)
     if interval:
