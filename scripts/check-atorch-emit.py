@@ -198,6 +198,10 @@ def load_atorch(atorch_src):
     sys.path.insert(0, atorch_src)
     os.environ.setdefault("ATORCH_DISABLE_ADDON", "1")
     _torch_on_python_311()
+    if _missing("packaging.version"):  # ATorch compares versions with it: the same library, vendored by pip
+        import pip._vendor.packaging.version as version
+
+        sys.modules["packaging"], sys.modules["packaging.version"] = sys.modules["pip._vendor.packaging"], version
 
     presets = {"safetensors.torch": {"_TYPES": {}}, "networkx": {"DiGraph": _TinyDiGraph}}
     presets.update(transformers_presets())
