@@ -25,7 +25,9 @@ executes the emitted module and gives its `strategy` to ATorch's code:
     pipe_config's insert_before_nodes, nstages and chunks; then ATorch's insert_split_point and
     torch.fx's split_module cut the traced graph, and each stage's layers must be the plan's
     partition. With tp > 1 the same tune runs ATorch's tensor-parallel planner (its "base" one:
-    the emitted "mip" needs pyomo and glpk) on the tensor group;
+    the emitted "mip" needs pyomo and glpk) on the tensor group. Every key of the emitted
+    mixed_parallel config (its pipe_config and tensor_config too), and of tensor_parallel's, must
+    be one that tune reads: ATorch ignores any other, a misspelt one taking its default;
   * the transforms of every optimisation and ModelContext.adjust_wrappers: what ATorch keeps
     (amp and checkpoint moved into the pipeline, ZeRO's optimizer or FSDP units) and drops;
   * record_user_defined_half_precision_dtype (amp's dtype), to_module_class_by_name (the
@@ -576,6 +578,49 @@ def expect(condition, message):
         raise Mismatch(message)
 
 
+class ReadKeys(dict):
+    """An emitted config (and the dicts in it) that records which of its keys ATorch's code reads
+    (get, [], in). A key it never reads, misspelt or unknown to ATorch, is ignored there: ATorch
+    takes its default instead (nstages: the pipe group's size, pipe_schedule: Interleaved1F1B)."""
+
+    def __init__(self, config):
+        super().__init__((key, ReadKeys(value) if isinstance(value, dict) else value) for key, value in config.items())
+        self.read = set()
+
+    def __getitem__(self, key):
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __contains__(self, key):
+        self.read.add(key)
+        return super().__contains__(key)
+
+    def unread(self, prefix=""):
+        """The keys never read, as paths ("pipe_config.nstage"), in the dicts that were read."""
+        out = [prefix + str(key) for key in self if key not in self.read]
+        for key, value in dict.items(self):
+            if isinstance(value, ReadKeys) and key in self.read:
+                out += value.unread(f"{prefix}{key}.")
+        return out
+
+
+def tune_reading(optimization, context, config, strategy, emitted):
+    """optimization.tune(context, config, strategy), then every key of the `emitted` config (its
+    name in the strategy) must have been read by ATorch's tune: a misspelt key fails, also where
+    tune fails without it."""
+    config = ReadKeys(config)
+    try:
+        result = optimization.tune(context, config, strategy)
+    finally:
+        unread = config.unread()
+        expect(not unread, f"{emitted}: ATorch's {type(optimization).__name__}.tune reads no {', '.join(unread)}")
+    return result
+
+
 class GpuAnswers:
     """torch.cuda's answers as an H100 gives them, while ATorch's transforms look (FSDP refuses
     to be configured without a GPU, amp asks whether bf16 is supported); nothing runs on it."""
@@ -748,7 +793,6 @@ def check_pipeline(namespace, strategy, plan, family, units, world):
     entry = dict((name, config) for name, config, _ in strategy)["mixed_parallel"]
     config = copy.deepcopy(entry)
     expect(config["parallel_mode"] == namespace["parallel_mode"], "mixed_parallel's parallel_mode differs")
-    expect(config["pipe_config"]["insert_before_modules"] == namespace["pipeline_split_before"], "split points")
     tensor = config.get("tensor_config")
     expect((tensor is not None) == (plan["tp"] > 1), f"tensor_config {tensor} with tp {plan['tp']}")
     if tensor is not None:
@@ -758,8 +802,9 @@ def check_pipeline(namespace, strategy, plan, family, units, world):
     context = model_context(family, layers, namespace["dataloader_args"]["batch_size"])
     optimization = MixedParallelOptimization()
     DistributedGraphMixin.__init__(optimization, num_nodes=1, num_devices_per_node=world)  # the plan's devices
-    status, best, context = optimization.tune(context, config, strategy)
+    status, best, context = tune_reading(optimization, context, config, strategy, "mixed_parallel")
     expect(status, "MixedParallelOptimization.tune failed")
+    expect(config["pipe_config"]["insert_before_modules"] == namespace["pipeline_split_before"], "split points")
     compiler = best["pipe_config"]["compiler_configs"]
     chunks = plan["global_batch"] // (plan["micro_batch"] * plan["dp"])
     expect(compiler["expected_num_stages"] == plan["pp"], f"nstages {compiler['expected_num_stages']}")
@@ -807,7 +852,7 @@ def check_tensor_parallel(strategy, plan, family, units, parallel_mode):
     context = model_context(family, layers, plan["micro_batch"] * plan["dp"])
     optimization = TensorParallelOptimization()
     DistributedGraphMixin.__init__(optimization, num_nodes=1, num_devices_per_node=plan["tp"] * plan["dp"])
-    status, best, _ = optimization.tune(context, config, strategy)
+    status, best, _ = tune_reading(optimization, context, config, strategy, "tensor_parallel")
     expect(status and best["replacement_map"], "TensorParallelOptimization.tune shards nothing")
     return best, f"tensor_parallel.tune (base planner, tensor group {config['tp_ranks']}): " \
                  f"{len(best['replacement_map'])} modules sharded"
