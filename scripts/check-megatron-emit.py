@@ -64,9 +64,12 @@ What is not Megatron's own code here, and why (CPU, Debian's torch 1.13 on Pytho
   - MoELayer.forward's tensor-parallel check runs on an instance made without its __init__
     (which would build the experts and their process groups), holding the parsed config and
     a stand-in tensor-parallel group of tp ranks, in training mode;
-  - the fork's ParallelTransformerLayer is replaced by a recorder of the layer number and
-    type it is built with: a real layer is tens of millions of weights with fused CUDA
-    kernels, and the count and numbering come from ParallelTransformer, which runs unchanged;
+  - the fork's ParallelTransformerLayer is replaced in the model by a recorder of the layer
+    number and type it is built with: a real layer is tens of millions of weights with fused
+    CUDA kernels, and the count and numbering come from ParallelTransformer, which runs
+    unchanged. Each real layer is still built first (on the CPU, weights not initialised) and
+    dropped, so that its own divisions by tp (core.utils.divide of the heads, the attention
+    projection and the MLP width) run and fail a tp that does not divide them;
   - the fork builds the rest of the model on the CPU (--use-cpu-initialization,
     --no-initialization set on the parsed args); get_model is left by an exception once the
     model is built, before it moves it to a GPU and wraps it for data parallelism;
@@ -587,10 +590,21 @@ def fork_worker(tree, world, tokens, family):
     args.padded_vocab_size = _vocab_size_with_padding(50257 if family == "gpt" else 30522, args)
     global_vars._GLOBAL_ARGS = args
 
+    real_layer = transformer.ParallelTransformerLayer
+
     class RecordedLayer(torch.nn.Module):
-        """Stands for ParallelTransformerLayer: the layer number and type the fork builds."""
+        """Stands for ParallelTransformerLayer in the model: the layer number and type the fork
+        builds. The real layer is built first, and dropped: its __init__ runs the fork's own
+        divisions by tp (core.utils.divide of the heads and the attention projection in
+        ParallelAttention and CoreAttention, of the MLP in Column/RowParallelLinear), which
+        raise where tp does not divide them."""
 
         def __init__(self, init_method, output_layer_init_method, layer_number, layer_type=None, **kwargs):
+            transformer.ParallelTransformerLayer = real_layer  # the name its __init__'s super() call takes
+            try:
+                real_layer(init_method, output_layer_init_method, layer_number, layer_type=layer_type, **kwargs)
+            finally:
+                transformer.ParallelTransformerLayer = RecordedLayer
             super().__init__()
             self.layer_number, self.layer_type = layer_number, layer_type
 
