@@ -3,10 +3,11 @@
 
 Usage (with Debian's /usr/bin/python3 and its torch; CPU only):
     /usr/bin/python3 scripts/check-megatron-emit.py [--fasop-cpp build/fasop-cpp]
-        [--upstream DIR] [--fork DIR] [--work DIR]
+        [--upstream DIR] [--fork DIR] [--work DIR] [--only NAMES]
     --upstream DIR  an NVIDIA/Megatron-LM checkout (env MEGATRON_UPSTREAM)
     --fork DIR      FASOP's fork: the Megatron-LM-2/ folder of AvatarHwang/FASOP (env MEGATRON_FASOP)
     --work DIR      where plans and emitted arguments are kept (default: a temporary directory)
+    --only A,B      only the plans (and refusals) of these names
 At least one tree is needed; a flavour without its tree is reported as skipped.
 
 For every plan below the script runs `fasop-cpp search ... --save-plan`, edits the saved plan
@@ -1157,6 +1158,8 @@ def main():
     parser.add_argument("--fork", default=os.environ.get("MEGATRON_FASOP"),
                         help="FASOP's Megatron-LM-2/ folder (env MEGATRON_FASOP)")
     parser.add_argument("--work", help="where plans, emitted arguments and logs go (default: a new temporary one)")
+    parser.add_argument("--only", help="run only these plans and refusals (names as printed, comma-separated; "
+                                       "a refusal needs its base plan named too)")
     parser.add_argument("--worker", choices=["upstream", "fasop"], help=argparse.SUPPRESS)
     parser.add_argument("--tree", help=argparse.SUPPRESS)
     parser.add_argument("--world", type=int, help=argparse.SUPPRESS)
@@ -1185,7 +1188,10 @@ def main():
     all_ok = True
     write_models(work)
     searched = {}  # plan name -> its search result, before any edit
+    only = set(opts.only.split(",")) if opts.only else None
     for name, search, expect, *edit in PLANS:
+        if only and name not in only:
+            continue
         plan_path = os.path.join(work, name + ".yaml")
         searched[name] = os.path.join(work, name + ".searched.yaml")
         found = run([opts.fasop_cpp, "search", *[in_work(a, work) for a in search], "--save-plan", searched[name],
@@ -1203,6 +1209,8 @@ def main():
             all_ok &= check_flavour(name, flavour, expect[flavour], plan_path, plan, model, trees[flavour],
                                     opts.fasop_cpp, work)
     for refusal in REFUSALS:
+        if only and refusal[0] not in only:
+            continue
         all_ok &= check_edited_refusal(refusal, searched, trees["upstream"], opts.fasop_cpp, work)
     for flavour, names in sorted(STOOD_IN.items()):
         print(f"stand-ins ({flavour}, not installed here or GPU-only): {', '.join(sorted(names))}")
