@@ -3,6 +3,7 @@
 
 Usage:
     /usr/bin/python3 scripts/check-atorch-emit.py [--atorch-src DIR] [--fasop BUILD/fasop-cpp] [--keep DIR]
+        [--only NAME,...]
 
 DIR (or the environment variable ATORCH_SRC) is ATorch's source: the folder holding its `atorch`
 package. ATorch lived in dlrover's atorch/ until it moved to its own repository (November 2024);
@@ -1013,6 +1014,7 @@ def main():
     parser.add_argument("--atorch-src", help="ATorch's source (default: $ATORCH_SRC)")
     parser.add_argument("--fasop", default=os.path.join(ROOT, "build", "fasop-cpp"), help="the fasop-cpp binary")
     parser.add_argument("--keep", help="write the plans and strategies here (default: a temporary folder)")
+    parser.add_argument("--only", help="check only the plans of these names (as printed, comma-separated)")
     args = parser.parse_args()
     src = atorch_source(args.atorch_src)
     stood_in = load_atorch(src)
@@ -1025,7 +1027,10 @@ def main():
     work = args.keep or tempfile.mkdtemp(prefix="check-atorch-")
     os.makedirs(work, exist_ok=True)
     failures = 0
-    for case, check in [(case, check_plan) for case in PLANS] + [(case, check_refused) for case in REFUSED]:
+    cases = [(case, check_plan) for case in PLANS] + [(case, check_refused) for case in REFUSED]
+    if args.only:
+        cases = [(case, check) for case, check in cases if case.name in args.only.split(",")]
+    for case, check in cases:
         try:
             print("PASS " + check(args.fasop, case, work), flush=True)
         except Exception as error:  # a mismatch, or ATorch's code failing on the emitted material
