@@ -467,4 +467,35 @@ except ValueError as e:
 "$bin" schedule --plan "$work/ds/zero3.yaml" --format deepspeed > /dev/null && ok || fail "deepspeed config of a ZeRO-3 plan without pipelining"
 expect_error "a PipelineModule under ZeRO 3" "allows ZeRO 0 or 1" schedule --plan "$work/ds/zero3.yaml" --format deepspeed-pipeline
 
+# What-ifs as flags: batch, sequence, nodes, run length and deadline, echoed in the header.
+# 1e11 tokens at 1024 x 4096 tokens a step: 23,841.86 steps; 14 days = 1,209,600 s over them
+# is 50.73 s a step.
+"$bin" search --model llama3-8b --cluster dgx-h100 --nodes H100=2 --global-batch 1024 --seq-length 4096 \
+  --train-tokens 1e11 --deadline 14d --out-dir "$work/a" --quiet > "$work/whatif.out" 2>&1 || fail "what-if search: $(cat "$work/whatif.out")"
+grep -q "^model llama3-8b: 8.03B parameters, 32 layers, sequence 4096, global batch 1024, bf16 " "$work/whatif.out" &&
+  grep -q "^cluster dgx-h100\[2xH100\]: 16 GPUs on 2 x dgx-h100 (8 x H100), \$48.00/h " "$work/whatif.out" &&
+  grep -q "^run: 100B tokens = 23.8k steps of 1024 x 4096 tokens (--train-tokens); deadline 14 days: steps of at most 50.73 s$" "$work/whatif.out" &&
+  grep -q "^layers on H100: timed from the GPU's data at sequence 4096, as the measured profile is at 8192" "$work/whatif.out" &&
+  ok || fail "what-if search header: $(head -5 "$work/whatif.out")"
+awk '$1 ~ /^[0-9]+$/ && $2 + 0 > 50.7343 { bad = 1 } END { exit bad }' "$work/whatif.out" && ok ||
+  fail "a plan slower than the deadline's 50.73 s a step: $(cat "$work/whatif.out")"
+expect_error "a deadline no plan meets" "meets the budget (step <= " \
+  search --model llama3-8b --cluster dgx-h100 --nodes H100=2 --deadline 14d --out-dir "$work/a"
+expect_error "a deadline that is no duration" "--deadline: '14days' is not a duration" \
+  search --model llama3-8b --cluster dgx-h100 --deadline 14days --out-dir "$work/a"
+expect_error "--nodes with --pareto" "bound them with --max-nodes" \
+  search --model llama3-8b --cluster dgx-h100 --nodes H100=2 --pareto --out-dir "$work/a"
+expect_error "--seq-length on a measured profile" "times layers at sequence 1024; pass --analytic-profiles" \
+  search --model gpt2xl --seq-length 2048 --out-dir "$work/a"
+# estimate: whether the run meets the deadline (1.79M steps of 15T tokens at 1024 x 8192).
+"$bin" estimate --model llama3-8b --cluster dgx-h100 --nodes H100=2 --mbs 1 --tp 1 --dp 16 --pp 1 --zero 1 \
+  --global-batch 1024 --deadline 2w > "$work/deadline.out" 2>&1 &&
+  grep -q "^run: 15T tokens = 1.79M steps of 1024 x 8192 tokens (the model's train_tokens; " "$work/deadline.out" &&
+  grep -q "^deadline             14 days: the run takes [0-9.e+]* days, past it" "$work/deadline.out" && ok ||
+  fail "estimate --deadline: $(cat "$work/deadline.out")"
+"$bin" search --model llama3-8b --cluster dgx-h100 --nodes H100=1 --out-dir "$work/a" --quiet --save-plan "$work/whatif-plan.yaml" > /dev/null 2>&1 ||
+  fail "search --save-plan for the what-if refusal"
+expect_error "--plan with --global-batch" "--plan re-estimates the saved plan as it was made, without --global-batch" \
+  estimate --plan "$work/whatif-plan.yaml" --global-batch 64
+
 finish

@@ -1,5 +1,6 @@
 #include "cli/estimate_command.h"
 
+#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -39,6 +40,10 @@ void run_saved(const EstimateOptions& options, CLI::App& command) {
   for (const char* own : {"--model", "--mbs", "--tp", "--dp", "--pp", "--nodes", "--stage-dp", "--stage-tp", "--uneven-dp", "--speed-split", "--placement",
                           "--partition", "--heterogeneous", "--zero", "--recompute", "--recompute-modules", "--policy"})
     if (command.count(own)) throw SpecError(std::string("--plan: the plan gives ") + own + "; leave it out");
+  for (const char* what_if : {"--global-batch", "--seq-length", "--train-tokens", "--iterations", "--deadline"})
+    if (command.count(what_if))
+      throw SpecError(std::string("--plan re-estimates the saved plan as it was made, without ") + what_if +
+                      "; give the model and degrees instead of --plan to estimate a what-if");
   PlanOverrides overrides;
   overrides.cluster = options.planner.cluster;
   overrides.profile_dir = options.planner.profile_dir;
@@ -100,6 +105,16 @@ std::vector<int> parse_placement(const std::string& text, const ClusterSpec& clu
   return order;
 }
 
+/// Whether the run's steps at `step_time_s` finish within --deadline ("" without one).
+std::string deadline_verdict_line(const PlannerSetup& setup, double step_time_s) {
+  if (setup.deadline_s <= 0) return "";
+  const double run_s = step_time_s * setup.run.steps;
+  char line[160];
+  std::snprintf(line, sizeof line, "deadline             %.4g days: the run takes %.4g days, %s\n", setup.deadline_s / 86400,
+                run_s / 86400, run_s <= setup.deadline_s ? "within it" : "past it: more GPUs, or fewer tokens");
+  return line;
+}
+
 void run(EstimateOptions options, CLI::App& command) {
   if (!options.plan.empty()) return run_saved(options, command);
   for (const char* needed : {"--model", "--mbs", "--tp", "--dp", "--pp"})
@@ -158,7 +173,8 @@ void run(EstimateOptions options, CLI::App& command) {
     std::cout << estimate_json(setup->model, setup->cluster, result);
     return;
   }
-  std::cout << estimate_text(setup->model, setup->cluster, result) << memory_assumptions_line(options.planner, *setup)
+  std::cout << run_header_lines(*setup) << estimate_text(setup->model, setup->cluster, result)
+            << deadline_verdict_line(*setup, result.estimate.step_time_s) << memory_assumptions_line(options.planner, *setup)
             << assumed_gpu_data_lines(setup->cluster)
             << moe_dispatch_line(*setup, result.plan.key);
   if (timed != result.plan.partition)

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
+#include <limits>
 #include <map>
 
 #include "costmodel/analytic_policy.h"
@@ -70,9 +72,20 @@ void PlannerOptions::add_to(CLI::App& command, bool model_required) {
                    "use FASOP's heterogeneous cluster (1 A100 node, the rest A10) and name the report so");
   command.add_option("--profile-dir", profile_dir,
                      "directory of profiles <model>_<gpu>.yaml that override the shipped ones");
-  command.add_option("--iterations,--iter", iterations,
-                     "training steps priced as the whole run (default: the model's train_steps, else FASOP's 12.5M)")
+  command.add_option("--iterations,--iter,--steps", iterations,
+                     "training steps of the whole run, as priced (default: the model's train_tokens or train_steps, "
+                     "else 20 tokens a parameter; the report says which)")
       ->check(positive_number("steps"));
+  command.add_option("--train-tokens", train_tokens, "tokens of the whole run, e.g. 15e12 (the steps follow the batch)")
+      ->check(positive_number("tokens"));
+  command.add_option("--deadline", deadline,
+                     "wall-clock budget of the whole run, e.g. 14d, 336h, 2w: keeps plans whose steps all finish in "
+                     "it (search) or says whether the plan does (estimate)")
+      ->type_name("DURATION");
+  command.add_option("--global-batch", global_batch, "sequences a step, over the model file's global_batch")
+      ->check(whole_number("sequences", 1));
+  command.add_option("--seq-length", seq_length, "tokens a sequence, over the model file's sequence")
+      ->check(whole_number("tokens", 1));
   command.add_flag("--quiet,-q", quiet, "no progress on stderr");
   command.add_option("--policy", policy,
                      "cost model: fasop (FASOP's formulas and space), analytic (alpha-beta network, per-stage GPU "
@@ -382,6 +395,50 @@ std::string moe_dispatch_line(const PlannerSetup& setup, const PlanKey& chosen) 
          " (--moe-dispatcher)\n";
 }
 
+namespace {
+
+/// --global-batch and --seq-length over the model file's.
+void apply_what_ifs(const PlannerOptions& options, PlannerSetup& setup) {
+  setup.model_file_sequence = setup.model.sequence;
+  if (options.global_batch > 0) setup.model.global_batch = options.global_batch;
+  if (options.seq_length > 0) setup.model.sequence = options.seq_length;
+}
+
+}  // namespace
+
+std::string run_header_lines(const PlannerSetup& setup) {
+  const ModelSpec& model = setup.model;
+  const ClusterSpec& cluster = setup.cluster;
+  std::string gpus;
+  for (size_t type = 0; type < cluster.node_types.size(); ++type) {
+    const int nodes = cluster.node_count(int(type));
+    if (nodes == 0) continue;
+    const NodeType& node = cluster.node_types[type];
+    gpus += std::string(gpus.empty() ? "" : ", ") + std::to_string(nodes) + " x " + node.name + " (" +
+            std::to_string(node.gpus_per_node) + " x " + node.gpu + ")";
+  }
+  char price[64];
+  std::snprintf(price, sizeof price, "$%.2f/h", cluster.price_usd_per_s() * 3600);
+  std::string text = "model " + model.name + ": " + short_count(model_parameters(model)) + " parameters, " +
+                     std::to_string(model.num_transformer_layers()) + " layers, sequence " + std::to_string(model.sequence) +
+                     ", global batch " + std::to_string(model.global_batch) + ", " + model.dtype +
+                     " (--seq-length, --global-batch, --precision)\n";
+  text += "cluster " + cluster.name + ": " + std::to_string(cluster.num_gpus()) + " GPUs on " + gpus + ", " + price +
+          " (--cluster, --nodes)\n";
+  text += "run: " + run_length_text(model, setup.run);
+  if (setup.deadline_s > 0) {
+    char limit[96];
+    std::snprintf(limit, sizeof limit, "; deadline %.4g days: steps of at most %.4g s", setup.deadline_s / 86400,
+                  deadline_step_limit_s(setup));
+    text += limit;
+  }
+  return text + "\n" + setup.profile_notes;
+}
+
+double deadline_step_limit_s(const PlannerSetup& setup) {
+  return setup.deadline_s > 0 ? setup.deadline_s / setup.run.steps : std::numeric_limits<double>::infinity();
+}
+
 std::unique_ptr<PlannerSetup> PlannerSetup::load_specs(const PlannerOptions& options) {
   auto setup = std::make_unique<PlannerSetup>();
   DiskSource disk;
@@ -404,8 +461,10 @@ std::unique_ptr<PlannerSetup> PlannerSetup::load_specs(const PlannerOptions& opt
   options.fasop.apply(setup->model, setup->cluster, options.pareto);
   setup->input.model = &setup->model;
   setup->input.cluster = &setup->cluster;
-  setup->input.iterations =
-      options.iterations > 0 ? options.iterations : setup->model.train_steps > 0 ? setup->model.train_steps : kFasopIterations;
+  apply_what_ifs(options, *setup);
+  setup->run = run_length(setup->model, options.iterations, options.train_tokens);
+  setup->input.iterations = setup->run.steps;
+  if (!options.deadline.empty()) setup->deadline_s = parse_duration_s(options.deadline, "--deadline");
   choose_policy(options, *setup);
   return setup;
 }
@@ -433,6 +492,7 @@ void PlannerSetup::load_profiles(const PlannerOptions& options, const std::vecto
   SpecStore store(disk, embedded_presets());
   // Profiles of node types without nodes are never consulted, and need not exist.
   profile_storage.clear();
+  profile_notes.clear();
   profile_storage.reserve(cluster.node_types.size());
   input.profiles.assign(cluster.node_types.size(), nullptr);
   for (size_t type = 0; type < cluster.node_types.size(); ++type) {
@@ -444,12 +504,24 @@ void PlannerSetup::load_profiles(const PlannerOptions& options, const std::vecto
                       ".yaml (shipped or in --profile-dir) and no peak_tflops and memory_bandwidth_bytes_per_s on "
                       "node type '" + node.name + "'; give those (the analytic model then times the layers), or "
                       "measure a profile with `fasop-cpp profile layers`");
-    const bool measured = !(options.analytic_profiles && node.has_gpu_spec()) &&
+    // A measured profile times layers at the model file's sequence: at another (--seq-length)
+    // the GPU's data times them, where the cluster gives it, and the header says so.
+    const bool other_sequence = model.sequence != model_file_sequence;
+    const bool measured = !((options.analytic_profiles || other_sequence) && node.has_gpu_spec()) &&
                           store.has_profile(model, node.gpu, options.profile_dir);
+    if (!measured && other_sequence && store.has_profile(model, node.gpu, options.profile_dir))
+      profile_notes += "layers on " + node.gpu + ": timed from the GPU's data at sequence " +
+                       std::to_string(model.sequence) + ", as the measured profile is at " +
+                       std::to_string(model_file_sequence) + " (--seq-length)\n";
     if (measured && parallel_layers)
       throw SpecError("--cp/--ep/--etp/--precision: the measured profile " + model.name + "_" + lower_case(node.gpu) +
                       ".yaml times layers in the model's precision without context or expert parallelism; pass "
                       "--analytic-profiles to time them from the GPU's data, or use cp, ep and etp 1 and its precision");
+    if (measured && other_sequence)
+      throw SpecError("--seq-length " + std::to_string(model.sequence) + ": the measured profile " + model.name + "_" +
+                      lower_case(node.gpu) + ".yaml times layers at sequence " + std::to_string(model_file_sequence) +
+                      "; pass --analytic-profiles (where the cluster gives the GPUs' peaks) or measure a profile at " +
+                      std::to_string(model.sequence) + " with `fasop-cpp profile layers`");
     if (measured)
       profile_storage.push_back(store.load_profile(model, node.gpu, options.profile_dir));
     else

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "costmodel/fasop_policy.h"
+#include "costmodel/run_length.h"
 #include "search/search.h"
 #include "specs/cluster_spec.h"
 #include "specs/model_spec.h"
@@ -24,7 +25,11 @@ struct PlannerOptions {
   std::string profile_dir;
   bool heterogeneous = false;
   bool pareto = false;  ///< set by `search --pareto`: the default cluster is the model's inventory
-  double iterations = 0;  ///< steps of the training run; 0: the model's train_steps, else FASOP's 12.5M
+  double iterations = 0;  ///< --steps: steps of the training run; 0: from --train-tokens or the model
+  double train_tokens = 0;  ///< --train-tokens: tokens of the training run; 0: the model's
+  std::string deadline;     ///< --deadline: wall-clock budget of the whole run ("14d"); empty: none
+  int global_batch = 0;     ///< --global-batch: sequences a step, over the model's; 0: the model's
+  int seq_length = 0;       ///< --seq-length: tokens a sequence, over the model's; 0: the model's
   bool quiet = false;
   // The cost model and the space beyond FASOP's.
   std::string policy = "auto";          ///< fasop, analytic, or auto: fasop unless the cluster specifies its GPUs
@@ -66,6 +71,10 @@ struct PlannerSetup {
   std::vector<std::string> search_precisions;
   std::unique_ptr<CostPolicy> policy;
   SearchInput input;
+  RunLength run;               ///< the training run's steps (input.iterations) and their source
+  double deadline_s = 0;       ///< --deadline in seconds; 0: none
+  int model_file_sequence = 0; ///< the sequence the model file gives, at which measured profiles time
+  std::string profile_notes;   ///< lines on layers timed otherwise than the options say (--seq-length)
 
   /// Loads the model, the cluster and a profile for every node type that has nodes.
   static std::unique_ptr<PlannerSetup> load(const PlannerOptions& options);
@@ -87,6 +96,14 @@ struct PlannerSetup {
   /// (GpuSpec::runs_precision); null where every one does.
   const NodeType* node_type_without(const std::vector<int>& counts, const std::string& dtype) const;
 };
+
+/// The run's facts as the report's header lines: the model (parameters, sequence, global batch),
+/// the cluster (nodes, GPUs, price) and the run's length and deadline, each with the flag that
+/// changes it.
+std::string run_header_lines(const PlannerSetup& setup);
+
+/// The step-time limit a --deadline sets: the deadline over the run's steps (infinity: none).
+double deadline_step_limit_s(const PlannerSetup& setup);
 
 /// The memory model's assumptions as one line of output, "memory: Megatron-Core as it allocates, 5%
 /// of each GPU kept free (--stack, --memory-headroom)"; "" under the fasop policy.

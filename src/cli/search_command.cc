@@ -34,6 +34,7 @@ struct SearchOptions {
   std::string out_dir = "main_logs";
   size_t top = 5;
   int threads = 0;
+  std::vector<std::string> nodes;  ///< --nodes TYPE=N: the cluster's shape for a plain search
   // --pareto
   std::vector<std::string> max_nodes;
   PlanConstraints constraints;
@@ -134,10 +135,12 @@ void require_a_fitting_plan(const PlannerSetup& setup, const std::vector<Candida
   throw SpecError(message.str());
 }
 
-/// The constraints of the budget flags: --max-step-time and --min-throughput bound the step
-/// time, --max-cost and --max-cost-per-step (x the run's steps) the run's cost.
-PlanConstraints budget_constraints(const SearchOptions& options, double iterations) {
+/// The constraints of the budget flags: --max-step-time, --min-throughput and --deadline (over
+/// the run's steps) bound the step time, --max-cost and --max-cost-per-step (x the run's steps) the run's cost.
+PlanConstraints budget_constraints(const SearchOptions& options, const PlannerSetup& setup) {
+  const double iterations = setup.input.iterations;
   PlanConstraints c = options.constraints;
+  c.max_step_time_s = std::min(c.max_step_time_s, deadline_step_limit_s(setup));
   if (options.min_throughput > 0) c.max_step_time_s = std::min(c.max_step_time_s, 1 / options.min_throughput);
   if (options.max_cost_per_step > 0) c.max_cost_usd = std::min(c.max_cost_usd, options.max_cost_per_step * iterations);
   c.tolerance = options.tolerance_percent / 100;
@@ -173,9 +176,13 @@ void set_speed_split(const SearchOptions& options, PlannerSetup& setup) {
 
 void run_search_command(const SearchOptions& options) {
   auto start = std::chrono::steady_clock::now();
-  std::unique_ptr<PlannerSetup> setup = PlannerSetup::load(options.planner);
-  std::vector<int> counts(setup->cluster.node_types.size());
-  for (size_t type = 0; type < counts.size(); ++type) counts[type] = setup->cluster.node_count(int(type));
+  std::unique_ptr<PlannerSetup> setup = PlannerSetup::load_specs(options.planner);
+  std::vector<int> counts = inventory_limits(setup->cluster);
+  if (!options.nodes.empty()) {  // --nodes: a shape of the cluster, as estimate --nodes takes it
+    counts = apply_node_counts(setup->cluster, "--nodes", options.nodes, std::vector<int>(counts.size(), 0));
+    setup->cluster = shape_cluster(setup->cluster, counts);
+  }
+  setup->load_profiles(options.planner, counts);
   apply_parallel_dims(options.parallel, options.planner, *setup, counts);
   setup->input.threads = options.threads;
   setup->input.space.per_stage_dp = options.per_stage_dp;
@@ -196,7 +203,7 @@ void run_search_command(const SearchOptions& options) {
   if (options.planner.heterogeneous || setup->cluster.is_heterogeneous()) name += "_heterogeneous";
   std::string path = options.out_dir + "/" + name + options.add_exp_name + ".csv";
   if (setup->input.memory_aware) require_a_fitting_plan(*setup, results);
-  const PlanConstraints budget = budget_constraints(options, setup->input.iterations);
+  const PlanConstraints budget = budget_constraints(options, *setup);
   const size_t candidates = results.size();
   if (has_budget(budget)) {
     // Only the plans within the budget are ranked and written.
@@ -217,7 +224,7 @@ void run_search_command(const SearchOptions& options) {
   save_ranked_plan(options, *setup, results, "in the search's ranking");
   write_fasop_csv_file(path, setup->cluster, results, csv_style(options, *setup));
   if (options.json) return print_json(*setup, "fastest first", candidates, results, options.top, {path}, options);
-  std::cout << "model " << setup->model.name << " on cluster " << setup->cluster.name << ": "
+  std::cout << run_header_lines(*setup) << "model " << setup->model.name << " on cluster " << setup->cluster.name << ": "
             << candidates << " candidates in " << seconds_since(start) << " s"
             << (has_budget(budget) ? " (" + std::to_string(results.size()) + " within " + constraints_text(budget) + ")" : "")
             << "\n"
@@ -238,7 +245,7 @@ std::string constraints_text(const PlanConstraints& c) {
     return out.str();
   };
   if (c.max_step_time_s < std::numeric_limits<double>::infinity())
-    add("--max-step-time " + number(c.max_step_time_s) + ": step <= " + number(c.max_step_time_s) + " s");
+    add("step <= " + number(c.max_step_time_s) + " s (--max-step-time, --min-throughput, --deadline)");
   if (c.max_cost_usd < std::numeric_limits<double>::infinity())
     add("--max-cost " + number(c.max_cost_usd) + ": cost <= $" + number(c.max_cost_usd));
   if (c.exclude_oom) add("--exclude-oom: fits in memory");
@@ -276,7 +283,7 @@ ParetoInput inventory_input(const SearchOptions& options, PlannerSetup& setup) {
   set_speed_split(options, setup);
   skip_tps_profiles_lack(setup);
   input.search = setup.input;
-  input.constraints = budget_constraints(options, setup.input.iterations);
+  input.constraints = budget_constraints(options, setup);
   if (setup.input.memory_aware) input.constraints.exclude_oom = true;
   return input;
 }
@@ -316,7 +323,7 @@ void run_subset_command(const SearchOptions& options) {
     return print_json(*setup, by_cost ? "cheapest first" : "fastest first", stats.candidates, ranked, options.top,
                       {path}, options);
   const CandidateResult& best = ranked.front();
-  std::cout << "model " << setup->model.name << " on subsets of cluster " << setup->cluster.name << " ("
+  std::cout << run_header_lines(*setup) << "model " << setup->model.name << " on subsets of cluster " << setup->cluster.name << " ("
             << shape_label(setup->cluster, input.limits) << "): " << stats.shapes_estimated << " of "
             << static_cast<long long>(shape_count(input.limits)) << " subsets estimated, " << stats.candidates
             << " candidates in " << seconds_since(start) << " s\n"
@@ -422,6 +429,7 @@ void run_pareto_command(const SearchOptions& options) {
     return print_json(*setup, "cheapest first", report.candidates(), front, front.size(), files, options);
   }
 
+  std::cout << run_header_lines(*setup);
   if (exhaustive)
     std::cout << "model " << setup->model.name << " on " << size.shapes << " cluster shapes of " << setup->cluster.name
               << ": " << report.candidates() << " candidates in " << seconds_since(start) << " s ("
@@ -487,6 +495,10 @@ void add_search_command(CLI::App& app) {
   command->add_flag("--pareto", options->planner.pareto,
                     "search every cluster shape of the inventory (default: FASOP's 0..8 A100 and A10 nodes) "
                     "and write the cost-versus-time pareto front");
+  command->add_option("--nodes", options->nodes,
+                      "plan on N nodes of TYPE (node type or GPU name) of the cluster, the others 0, e.g. H100=2; "
+                      "repeatable (--pareto and --use-subset take --max-nodes)")
+      ->type_name("TYPE=N");
   command->add_option("--max-nodes", options->max_nodes,
                       "with --pareto: at most N nodes of TYPE (node type or GPU name), e.g. A100=4; repeatable")
       ->type_name("TYPE=N");
@@ -545,6 +557,9 @@ void add_search_command(CLI::App& app) {
       throw SpecError("--exclude-oom, --front-only, --hold-limit, --refine-all and --exhaustive need --pareto");
     if (!options->max_nodes.empty() && !options->planner.pareto && !options->use_subset)
       throw SpecError("--max-nodes needs --pareto or --use-subset");
+    if (!options->nodes.empty() && (options->planner.pareto || options->use_subset))
+      throw SpecError("--nodes fixes the cluster's shape; --pareto and --use-subset search shapes: bound them with "
+                      "--max-nodes TYPE=N");
     if (command->count("--objective") && !options->use_subset) throw SpecError("--objective needs --use-subset");
     if (command->count("--tolerance") && !options->planner.pareto && !options->use_subset)
       throw SpecError("--tolerance needs --pareto or --use-subset (a plain search estimates every plan)");

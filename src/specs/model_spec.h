@@ -106,6 +106,7 @@ struct ModelSpec {
   /// OLMo 2): field qk_layernorm. Each norm keeps its input for the backward pass.
   bool qk_layernorm = false;
   double train_steps = 0;       ///< steps of a full training run, to price it (0: not given)
+  double train_tokens = 0;      ///< tokens of a full training run (0: not given); steps follow the batch
   std::vector<LayerUnit> units;
   std::map<std::string, std::string> default_clusters;  ///< "homogeneous"/"heterogeneous"/"pareto" -> preset
 

@@ -249,7 +249,7 @@ ModelSpec parse_model(const std::string& yaml_text, const std::string& source) {
   ModelSpec model;
   model.source = source;
   std::vector<std::string> fields = model_dim_fields();
-  fields.insert(fields.end(), {"name", "report_name", "aliases", "global_batch", "train_steps", "layers", "default_clusters"});
+  fields.insert(fields.end(), {"name", "report_name", "aliases", "global_batch", "train_steps", "train_tokens", "layers", "default_clusters"});
   root.only_keys(fields);
   model.name = root.child("name").text();
   model.report_name =
@@ -259,6 +259,11 @@ ModelSpec parse_model(const std::string& yaml_text, const std::string& source) {
   parse_model_dims(root, model);
   model.global_batch = root.child("global_batch").positive_int(kMaxGlobalBatch);
   if (root.child("train_steps").present()) model.train_steps = root.child("train_steps").positive_double();
+  if (root.child("train_tokens").present()) {
+    if (root.child("train_steps").present())
+      root.child("train_tokens").fail("give the run's length once: train_tokens or train_steps");
+    model.train_tokens = root.child("train_tokens").positive_double();
+  }
 
   Field layers = root.child("layers");
   for (const Field& entry : layers.items("list of {type, role, repeat}", true)) {
