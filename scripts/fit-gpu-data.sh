@@ -2,7 +2,7 @@
 # Fits each GPU's data (configs/gpus/*.yaml) to a documented part of the validation sets and
 # reports the error on the rest (the held-out cases), per GPU and precision. The fitted values
 # stand in configs/gpus/, each beside a comment naming this script (tests/gpu_data_test.sh
-# checks that they are what the fit finds); the held-out errors go to the README. Usage: scripts/fit-gpu-data.sh [build/fasop-cpp [OUT_DIR]]
+# checks that they are what the fit finds); the held-out errors go to docs/validation.md. Usage: scripts/fit-gpu-data.sh [build/fasop-cpp [OUT_DIR]]
 # Writes OUT_DIR/<gpu>-<precision>.txt (default validation/fits/: the fit's output and the
 # held-out summary); scripts/sync-gpu-data.py --apply then copies the values into configs/gpus/.
 set -euo pipefail

@@ -194,7 +194,7 @@ void report(const LaunchOptions& options) {
   IterationLog log = read_run_logs(run, dir);
   if (log.iterations.empty())
     throw SpecError(dir + ": no iteration lines in the node logs; the trainer must print Megatron-LM's "
-                    "\"iteration I/N | ... | elapsed time per iteration (ms): T |\" (README, \"Run reports\")");
+                    "\"iteration I/N | ... | elapsed time per iteration (ms): T |\" (docs/launching.md, \"Run reports\")");
   std::optional<RunReport> result = report_of_run(run, log, options.warmup);
   if (!result)
     throw SpecError(dir + ": the logs reach iteration " + std::to_string(log.iterations.back().iteration) +

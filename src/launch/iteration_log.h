@@ -1,6 +1,6 @@
 #pragma once
 // A trainer's log read for its step times: Megatron-LM's per-interval line and memory report,
-// the format `launch report` documents so that any trainer can print it (README, "Run reports"):
+// the format `launch report` documents so that any trainer can print it (docs/launching.md, "Run reports"):
 //    [2026-11-23 18:00:00.123456] iteration       10/      50 | consumed samples: 80 |
 //     elapsed time per iteration (ms): 1234.5 | ... | global batch size:     8 | lm loss: ... |
 //   [Rank 3] (after 1 iterations) memory (MB) | allocated: 1.0 | max allocated: 2.0 | reserved: 3.0 | max reserved: 4.0

@@ -1,7 +1,7 @@
 #pragma once
 // A validation case: one published training run (model, hardware, parallel layout, measured
 // step time) that `fasop-cpp validate` compares the cost model's prediction against.
-// One small YAML file per case; see README.md, "Validation".
+// One small YAML file per case; see docs/validation.md.
 #include <string>
 #include <vector>
 
