@@ -498,4 +498,14 @@ expect_error "--seq-length on a measured profile" "times layers at sequence 1024
 expect_error "--plan with --global-batch" "--plan re-estimates the saved plan as it was made, without --global-batch" \
   estimate --plan "$work/whatif-plan.yaml" --global-batch 64
 
+# A front that uses every node the inventory holds says so, and how to widen it: of 1 A100 and
+# 1 A10 node, plan 1 runs on the A10 node alone, plan 2 on both.
+"$bin" search --model gpt2xl --pareto --max-nodes A100=1 --max-nodes A10=1 --out-dir "$work/a" --quiet > "$work/ceiling.out" 2>&1 &&
+  grep -qx "inventory ceiling: plan 2 uses all 1 p4d.24xlarge nodes (A100) the search may rent; more might be faster or cheaper: widen it, e.g. --max-nodes p4d.24xlarge=2" "$work/ceiling.out" &&
+  grep -q "^inventory ceiling: plans 1, 2 use all 1 g5.24xlarge nodes (A10) " "$work/ceiling.out" && ok ||
+  fail "inventory ceiling: $(cat "$work/ceiling.out")"
+"$bin" search --model gpt2xl --pareto --out-dir "$work/a" --quiet --max-nodes A100=8 --max-nodes A10=0 > "$work/ceiling8.out" 2>&1 &&
+  grep -q "^inventory ceiling: plan [0-9]* uses all 8 p4d.24xlarge nodes (A100)" "$work/ceiling8.out" && ok ||
+  fail "inventory ceiling of 8 A100 nodes: $(cat "$work/ceiling8.out")"
+
 finish

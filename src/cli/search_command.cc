@@ -16,6 +16,7 @@
 #include "report/atomic_file.h"
 #include "report/dimension_notes.h"
 #include "report/fasop_csv.h"
+#include "report/inventory_ceiling.h"
 #include "report/pareto_report.h"
 #include "report/plans_json.h"
 #include "report/plan_table.h"
@@ -335,7 +336,10 @@ void run_subset_command(const SearchOptions& options) {
             << " iterations/s, $" << best.estimate.price_per_step_usd << " a step\n"
             << "the " << ranked.size() << " best plans under the budget (" << (by_cost ? "cheapest" : "fastest")
             << " first)" << tolerance_text(input.constraints, by_cost ? "cheaper" : "faster") << ":\n"
-            << best_plans_table(setup->cluster, ranked, std::min(options.top, ranked.size())) << "wrote " << path << "\n";
+            << best_plans_table(setup->cluster, ranked, std::min(options.top, ranked.size()))
+            << inventory_ceiling_lines(setup->cluster, input.limits,
+                                       {ranked.begin(), ranked.begin() + std::min(options.top, ranked.size())})
+            << "wrote " << path << "\n";
   if (!options.save_plan.empty())
     std::cout << "wrote " << options.save_plan << " (plan " << options.rank << " of them)\n";
 }
@@ -445,7 +449,8 @@ void run_pareto_command(const SearchOptions& options) {
   std::cout << "pareto front: " << front.size() << " plans, cheapest first" << tolerance_text(constraints) << "\n"
             << best_plans_table(setup->cluster, front, front.size()) << assumed_gpu_data_lines(setup->cluster)
             << "best under the constraints:\n  fastest:  " << plan_summary(setup->cluster, front.back())
-            << "\n  cheapest: " << plan_summary(setup->cluster, front.front()) << "\n";
+            << "\n  cheapest: " << plan_summary(setup->cluster, front.front()) << "\n"
+            << inventory_ceiling_lines(setup->cluster, input.limits, front);
   size_t oom = std::count_if(front.begin(), front.end(), [](const CandidateResult& r) { return r.estimate.memory.is_oom; });
   if (oom > 0)
     std::cout << oom << " of the front's plans fit only with ZeRO or not at all; --exclude-oom keeps plans that fit "
