@@ -211,10 +211,13 @@ void FrontTracker::consume_ranked(std::vector<CandidateResult>& chunk, const std
   }
   std::sort(pool.begin(), pool.end(),
             [&](const auto& a, const auto& b) { return key(*a.second, a.first) < key(*b.second, b.first); });
-  pool.resize(std::min(pool.size(), keep_));
+  // A candidate comes again when a better partition is found for it: it holds one place, at its
+  // best estimate, or two of its estimates would push the keep-th plan up and the bound with it.
   std::vector<CandidateResult> best;
   std::vector<EnumerationIndex> best_index;
   for (const auto& [i, r] : pool) {
+    if (best.size() == keep_) break;
+    if (std::find(best_index.begin(), best_index.end(), i) != best_index.end()) continue;
     best.push_back(*r);
     best_index.push_back(i);
   }
