@@ -109,6 +109,17 @@ expect_error "unknown option" "--bogus" search --model gpt2xl --bogus
 expect_error "port out of range" "--master-port" launch --plan x.yaml --master-port 0
 expect_error "NaN iterations" "--iterations" search --model gpt2xl --iterations nan --out-dir "$work/a"
 expect_error "a degree fixed twice" "tp is fixed twice" search --model gpt2xl --fix tp=1 --fix tp=2 --out-dir "$work/a"
+# A --fix no layout has names the rule it breaks, not every rule.
+expect_error "--fix tp=3" "--fix: tp 3 does not divide the 8 GPUs a tensor-parallel group may span here (tp takes 1, 2, 4, 8)" \
+  search --model llama3-8b --cluster dgx-h100 --fix tp=3 --out-dir "$work/a"
+expect_error "--fix tp=8 under FASOP's bound" "--fix: tp 8 is more than the 4 GPUs a tensor-parallel group may span here (tp takes 1, 2, 4)" \
+  search --model gpt2xl --fix tp=8 --out-dir "$work/a"
+expect_error "--fix mbs=3" "--fix: mbs 3 does not divide the global batch of 512" \
+  search --model llama3-8b --cluster dgx-h100 --fix mbs=3 --out-dir "$work/a"
+expect_error "--fix pp=40" "--fix: pp 40 is more stages than the 32 layers" \
+  search --model llama3-8b --cluster dgx-h100 --fix pp=40 --out-dir "$work/a"
+expect_error "--fix of too few GPUs" "--fix: a layout uses all 1024 GPUs, tp x cp x dp x pp of them, and the degrees fixed make 128" \
+  search --model llama3-8b --cluster dgx-h100 --fix tp=8,dp=8,pp=2 --out-dir "$work/a"
 expect_error "a directory as the model" "--model: '$work/' is a directory" search --model "$work/" --out-dir "$work/a"
 expect_error "unwritable --out-dir" "cannot create directory" search --model bert --out-dir "$work/not-a-dir/x"
 expect_error "a tolerance of 100% or more" "--tolerance: must be a percentage from 0 to under 100" \

@@ -87,6 +87,51 @@ void save_ranked_plan(const SearchOptions& options, const PlannerSetup& setup, c
   save_plan(options.save_plan, make_plan_file(options.planner, setup, ranked[options.rank - 1]));
 }
 
+/// The first rule a --fix degree breaks on its own or with the others fixed, in words; "" when
+/// each is possible by itself (then only their combination fails).
+std::string fixed_degree_fault(const PlannerSetup& setup) {
+  const FixedDims& fixed = setup.input.space.fixed;
+  const ModelSpec& model = setup.model;
+  const int batch = model.global_batch, layers = model.num_transformer_layers();
+  const int most_tp = largest_tp(setup.cluster, setup.input.space);
+  auto tps = [&] {
+    std::string text;
+    for (int tp : divisors(most_tp)) text += (text.empty() ? "" : ", ") + std::to_string(tp);
+    return text;
+  };
+  if (fixed.tp) {
+    int node_gpus = 0;
+    for (const NodeType& type : setup.cluster.node_types) node_gpus = std::max(node_gpus, type.gpus_per_node);
+    const std::string raise = most_tp < node_gpus ? "; --max-tp raises the bound" : "";
+    if (fixed.tp > most_tp)
+      return "tp " + std::to_string(fixed.tp) + " is more than the " + std::to_string(most_tp) +
+             " GPUs a tensor-parallel group may span here (tp takes " + tps() + raise + ")";
+    if (most_tp % fixed.tp != 0)
+      return "tp " + std::to_string(fixed.tp) + " does not divide the " + std::to_string(most_tp) +
+             " GPUs a tensor-parallel group may span here (tp takes " + tps() + raise + ")";
+    if (setup.policy_name == "analytic" && (model.heads % fixed.tp != 0 || model.kv_heads % fixed.tp != 0))
+      return "tp " + std::to_string(fixed.tp) + " does not divide the " + std::to_string(model.heads) + " heads and " +
+             std::to_string(model.kv_heads) + " key/value heads of " + model.name;
+  }
+  if (fixed.mbs && batch % fixed.mbs != 0)
+    return "mbs " + std::to_string(fixed.mbs) + " does not divide the global batch of " + std::to_string(batch) +
+           " (--global-batch changes it)";
+  if (fixed.dp && batch % fixed.dp != 0)
+    return "dp " + std::to_string(fixed.dp) + " does not divide the global batch of " + std::to_string(batch);
+  if (fixed.dp && fixed.mbs && batch % (fixed.dp * fixed.mbs) != 0)
+    return "dp x mbs = " + std::to_string(fixed.dp * fixed.mbs) + " does not divide the global batch of " +
+           std::to_string(batch);
+  if (fixed.pp && fixed.pp > layers)
+    return "pp " + std::to_string(fixed.pp) + " is more stages than the " + std::to_string(layers) + " layers";
+  const long long gpus = setup.cluster.num_gpus();
+  const long long named = 1LL * std::max(fixed.tp, 1) * std::max(fixed.dp, 1) * std::max(fixed.pp, 1) * std::max(fixed.cp, 1);
+  if (gpus % named != 0 || (fixed.tp && fixed.dp && fixed.pp && named != gpus))
+    return "a layout uses all " + std::to_string(gpus) + " GPUs, tp x cp x dp x pp of them, and the degrees fixed make " +
+           std::to_string(named) + (gpus % named != 0 ? ", which does not divide them" : "") +
+           " (--nodes TYPE=N plans on fewer nodes)";
+  return "";
+}
+
 /// No layout: with --fix, the degrees asked for; without, the cluster itself (every layout uses
 /// all its GPUs, and tp, dp and pp are bounded by the node, the batch and the layers).
 void require_layouts(const PlannerSetup& setup, const PlannerOptions& options, size_t layouts) {
@@ -95,10 +140,12 @@ void require_layouts(const PlannerSetup& setup, const PlannerOptions& options, s
   const std::string what = "no layout of model '" + model.name + "' on cluster '" + setup.cluster.name + "' (" +
                            std::to_string(setup.cluster.num_gpus()) + " GPUs)";
   const long long most = most_layout_gpus(setup.model, setup.cluster, setup.input.space);
-  if (!options.fix.empty() && setup.cluster.num_gpus() <= most)
-    throw SpecError(what + " has the degrees --fix asks for: tp must divide the GPUs of a node (and the heads), "
+  if (!options.fix.empty() && setup.cluster.num_gpus() <= most) {
+    if (std::string fault = fixed_degree_fault(setup); !fault.empty()) throw SpecError("--fix: " + fault);
+    throw SpecError(what + " has the degrees --fix asks for together: tp must divide the GPUs of a node (and the heads), "
                     "tp x dp x pp the GPUs, dp and mbs the global batch (" + std::to_string(model.global_batch) +
                     "), and vpp=V needs pp > 1, pp x V dividing the layers and whole rounds of pp micro-batches");
+  }
   throw SpecError(what + ": a layout uses every GPU, tp x dp x pp of them, with tp at most " +
                   std::to_string(largest_tp(setup.cluster, setup.input.space)) + ", dp dividing the global batch (" +
                   std::to_string(model.global_batch) + ") and pp at most the layers (" +
