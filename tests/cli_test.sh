@@ -13,6 +13,7 @@ expect_error "unknown model" "--model" search --model gpt3 --out-dir "$work/a"
 expect_error "mistyped subcommand" "unknown subcommand 'serch' of fasop-cpp; did you mean search?" serch --model gpt2xl
 expect_error "mistyped flag" "unknown flag --modle of fasop-cpp search; did you mean --model?" search --modle gpt2xl
 expect_error "mistyped nested subcommand" "did you mean show?" plan shw plan.yaml
+expect_error "a flag cut short" "unknown flag --max-step of fasop-cpp search; did you mean --max-step-time?" search --model gpt2xl --max-step 5
 expect_error "a word near nothing" "see fasop-cpp presets --help" presets nothing-like-it
 expect_error "a flag's value that starts with a dash is a value" "--plan" launch --plan "$work/none.yaml" \
   --container-args --ulimit

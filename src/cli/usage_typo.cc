@@ -28,6 +28,19 @@ std::string command_path(const CLI::App& app) {
 
 /// "; did you mean X?" with the nearest known word, else where to look.
 std::string suggestion(const std::string& word, const std::vector<std::string>& known, const CLI::App& command) {
+  // A word cut short ("--max-step") means the names it begins, before the nearest by spelling.
+  std::vector<std::string> longer;
+  for (const std::string& name : known)
+    if (name.size() > word.size() && name.compare(0, word.size(), word) == 0) longer.push_back(name);
+  if (!longer.empty()) {
+    constexpr size_t kNamed = 4;
+    std::string names;
+    const size_t shown = std::min(longer.size(), kNamed);
+    for (size_t i = 0; i < shown; ++i)
+      names += (i == 0 ? "" : i + 1 == shown && shown == longer.size() ? " or " : ", ") + longer[i];
+    if (shown < longer.size()) names += " (" + std::to_string(longer.size()) + " flags begin so)";
+    return "; did you mean " + names + "?";
+  }
   const std::string nearest = closest_name(word, known);
   return !nearest.empty() ? "; did you mean " + nearest + "?" : "; see " + command_path(command) + " --help";
 }
