@@ -164,8 +164,12 @@ TEST_CASE("partition options map node types anew, sbatch arguments go to every c
   const std::string script = slurm_batch_script(plan, cluster, layout, settings, "/work/runs", "job", options);
   CHECK_THAT(script, Contains("#SBATCH --partition=gpu-a100 --nodes=1 --ntasks-per-node=1 --gres=gpu:8 "
                               "--constraint=a100 --account=ml\n#SBATCH --time=01:00:00\n#SBATCH --exclusive\n"
-                              "#SBATCH hetjob\n#SBATCH --partition=small --nodes=1 --ntasks-per-node=1\n"
+                              "#SBATCH hetjob\n#SBATCH --partition=small --nodes=1 --ntasks-per-node=1 --gpus-per-node=8\n"
                               "#SBATCH --time=01:00:00\n#SBATCH --exclusive\n"));
+  // A mapping without gres asks for the node type's GPUs (8); gres=none for none.
+  apply_partition_options(cluster, {"b=small,gres=none"});
+  CHECK_THAT(slurm_batch_script(plan, cluster, layout, settings, "/work/runs", "job", options),
+             Contains("#SBATCH hetjob\n#SBATCH --partition=small --nodes=1 --ntasks-per-node=1\n"));
   CHECK_THAT(script, Contains("srun --het-group=0,1 --ntasks-per-node=1 --container-image='nvcr.io#nvidia/pytorch:25.01-py3' "
                               "--container-mounts=/work/runs:/work/runs,/work:/work,/work/plans:/work/plans,"
                               "/data:/data:ro --container-workdir=/work bash"));

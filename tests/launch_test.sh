@@ -58,8 +58,8 @@ sed 's/gpu_memory_gib: 16/gpu_memory_gib: 0.001/' "$cluster" > tiny-gpus.yaml
 expect_error "out-of-memory plan" "--force" launch --plan plan.yaml --cluster tiny-gpus.yaml --backend local --trainer-cmd true
 "$bin" launch --plan plan.yaml --cluster tiny-gpus.yaml --backend local --trainer-cmd true --force > /dev/null && ok ||
   fail "--force does not launch an out-of-memory plan"
-grep -v "partition: a10}" "$cluster" > no-slurm.yaml
-expect_error "node type without Slurm" "'box-b' (used by plan.yaml) has no Slurm mapping" \
+grep -v "partition: a10," "$cluster" > no-slurm.yaml
+expect_error "node type without Slurm" "'box-b' (used by plan.yaml) has no Slurm mapping; pass --partition box-b=NAME" \
   launch --plan plan.yaml --cluster no-slurm.yaml --backend slurm --dry-run --trainer-cmd true
 "$bin" launch --plan plan.yaml --backend slurm --dry-run --trainer-cmd "$probe" > batch.sh || fail "slurm --dry-run"
 [ "$(grep -c '^#SBATCH hetjob$' batch.sh)" -eq 1 ] && grep -q "srun --het-group=0,1" batch.sh && ok || fail "not a 2-component hetjob"

@@ -141,7 +141,7 @@ TEST_CASE("nvlink domains: the loader's error, and the Slurm script asks for the
   LaunchSettings settings{"/work/plans/plan.yaml", "/work", "true", 29500, {}, {}};
   const std::string script =
       slurm_batch_script(plan, cluster, make_launch_layout(plan, cluster), settings, "/work/runs", "job", SlurmOptions{});
-  CHECK_THAT(script, Contains("#SBATCH --partition=nvl72 --nodes=4 --ntasks-per-node=1 --segment=2\n"));
+  CHECK_THAT(script, Contains("#SBATCH --partition=nvl72 --nodes=4 --ntasks-per-node=1 --gpus-per-node=1 --segment=2\n"));
   CHECK_THAT(slurm_batch_script(plan, trays(""), make_launch_layout(plan, trays("")), settings, "/work/runs", "job",
                                 SlurmOptions{}),
              !Contains("--segment"));

@@ -16,7 +16,10 @@ namespace {
 std::string component_options(const NodeType& type, int nodes, const SlurmOptions& options) {
   std::string line = "#SBATCH --partition=" + type.slurm.partition + " --nodes=" + std::to_string(nodes) +
                      " --ntasks-per-node=1";
-  if (!type.slurm.gres.empty()) line += " --gres=" + type.slurm.gres;
+  // No gres given: the node type's GPUs, as Slurm's generic request; "none" asks for none
+  // (nodes whose GPUs Slurm does not track).
+  if (type.slurm.gres.empty()) line += " --gpus-per-node=" + std::to_string(type.gpus_per_node);
+  else if (type.slurm.gres != "none") line += " --gres=" + type.slurm.gres;
   if (!type.slurm.constraint.empty()) line += " --constraint=" + type.slurm.constraint;
   if (!type.slurm.account.empty()) line += " --account=" + type.slurm.account;
   // Nodes of an NVLink domain (GB200/GB300 NVL72 racks): ask for them in the equal segments the
@@ -48,7 +51,8 @@ void require_slurm_mappings(const PlanFile& plan, const ClusterSpec& cluster, co
   for (const LaunchComponent& c : layout.components)
     if (cluster.node_types[c.node_type_index].slurm.partition.empty())
       throw SpecError(cluster.source + ": node type '" + c.node_type + "' (used by " + plan.source +
-                      ") has no Slurm mapping; add `slurm: {partition: NAME}` (and gres, constraint) to it in " +
+                      ") has no Slurm mapping; pass --partition " + c.node_type +
+                      "=NAME[,gres=G] or add `slurm: {partition: NAME}` (and gres, constraint) to it in " +
                       file_to_edit(embedded_presets(), cluster.source));
 }
 
