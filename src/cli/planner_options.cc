@@ -15,6 +15,7 @@
 #include "search/search_space.h"
 #include "specs/assumed_gpu_data.h"
 #include "specs/precision.h"
+#include "specs/preset_catalog.h"
 #include "specs/spec_error.h"
 #include "specs/spec_store.h"
 
@@ -62,12 +63,26 @@ CLI::Validator percentage_below_100() {
   return number_check("a percentage from 0 to under 100, e.g. 5", "PCT", [](double v) { return v >= 0 && v < 100; });
 }
 
+namespace {
+
+/// The shipped presets of `kind`, "bert, deepseek-v3, ...", for the options' help.
+std::string preset_names_text(const std::string& kind) {
+  std::string names;
+  for (const PresetEntry& entry : preset_catalog(embedded_presets()))
+    if (entry.kind == kind) names += (names.empty() ? "" : ", ") + entry.name;
+  return names;
+}
+
+}  // namespace
+
 void PlannerOptions::add_to(CLI::App& command, bool model_required) {
   auto* model_option = command.add_option("--model,--type", model,
-                                          "model preset (gpt2xl, bert, t5; FASOP's gpt2XL, T5) or YAML file");
+                                          "model preset (" + preset_names_text("model") +
+                                              "; FASOP's gpt2XL, T5 too) or YAML file");
   if (model_required) model_option->required();
   command.add_option("--cluster", cluster,
-                     "cluster preset (see clusters/) or YAML file; default: FASOP's cluster for the model");
+                     "cluster preset (" + preset_names_text("cluster") +
+                         ") or YAML file; default: the model's (FASOP's cluster for FASOP's models)");
   command.add_flag("--heterogeneous", heterogeneous,
                    "use FASOP's heterogeneous cluster (1 A100 node, the rest A10) and name the report so");
   command.add_option("--profile-dir", profile_dir,
