@@ -207,11 +207,12 @@ head -1 "$work/r1/gpt2_heterogeneous.csv" | grep -qx 'mbs,tp,dp,pp,node placemen
 json=$("$bin" estimate --model gpt2XL --heterogeneous --mbs 1 --tp 1 --dp 2 --pp 16 \
   --placement g5.24xlarge,g5.24xlarge,g5.24xlarge,g5.24xlarge,g5.24xlarge,g5.24xlarge,g5.24xlarge,p4d.24xlarge \
   --partition 4,3,3,3,2,3,3,3,3,3,3,3,3,3,4,4 --json)
-for key in step_time pipeline_time dp_allreduce_time embedding_allreduce_time price_per_step is_oom oom_gpumem \
-           is_zero_oom zero_oom_gpumem train_cost partition; do
+# search --json's schema: one plan, ranked 1, with the estimate's detail.
+for key in model cluster plans rank step_time_s pipeline_time_s dp_allreduce_s embedding_allreduce_s price_per_step_usd \
+           oom peak_memory_gib zero3_peak_memory_gib train_cost_usd partition terms_s stages; do
   case "$json" in *"\"$key\": "*) ok ;; *) fail "JSON lacks $key" ;; esac
 done
-step=$(printf '%s' "$json" | sed 's/.*"step_time": \([0-9.e-]*\).*/\1/')
+step=$(printf '%s' "$json" | grep -o '"step_time_s": [0-9.e+-]*' | head -1 | cut -d' ' -f2)
 awk -v s="$step" 'BEGIN { d = s - 1.0682228803634644; if (d < 0) d = -d; exit !(d < 1e-5 * 1.0682228803634644) }' && ok ||
   fail "step_time $step is not FASOP's 1.0682228803634644"
 
@@ -269,7 +270,7 @@ awk -F, 'NR > 1 && ($NF > 150000 || $(NF-4) != "False") { bad = 1 } END { exit b
 # estimate --nodes reproduces a row of FASOP's pareto table (2 A100 + 4 A10 nodes, pp < nodes).
 out=$("$bin" estimate --model gpt2xl --cluster fasop-pareto --nodes A100=2 --nodes A10=4 --mbs 1 --tp 1 --dp 16 --pp 3 \
   --partition 22,14,14 --json)
-step=$(printf '%s' "$out" | sed 's/.*"step_time": \([0-9.e-]*\).*/\1/')
+step=$(printf '%s' "$out" | grep -o '"step_time_s": [0-9.e+-]*' | head -1 | cut -d' ' -f2)
 awk -v s="$step" 'BEGIN { d = s - 0.77894526720047; if (d < 0) d = -d; exit !(d < 1e-5 * 0.77894526720047) }' && ok ||
   fail "pareto row: step_time $step is not FASOP's 0.77894526720047"
 
@@ -356,7 +357,7 @@ grep -q '^cluster *aws-h100 *clusters/aws-h100.yaml$' "$work/presets.out" && ok 
 "$bin" presets show gpt2xl --kind model | cmp -s - "$root/configs/models/gpt2xl.yaml" && ok || fail "presets show gpt2xl --kind model"
 "$bin" estimate --model llama3-8b --cluster aws-h100 --mbs 1 --tp 8 --dp 4 --pp 4 --json > "$work/preset.json" &&
   "$bin" estimate --model llama3-8b --cluster "$work/my-h100.yaml" --mbs 1 --tp 8 --dp 4 --pp 4 --json > "$work/copy.json" &&
-  grep -o '"step_time": [0-9.e+-]*' "$work/preset.json" | cmp -s - <(grep -o '"step_time": [0-9.e+-]*' "$work/copy.json") && ok ||
+  grep -o '"step_time_s": [0-9.e+-]*' "$work/preset.json" | cmp -s - <(grep -o '"step_time_s": [0-9.e+-]*' "$work/copy.json") && ok ||
   fail "the saved copy of aws-h100 plans differently: $(head -c 300 "$work/copy.json")"
 expect_error "presets show of an unknown name" "presets list" presets show aws-h200
 expect_error "presets list of an unknown kind" "model, cluster, gpu" presets list clusters
@@ -373,7 +374,7 @@ printf 'nodes: [{type: na, count: 1}, {type: nb, count: 1}]\n' >> "$work/zoned.y
 zoned_plan=(--model gpt2xl --policy analytic --cluster "$work/zoned.yaml" --mbs 1 --tp 4 --dp 2 --pp 2 --partition 25,25)
 expect_error "two zones without zones:" "$work/zoned.yaml: field 'zones': missing" estimate "${zoned_plan[@]}"
 printf 'zones: {inter_zone_bandwidth_bits_per_s: 1e10, inter_zone_latency_s: 1e-3, egress_usd_per_gb: 0.01}\n' >> "$work/zoned.yaml"
-"$bin" estimate "${zoned_plan[@]}" --json > "$work/zoned.json" && grep -q '"egress_per_step": 0\.017060096,' "$work/zoned.json" && ok ||
+"$bin" estimate "${zoned_plan[@]}" --json > "$work/zoned.json" && grep -q '"egress_usd_per_step": 0\.017060096,' "$work/zoned.json" && ok ||
   fail "zoned estimate: $(head -c 600 "$work/zoned.json")"
 
 # search --json: the ranked plans as one JSON document, numbered as the text table numbers them;

@@ -51,7 +51,7 @@ printf 'name: cpu-box\nnode_types:\n  - {name: box, gpu: cpu, gpus_per_node: 2, 
   --out-dir "$work/logs" --quiet > "$work/search.out" 2>&1 && grep -q "candidates" "$work/search.out" && ok ||
   fail "search from the measured profile: $(tail -3 "$work/search.out")"
 "$bin" estimate --model "$data/tiny.yaml" --cluster "$work/cpu-box.yaml" --profile-dir "$work/profiles" \
-  --mbs 1 --tp 2 --dp 1 --pp 2 --json > "$work/estimate.json" 2>&1 && grep -q '"step_time"' "$work/estimate.json" && ok ||
+  --mbs 1 --tp 2 --dp 1 --pp 2 --json > "$work/estimate.json" 2>&1 && grep -q '"step_time_s"' "$work/estimate.json" && ok ||
   fail "estimate from the measured profile: $(cat "$work/estimate.json")"
 
 # The accuracy loop: a whole step of the tiny model against the estimate from a profile measured

@@ -11,6 +11,7 @@
 #include "costmodel/parallel_dims_checks.h"
 #include "report/fasop_csv.h"
 #include "report/plan_table.h"
+#include "report/plans_json.h"
 #include "search/cluster_shapes.h"
 #include "search/search_space.h"
 #include "specs/assumed_gpu_data.h"

@@ -25,7 +25,5 @@ std::string format_iterations(double iterations);
 /// One estimated plan in words: the step time, its parts, cost, memory and every stage.
 std::string estimate_text(const ModelSpec& model, const ClusterSpec& cluster, const CandidateResult& result);
 
-/// One estimated plan as a JSON object (FASOP's figures under FASOP's names, and the stages).
-std::string estimate_json(const ModelSpec& model, const ClusterSpec& cluster, const CandidateResult& result);
 
 }  // namespace fasop

@@ -2,8 +2,10 @@
 
 #include <sstream>
 
+#include "costmodel/step_breakdown.h"
 #include "report/fasop_csv.h"
 #include "report/json_text.h"
+#include "report/memory_report.h"
 #include "report/number_format.h"
 #include "report/plan_table.h"
 #include "search/cluster_shapes.h"
@@ -29,7 +31,37 @@ std::string node_counts_json(const ClusterSpec& cluster, const std::vector<int>&
   return out + "}";
 }
 
-std::string plan_json(const ClusterSpec& cluster, const CandidateResult& r, size_t rank) {
+/// The estimate's detail where it has it: the step's parts and terms (PlanEstimate::breakdown),
+/// the price's parts across zones, each stage, and the worst stage's memory terms.
+std::string plan_detail_json(const ClusterSpec& cluster, const PlanEstimate& e) {
+  auto num = [](double v) { return format_double(v); };
+  std::ostringstream out;
+  out << ", \"pipeline_time_s\": " << num(e.pipeline_time_s) << ", \"dp_allreduce_s\": " << num(e.dp_allreduce_s)
+      << ", \"embedding_allreduce_s\": " << num(e.embedding_allreduce_s)
+      << ", \"zero3_peak_memory_gib\": " << num(e.memory.zero_oom_gpumem_gib);
+  if (cluster.multi_zone())
+    out << ", \"node_price_per_step_usd\": " << num(e.node_price_per_step_usd)
+        << ", \"egress_usd_per_step\": " << num(e.egress_usd_per_step);
+  out << ", \"terms_s\": {";
+  const char* separator = "";
+  for (const StepTermField& term : step_term_fields()) {
+    out << separator << json_string(term.name) << ": " << num(e.breakdown.*term.seconds);
+    separator = ", ";
+  }
+  out << "}, \"stages\": [";
+  for (size_t s = 0; s < e.stages.size(); ++s) {
+    const StageReport& st = e.stages[s];
+    out << (s ? ", " : "") << "{\"first_unit\": " << st.first_unit << ", \"units\": " << st.num_units
+        << ", \"gpu\": " << json_string(cluster.node_types[st.node_type].gpu) << ", \"compute_s\": " << num(st.compute_s)
+        << ", \"end_s\": " << num(st.end_s) << ", \"dp_allreduce_s\": " << num(st.dp_allreduce_s)
+        << ", \"memory_gib\": " << num(st.memory.gib) << ", \"zero3_memory_gib\": " << num(st.memory.zero_gib)
+        << ", \"memory_limit_gib\": " << num(st.memory.limit_gib) << "}";
+  }
+  out << "]" << memory_breakdown_json(e);
+  return out.str();
+}
+
+std::string plan_json(const ClusterSpec& cluster, const CandidateResult& r, size_t rank, bool detail) {
   const PlanKey& k = r.plan.key;
   const PlanEstimate& e = r.estimate;
   std::ostringstream out;
@@ -59,7 +91,7 @@ std::string plan_json(const ClusterSpec& cluster, const CandidateResult& r, size
   if (k.speed_split) out << ", \"speed_split\": true";
   out << ", \"nodes\": " << node_counts_json(cluster, k.node_order) << ", \"placement\": "
       << json_string(placement_runs(cluster, k.node_order)) << ", \"partition\": " << partition_text(r.plan.partition)
-      << "}";
+      << (detail ? plan_detail_json(cluster, e) : "") << "}";
   return out.str();
 }
 
@@ -74,9 +106,15 @@ std::string search_json(const SearchJsonHeader& header, const ClusterSpec& clust
   for (size_t i = 0; i < header.files.size(); ++i) out << (i ? ", " : "") << json_string(header.files[i]);
   out << "],\n \"plans\": [";
   for (size_t i = 0; i < ranked.size() && i < count; ++i)
-    out << (i ? ",\n  " : "\n  ") << plan_json(cluster, ranked[i], i + 1);
+    out << (i ? ",\n  " : "\n  ") << plan_json(cluster, ranked[i], i + 1, false);
   out << "\n]}\n";
   return out.str();
+}
+
+std::string estimate_json(const ModelSpec& model, const ClusterSpec& cluster, const CandidateResult& result) {
+  return "{\"model\": " + json_string(model.name) + ", \"cluster\": " + json_string(cluster.name) +
+         ", \"candidates\": 1, \"ranking\": \"as given\", \"files\": [],\n \"plans\": [\n  " +
+         plan_json(cluster, result, 1, true) + "\n]}\n";
 }
 
 }  // namespace fasop

@@ -4,6 +4,7 @@
 
 #include "search/search.h"
 #include "specs/cluster_spec.h"
+#include "specs/model_spec.h"
 
 namespace fasop {
 
@@ -21,5 +22,9 @@ struct SearchJsonHeader {
 /// partition, step time, price and memory verdict, units in the names.
 std::string search_json(const SearchJsonHeader& header, const ClusterSpec& cluster,
                         const std::vector<CandidateResult>& ranked, size_t count);
+
+/// One estimated plan (`estimate --json`) in search_json's schema, its one plan ranked 1 and
+/// carrying the detail: the step's parts and terms, each stage, the worst stage's memory.
+std::string estimate_json(const ModelSpec& model, const ClusterSpec& cluster, const CandidateResult& result);
 
 }  // namespace fasop
