@@ -521,4 +521,23 @@ expect_error "--plan with --global-batch" "--plan re-estimates the saved plan as
   grep -q "^inventory ceiling: plan [0-9]* uses all 8 p4d.24xlarge nodes (A100)" "$work/ceiling8.out" && ok ||
   fail "inventory ceiling of 8 A100 nodes: $(cat "$work/ceiling8.out")"
 
+# --explain: the best plan with --fix's degrees against the best without, term by term; the
+# terms add up to each plan's step, and the difference is the steps'.
+"$bin" search --model llama3-8b --cluster dgx-h100 --nodes H100=4 --fix tp=8 --explain --out-dir "$work/a" --quiet \
+  > "$work/explain.out" 2>&1 || fail "search --explain: $(cat "$work/explain.out")"
+grep -q "^explain: the best plan with --fix tp=8 against the best without it, term by term$" "$work/explain.out" &&
+  grep -q "^  fixed: .*tp 8 " "$work/explain.out" && grep -q "^  free: .*tp 1 " "$work/explain.out" &&
+  awk '/^  term \(s\)/ { on = 1; next } on && $1 == "step" { step_a = $2; step_b = $3; diff = $4; on = 0 }
+       on { a += $2; b += $3 }
+       END { d = step_a - step_b - diff; if (d < 0) d = -d
+             ea = a - step_a; if (ea < 0) ea = -ea; eb = b - step_b; if (eb < 0) eb = -eb
+             exit !(step_a > step_b && d < 1e-3 && ea < 1e-3 && eb < 1e-3) }' "$work/explain.out" && ok ||
+  fail "--explain's terms: $(cat "$work/explain.out")"
+grep -q "^left off: --sequence-parallel: the best plan with it takes [0-9.]* s a step" "$work/explain.out" && ok ||
+  fail "no 'left off: --sequence-parallel' line above a tp 8 plan: $(cat "$work/explain.out")"
+"$bin" search --model llama3-8b --cluster dgx-h100 --nodes H100=4 --fix tp=8 --sequence-parallel --out-dir "$work/a" --quiet \
+  > "$work/sp.out" 2>&1 && ! grep -q "^left off:" "$work/sp.out" && ok || fail "left off: printed though --sequence-parallel was searched"
+expect_error "--explain with --pareto" "--explain compares the plans of a plain search" \
+  search --model gpt2xl --pareto --explain --out-dir "$work/a"
+
 finish

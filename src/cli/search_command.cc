@@ -18,6 +18,7 @@
 #include "report/fasop_csv.h"
 #include "report/inventory_ceiling.h"
 #include "report/pareto_report.h"
+#include "report/plan_compare.h"
 #include "report/plans_json.h"
 #include "report/plan_table.h"
 #include "search/bounded_pareto.h"
@@ -36,6 +37,7 @@ struct SearchOptions {
   size_t top = 5;
   int threads = 0;
   std::vector<std::string> nodes;  ///< --nodes TYPE=N: the cluster's shape for a plain search
+  bool explain = false;            ///< --explain: the best plan against the best without --fix, term by term
   // --pareto
   std::vector<std::string> max_nodes;
   PlanConstraints constraints;
@@ -222,6 +224,56 @@ void set_speed_split(const SearchOptions& options, PlannerSetup& setup) {
   setup.input.space.speed_split = options.speed_split;
 }
 
+/// `r` estimated again with its breakdown and stages (the search keeps them for few plans).
+CandidateResult with_detail(const SearchInput& input, const CandidateResult& r) {
+  return evaluate_candidate(input, r.plan.key, r.plan.partition);
+}
+
+/// The switches the search left off that are priced per plan, each on the best plan: a line
+/// with what it would give ("" where none applies). Sequence parallelism where tp > 1.
+std::string left_off_lines(const PlannerSetup& setup, const CandidateResult& best) {
+  if (setup.policy_name != "analytic" || best.plan.key.tp == 1) return "";
+  const std::vector<bool>& sp = setup.input.space.sequence_parallel;
+  if (std::find(sp.begin(), sp.end(), true) != sp.end()) return "";
+  PlanKey key = best.plan.key;
+  key.sequence_parallel = true;
+  const CandidateResult with = evaluate_candidate(setup.input, key, best.plan.partition);
+  const double base_s = best.estimate.step_time_s, with_s = with.estimate.step_time_s;
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "left off: --sequence-parallel: the best plan with it takes %.6f s a step (%+.1f%%), %.1f GiB/GPU "
+                "(%+.1f); the search tries it with the flag\n",
+                with_s, 100 * (with_s / base_s - 1), with.estimate.memory.oom_gpumem_gib,
+                with.estimate.memory.oom_gpumem_gib - best.estimate.memory.oom_gpumem_gib);
+  return line;
+}
+
+/// --explain: why the best plan with --fix's degrees is slower than the best without them (or,
+/// without --fix, why the second plan is slower than the first), term by term.
+std::string explanation(const SearchOptions& options, const PlannerSetup& setup,
+                        const std::vector<CandidateResult>& results) {
+  if (!options.explain || results.empty()) return "";
+  if (options.planner.fix.empty()) {
+    if (results.size() < 2) return "explain: the search has one plan\n";
+    return "explain: plan 2 against plan 1, term by term\n" +
+           plan_comparison_text(setup.cluster, with_detail(setup.input, results[1]), "plan 2",
+                                with_detail(setup.input, results[0]), "plan 1");
+  }
+  SearchInput free = setup.input;
+  free.space.fixed = FixedDims{};
+  std::vector<CandidateResult> unfixed = run_search(free, {});
+  if (setup.input.memory_aware)
+    unfixed.erase(std::remove_if(unfixed.begin(), unfixed.end(),
+                                 [](const CandidateResult& r) { return r.estimate.memory.is_oom; }),
+                  unfixed.end());
+  if (unfixed.empty()) return "";
+  std::string fixed;
+  for (const std::string& f : options.planner.fix) fixed += (fixed.empty() ? "" : ",") + f;
+  return "explain: the best plan with --fix " + fixed + " against the best without it, term by term\n" +
+         plan_comparison_text(setup.cluster, with_detail(setup.input, results[0]), "fixed",
+                              with_detail(free, unfixed[0]), "free");
+}
+
 void run_search_command(const SearchOptions& options) {
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<PlannerSetup> setup = PlannerSetup::load_specs(options.planner);
@@ -276,10 +328,12 @@ void run_search_command(const SearchOptions& options) {
             << candidates << " candidates in " << seconds_since(start) << " s"
             << (has_budget(budget) ? " (" + std::to_string(results.size()) + " within " + constraints_text(budget) + ")" : "")
             << "\n"
+            << (results.empty() ? "" : left_off_lines(*setup, results.front()))
             << best_plans_table(setup->cluster, results, options.top)
             << memory_assumptions_line(options.planner, *setup) << assumed_gpu_data_lines(setup->cluster)
             << (results.empty() ? "" : moe_dispatch_line(*setup, results.front().plan.key))
-            << unused_dimension_notes(results, setup->input.space, setup->model.dtype) << "wrote " << path << "\n";
+            << unused_dimension_notes(results, setup->input.space, setup->model.dtype)
+            << explanation(options, *setup, results) << "wrote " << path << "\n";
   if (!options.save_plan.empty())
     std::cout << "wrote " << options.save_plan << " (plan " << options.rank << " of the ranking)\n";
 }
@@ -551,6 +605,9 @@ void add_search_command(CLI::App& app) {
                       "plan on N nodes of TYPE (node type or GPU name) of the cluster, the others 0, e.g. H100=2; "
                       "repeatable (--pareto and --use-subset take --max-nodes)")
       ->type_name("TYPE=N");
+  command->add_flag("--explain", options->explain,
+                    "also show, term by term, why the best plan with --fix's degrees is slower than the best without "
+                    "them (without --fix: plan 2 against plan 1)");
   command->add_option("--max-nodes", options->max_nodes,
                       "with --pareto: at most N nodes of TYPE (node type or GPU name), e.g. A100=4; repeatable")
       ->type_name("TYPE=N");
@@ -609,6 +666,8 @@ void add_search_command(CLI::App& app) {
       throw SpecError("--exclude-oom, --front-only, --hold-limit, --refine-all and --exhaustive need --pareto");
     if (!options->max_nodes.empty() && !options->planner.pareto && !options->use_subset)
       throw SpecError("--max-nodes needs --pareto or --use-subset");
+    if (options->explain && (options->planner.pareto || options->use_subset || options->json))
+      throw SpecError("--explain compares the plans of a plain search's table; leave out --pareto, --use-subset and --json");
     if (!options->nodes.empty() && (options->planner.pareto || options->use_subset))
       throw SpecError("--nodes fixes the cluster's shape; --pareto and --use-subset search shapes: bound them with "
                       "--max-nodes TYPE=N");
