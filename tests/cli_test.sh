@@ -540,4 +540,17 @@ grep -q "^left off: --sequence-parallel: the best plan with it takes [0-9.]* s a
 expect_error "--explain with --pareto" "--explain compares the plans of a plain search" \
   search --model gpt2xl --pareto --explain --out-dir "$work/a"
 
+# The manual page holds every command and every flag --help shows, and reads as roff.
+"$bin" man > "$work/fasop-cpp.1" || fail "fasop-cpp man"
+for cmd in search estimate "plan show" schedule "launch report" calibrate validate presets; do
+  grep -qF ".SS \"fasop\\-cpp $cmd\"" "$work/fasop-cpp.1" && ok || fail "man page lacks 'fasop-cpp $cmd'"
+done
+missing=$("$bin" search --help | grep -E '^  +-' | sed 's/  \{2,\}.*//' | grep -o -- '--[a-z][a-z0-9_-]*' | sort -u | grep -vx -- --help | while read -r flag; do
+  grep -qF "\fB${flag//-/\\-}\fR" "$work/fasop-cpp.1" || echo "$flag"; done)
+[ -z "$missing" ] && ok || fail "man page lacks search's flags: $missing"
+if command -v groff > /dev/null; then
+  groff -man -Tutf8 -ww -z "$work/fasop-cpp.1" 2> "$work/groff.err" && [ ! -s "$work/groff.err" ] && ok ||
+    fail "groff warns on the man page: $(head -3 "$work/groff.err")"
+fi
+
 finish

@@ -9,6 +9,7 @@
 #include "cli/calibrate_command.h"
 #include "cli/estimate_command.h"
 #include "cli/launch_command.h"
+#include "cli/man_page.h"
 #include "cli/plan_command.h"
 #include "cli/presets_command.h"
 #include "cli/profile_command.h"
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
   fasop::add_profile_command(app);
   fasop::add_validate_command(app);
   fasop::add_presets_command(app);
+  fasop::add_man_command(app, FASOP_VERSION);
   fasop::add_completion_command(app);  // last: it lists the commands above
   // A mistyped subcommand or flag, named with the nearest known one, before CLI11 reports what
   // the typo left missing instead.
