@@ -390,6 +390,35 @@ ParetoInput inventory_input(const SearchOptions& options, PlannerSetup& setup) {
   return input;
 }
 
+/// A bounded search's progress line: while it bounds, what is settled and what is open (no
+/// time left can be foretold: boxes close when the front rules them out); while it refines,
+/// the shapes left and, from the pace so far, about how long they take.
+std::string shape_progress_text(const ShapeProgress& p, double elapsed_s, double refine_start_s) {
+  std::ostringstream out;
+  out.precision(15);
+  if (!p.refining) {
+    out << p.shapes_estimated << " shapes estimated, " << p.settled << "/" << p.total << " settled, " << p.open_boxes
+        << " boxes of shapes open (each closes whole once the front rules it out), " << p.candidates
+        << " candidates estimated";
+    return out.str();
+  }
+  out << "full partitioner: shape " << p.refined << "/" << p.to_refine << " of those estimated";
+  if (p.refined > 0) {
+    out.precision(3);
+    out << ", about " << (elapsed_s - refine_start_s) / p.refined * (p.to_refine - p.refined) << " s left";
+  }
+  return out.str();
+}
+
+/// Progress of a bounded search on `line`.
+ShapeProgressFn shape_progress_printer(ProgressLine& line) {
+  auto refine_start_s = std::make_shared<double>(-1);  // when the full partitioner began
+  return [&line, refine_start_s](const ShapeProgress& p) {
+    if (p.refining && *refine_start_s < 0) *refine_start_s = line.elapsed_s();
+    if (line.due()) line.update(shape_progress_text(p, line.elapsed_s(), *refine_start_s));
+  };
+}
+
 /// --use-subset: the plans on any subset of the cluster's nodes (the bounded pareto search over
 /// its shapes), ranked by the objective under the budget: the cheapest that meets a throughput
 /// floor, or the fastest within a cost.
@@ -407,11 +436,7 @@ void run_subset_command(const SearchOptions& options) {
   input.keep = std::max<size_t>({options.top, options.rank, 1});
   FrontTracker front(input.constraints, input.ranking, input.keep);
   ProgressLine line(!options.planner.quiet, "search");
-  ParetoStats stats = run_bounded_pareto_search(input, front, [&](double settled, double total, size_t candidates) {
-    if (line.due())
-      line.update(std::to_string(static_cast<long long>(settled)) + "/" + std::to_string(static_cast<long long>(total)) +
-                  " node subsets settled, " + std::to_string(candidates) + " candidates estimated");
-  });
+  ParetoStats stats = run_bounded_pareto_search(input, front, shape_progress_printer(line));
   line.finish(std::to_string(stats.candidates) + " candidates estimated");
   if (front.front().empty())
     throw SpecError("no plan on any subset of cluster '" + setup->cluster.name + "' meets the budget (" +
@@ -510,10 +535,7 @@ void run_pareto_command(const SearchOptions& options) {
       out << settled << "/" << total << " shapes settled, " << candidates << " candidates estimated";
       return out.str();
     };
-    ShapeProgressFn progress = [&](double settled, double total, size_t candidates) {
-      if (line.due()) line.update(text(settled, total, candidates));
-    };
-    stats = run_bounded_pareto_search(input, report, progress);
+    stats = run_bounded_pareto_search(input, report, shape_progress_printer(line));
     line.finish(text(shapes, shapes, stats.candidates));
     size.shapes = static_cast<size_t>(shapes);
     if (stats.candidates == 0 && constraints_text(options.constraints) == "none") require_layouts(*setup, options.planner, 0);

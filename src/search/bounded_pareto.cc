@@ -193,8 +193,10 @@ class BoundedSearch {
   /// The full partitioner on every held candidate the final front of quick plans leaves a
   /// chance (as run_pareto_search's third step), then every held candidate to the sink, shape by
   /// shape in the order they came.
-  void refine_and_emit() {
+  void refine_and_emit(const std::function<void(size_t, size_t)>& progress = {}) {
+    size_t done = 0;
     for (ShapeResults& shape : held_) {
+      if (progress) progress(done++, held_.size());
       // The held results carry their layouts: only the shape's cluster is built again.
       const ClusterSpec cluster = shape_cluster(*input_.search.cluster, shape.counts);
       SearchInput shape_input = input_.search;
@@ -330,9 +332,17 @@ ParetoStats run_bounded_pareto_search(const ParetoInput& input, CandidateSink& s
       push(std::move(lower), &next.floor);
       continue;
     }
-    if (progress) progress(settled, total, search.stats().candidates);
+    if (progress)
+      progress({.settled = settled, .total = total, .candidates = search.stats().candidates,
+                .shapes_estimated = search.stats().shapes_estimated, .open_boxes = queue.size(), .refining = false,
+                .refined = 0, .to_refine = 0});
   }
-  search.refine_and_emit();
+  search.refine_and_emit([&](size_t done, size_t held) {
+    if (progress)
+      progress({.settled = total, .total = total, .candidates = search.stats().candidates,
+                .shapes_estimated = search.stats().shapes_estimated, .open_boxes = 0, .refining = true,
+                .refined = done, .to_refine = held});
+  });
   return search.stats();
 }
 

@@ -7,9 +7,19 @@
 
 namespace fasop {
 
-/// Called now and then with (shapes settled, shapes in all, candidates estimated so far). A
-/// shape is settled once estimated or ruled out with its box.
-using ShapeProgressFn = std::function<void(double, double, size_t)>;
+/// Where a bounded search stands. A shape is settled once estimated or ruled out with its box;
+/// a large box stays open, its shapes unsettled, until the front rules it out whole, so the
+/// settled count may jump at the end. Then the held candidates get the full partitioner, shape
+/// by shape (`refining`).
+struct ShapeProgress {
+  double settled = 0, total = 0;  ///< shapes settled, shapes in all
+  size_t candidates = 0;          ///< candidates estimated so far
+  size_t shapes_estimated = 0;    ///< shapes whose layouts were estimated
+  size_t open_boxes = 0;          ///< boxes of shapes still to settle
+  bool refining = false;          ///< the last phase: the full partitioner on the held shapes
+  size_t refined = 0, to_refine = 0;  ///< held shapes done and in all
+};
+using ShapeProgressFn = std::function<void(const ShapeProgress&)>;
 
 /// The same front as run_pareto_search (every layout of every shape at its best partition),
 /// found by bounding instead of enumerating. A box of shapes (each count between two corners)
