@@ -453,7 +453,7 @@ TEST_CASE("the bounded search for the cheapest and the fastest plan finds the ex
   }
 }
 
-TEST_CASE("--use-subset's best N are the exhaustive search's best N, by cost and by time", "[pareto][bounded]") {
+TEST_CASE("use-subset's best N are the exhaustive search's best N, by cost and by time", "[pareto][bounded]") {
   // Every candidate of every shape of a small inventory, estimated at its best partition and
   // ranked by hand, against the bounded search keeping 10 (search --use-subset --top 10).
   // Two nodes of each of mixed-1024gpu's four types at Llama 2 7B's own global batch of 1024:

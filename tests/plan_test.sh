@@ -76,7 +76,7 @@ grep -q "^grad_reduce_in_bf16: true" plans/llama-bf16-grads.yaml && ok || fail "
   fail "megatron arguments lack --grad-reduce-in-bf16"
 "$bin" schedule --plan plans/llama-gather.yaml --format megatron | grep -q -- "--grad-reduce-in-bf16" &&
   fail "--grad-reduce-in-bf16 written for a plan without it" || ok
-peak() { "$bin" estimate --plan "$1" --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["oom_gpumem"])'; }
+peak() { "$bin" estimate --plan "$1" --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["plans"][0]["peak_memory_gib"])'; }
 python3 -c "import sys; sys.exit(not float(sys.argv[1]) < float(sys.argv[2]))" "$(peak plans/llama-bf16-grads.yaml)" \
   "$(peak plans/llama-gather.yaml)" && ok || fail "bf16 gradients did not lower the plan's peak memory"
 "$bin" schedule --plan plans/llama.yaml --format deepspeed -o ds.json > /dev/null || fail "schedule deepspeed"
@@ -134,7 +134,7 @@ grep -qxF -- "--recompute-granularity selective \\" megatron2.sh && grep -qxF --
   grep -qx -- "--num-virtual-stages-per-pipeline-rank 2" megatron2.sh && ! grep -q "pipeline-model-parallel-layout" megatron2.sh &&
   ok || fail "megatron flags for selective, SP and vpp: $(cat megatron2.sh)"
 expect_error "DeepSpeed cannot run SP" "sequence parallelism" schedule --plan plans/megatron.yaml --format deepspeed
-expect_error "vpp with an odd pipeline" "vpp" search --model llama2-7b --cluster aws-h100 --fix tp=2,pp=3,vpp=2 --out-dir logs
+expect_error "vpp with an odd pipeline" "--fix: pp x vpp = 6 model chunks do not divide the 32 layers" search --model llama2-7b --cluster aws-h100 --fix tp=2,pp=3,vpp=2 --out-dir logs
 
 # NVLink domains: 32 GB200 trays (a cluster file cut to 32 of its 64) fill two racks' segments
 # of 16; plan show says so, and a plan on a cluster without domains says nothing of them.

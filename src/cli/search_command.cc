@@ -125,6 +125,14 @@ std::string fixed_degree_fault(const PlannerSetup& setup) {
            std::to_string(batch);
   if (fixed.pp && fixed.pp > layers)
     return "pp " + std::to_string(fixed.pp) + " is more stages than the " + std::to_string(layers) + " layers";
+  const std::vector<int>& vpps = setup.input.space.virtual_stages;
+  if (vpps.size() == 1 && vpps[0] > 1) {  // --fix vpp=V
+    const int v = vpps[0];
+    if (fixed.pp == 1) return "vpp " + std::to_string(v) + " needs pp > 1 (the interleaved schedule splits each stage)";
+    if (fixed.pp && layers % (fixed.pp * v) != 0)
+      return "pp x vpp = " + std::to_string(fixed.pp * v) + " model chunks do not divide the " + std::to_string(layers) +
+             " layers";
+  }
   const long long gpus = setup.cluster.num_gpus();
   const long long named = 1LL * std::max(fixed.tp, 1) * std::max(fixed.dp, 1) * std::max(fixed.pp, 1) * std::max(fixed.cp, 1);
   if (gpus % named != 0 || (fixed.tp && fixed.dp && fixed.pp && named != gpus))
