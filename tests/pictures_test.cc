@@ -92,6 +92,29 @@ TEST_CASE("the front plot's axes fit the candidates that fit in memory; the othe
   CHECK(svg.find(">1k</text>") == std::string::npos);
 }
 
+TEST_CASE("the front plot draws the step-time and cost limits, or names those off its axes", "[pictures]") {
+  ParetoPlot plot;
+  feed(plot, {candidate(1, 100), candidate(2, 60), candidate(4, 50), candidate(8, 400)});
+  const std::vector<CandidateResult> front = {candidate(4, 50), candidate(2, 60), candidate(1, 100)};
+  // Axes 1-8 s and $50-$400 (and their margins): a 3 s limit and a $70 limit cross them.
+  PlanConstraints limits;
+  limits.max_step_time_s = 3;
+  limits.max_cost_usd = 70;
+  std::string svg = plot.svg(two_types(), front, "test", limits);
+  CHECK(count(svg, "stroke=\"#c33\" stroke-dasharray=\"6 4\"/>") == 2);
+  CHECK(svg.find(">step limit 3 s</text>") != std::string::npos);
+  CHECK(svg.find(">cost limit $70</text>") != std::string::npos);
+  // A 100 s limit lies right of the axes, a $1 limit below them: named under the plot instead.
+  limits.max_step_time_s = 100;
+  limits.max_cost_usd = 1;
+  svg = plot.svg(two_types(), front, "test", limits);
+  CHECK(count(svg, "stroke-dasharray") == 0);
+  CHECK(svg.find(">step limit 100 s lies beyond the axes (every plan drawn is within it)</text>") != std::string::npos);
+  CHECK(svg.find(">cost limit $1 lies below the axes (no plan drawn is within it)</text>") != std::string::npos);
+  // No limits: nothing of them.
+  CHECK(plot.svg(two_types(), front, "test").find("limit") == std::string::npos);
+}
+
 TEST_CASE("front plans out of memory stay on the axes, drawn hollow", "[pictures]") {
   ParetoPlot plot;
   feed(plot, {candidate(2, 60), candidate(3, 80), candidate(1, 100, true)});

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -283,10 +284,34 @@ ParetoPlotLayout ParetoPlot::layout(const std::vector<CandidateResult>& front) c
 }
 
 std::string ParetoPlot::svg(const ClusterSpec& inventory, const std::vector<CandidateResult>& front,
-                            const std::string& title) const {
-  const ParetoPlotLayout layout = this->layout(front);
+                            const std::string& title, const PlanConstraints& limits) const {
+  ParetoPlotLayout layout = this->layout(front);
   const Axes axes = axes_of(layout);
   const LogAxis &x = axes.x, &y = axes.y;
+  // The limits: a dashed line where it crosses the axes, else a note.
+  std::string limit_lines;
+  auto limit = [&](double value, const LogAxis& axis, bool vertical, const std::string& words) {
+    if (!(value < std::numeric_limits<double>::infinity())) return;
+    const double l = std::log10(value);
+    if (l < axis.lo || l > axis.hi) {
+      layout.notes.push_back(words + (l > axis.hi ? " lies beyond the axes (every plan drawn is within it)"
+                                                  : " lies below the axes (no plan drawn is within it)"));
+      return;
+    }
+    const double at = axis.at_log(l);
+    const std::string p = format_number("%.1f", at);
+    limit_lines += vertical ? "<line x1=\"" + p + "\" y1=\"" + format_number("%.0f", kTop) + "\" x2=\"" + p + "\" y2=\"" +
+                                  format_number("%.0f", kPlotBottom) + "\""
+                            : "<line x1=\"" + format_number("%.0f", kLeft) + "\" y1=\"" + p + "\" x2=\"" +
+                                  format_number("%.0f", kPlotRight) + "\" y2=\"" + p + "\"";
+    limit_lines += " stroke=\"#c33\" stroke-dasharray=\"6 4\"/>\n";
+    limit_lines += vertical ? "<text x=\"" + format_number("%.1f", at - 4) + "\" y=\"" + format_number("%.0f", kTop + 14) +
+                                  "\" text-anchor=\"end\" font-size=\"11\" fill=\"#c33\">" + xml_escape(words) + "</text>\n"
+                            : "<text x=\"" + format_number("%.0f", kLeft + 6) + "\" y=\"" + format_number("%.1f", at - 4) +
+                                  "\" font-size=\"11\" fill=\"#c33\">" + xml_escape(words) + "</text>\n";
+  };
+  limit(limits.max_step_time_s, x, true, "step limit " + short_seconds(limits.max_step_time_s) + " s");
+  limit(limits.max_cost_usd, y, false, "cost limit $" + tick_label_money(limits.max_cost_usd));
   const double height = kPlotBottom + 60 + kNoteLine * double(layout.notes.size());
   // The list of front plans beside the plot: as wide as its longest line.
   std::vector<std::string> listed;
@@ -333,7 +358,7 @@ std::string ParetoPlot::svg(const ClusterSpec& inventory, const std::vector<Cand
     out << "<text x=\"" << kLeft - 6 << "\" y=\"" << format_number("%.1f", py)
         << "\" text-anchor=\"end\" dominant-baseline=\"middle\" font-size=\"11\">$" << tick_label(v) << "</text>\n";
   }
-  out << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << kPlotRight - kLeft << "\" height=\""
+  out << limit_lines << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << kPlotRight - kLeft << "\" height=\""
       << kPlotBottom - kTop << "\" fill=\"none\" stroke=\"#444\"/>\n"
       << "<text x=\"" << (kLeft + kPlotRight) / 2 << "\" y=\"" << kPlotBottom + 38
       << "\" text-anchor=\"middle\" font-size=\"13\">time per step (s, log scale)</text>\n"

@@ -55,9 +55,10 @@ struct ParetoPlotLayout {
 class ParetoPlot : public CandidateSink {
  public:
   void consume(std::vector<CandidateResult>& chunk, const std::vector<EnumerationIndex>& index) override;
-  /// The picture; `title` is its heading.
+  /// The picture; `title` is its heading. `limits`' step-time and cost limits, where finite,
+  /// are drawn as dashed lines on the axes, or named under the plot where they lie beyond them.
   std::string svg(const ClusterSpec& inventory, const std::vector<CandidateResult>& front,
-                  const std::string& title) const;
+                  const std::string& title, const PlanConstraints& limits = {}) const;
   /// The axes, the counts and the labels' places svg() draws for `front`.
   ParetoPlotLayout layout(const std::vector<CandidateResult>& front) const;
 

@@ -59,7 +59,7 @@ void ParetoReport::finish() {
   files.push_back(std::make_unique<AtomicFileWriter>(options_.front_csv_path));
   files.back()->write(fasop_csv(inventory_, front_.front(), options_.csv));
   files.push_back(std::make_unique<AtomicFileWriter>(options_.front_svg_path));
-  files.back()->write(plot_.svg(inventory_, front_.front(), options_.title));
+  files.back()->write(plot_.svg(inventory_, front_.front(), options_.title, options_.constraints));
   if (streamed_table_) streamed_table_->commit();
   for (auto& file : files) file->commit();
 }
