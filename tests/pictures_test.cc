@@ -303,11 +303,11 @@ TEST_CASE("a merged timeline marks a stage busy exactly where its boxes are", "[
   const std::vector<PipelineEvent> events = simulate_1f1b_events({{1, 2, 0, 0}}, 1500);
   REQUIRE(events.back().end_s == Approx(4500));
   const std::vector<std::string> labels = {"s0"};
-  const TimelineLayout layout = pipeline_timeline_layout(events, labels);
+  const TimelineLayout layout = pipeline_timeline_layout(events, labels, TimelineView::kWhole);
   REQUIRE(layout.merged);
   CHECK(layout.plot_width == 1400);
   CHECK(layout.bin == 1);
-  const std::string svg = pipeline_timeline_svg(events, labels, "one");
+  const std::string svg = pipeline_timeline_svg(events, labels, "one", "", TimelineView::kWhole);
   const std::string left = format_number("%g", layout.left);
   CHECK(svg.find("<path fill=\"#4c78a8\" d=\"M" + left + " 60h1400v10h-1400z\"/>") != std::string::npos);
   CHECK(svg.find("<path fill=\"#54a24b\" d=\"M" + left + " 70h1400v10h-1400z\"/>") != std::string::npos);
@@ -317,11 +317,35 @@ TEST_CASE("a merged timeline marks a stage busy exactly where its boxes are", "[
   // third of a pixel 7 pixels from the next: 200 runs; the backwards (6.7 pixels, a third of a
   // pixel apart) one run.
   const std::vector<PipelineEvent> sparse = simulate_1f1b_events({{1, 20, 0, 0}}, 200);
-  REQUIRE(pipeline_timeline_layout(sparse, labels).merged);
-  const std::string sparse_svg = pipeline_timeline_svg(sparse, labels, "one");
+  REQUIRE(pipeline_timeline_layout(sparse, labels, TimelineView::kWhole).merged);
+  const std::string sparse_svg = pipeline_timeline_svg(sparse, labels, "one", "", TimelineView::kWhole);
   const size_t forward = sparse_svg.find("<path fill=\"#4c78a8\"");
   const size_t backward = sparse_svg.find("<path fill=\"#54a24b\"");
   REQUIRE(backward != std::string::npos);
   CHECK(count(sparse_svg.substr(forward, backward - forward), "z") == 200);
   CHECK(count(sparse_svg.substr(backward), "z") == 1);
+}
+
+TEST_CASE("a long pipeline shows its first and last micro-batches, the axis broken between", "[pictures]") {
+  // Four stages, 128 micro-batches of 1 s forwards and 2 s backwards: 1,536 compute boxes, too
+  // narrow at 1,100 pixels. Drawn: the first and last pp + 3 = 7 micro-batches of every stage,
+  // numbered, and a gap naming the 128 - 2 x 8 = 112 left out.
+  const std::vector<StageTiming> four(4, StageTiming{1.0, 2.0, 0.05, 0.05});
+  const std::vector<PipelineEvent> events = simulate_1f1b_events(four, 128);
+  const std::vector<std::string> labels = {"stage 0", "stage 1", "stage 2", "stage 3"};
+  CHECK(pipeline_timeline_layout(events, labels, TimelineView::kWhole).plot_width > 1100);
+  const TimelineLayout layout = pipeline_timeline_layout(events, labels);
+  CHECK_FALSE(layout.merged);
+  CHECK(layout.plot_width == 1100);
+  const std::string svg = pipeline_timeline_svg(events, labels, "ends");
+  CHECK(svg.find("1F1B, the first and last of 128 micro-batches") != std::string::npos);
+  CHECK(svg.find(">112<tspan") != std::string::npos);
+  for (const char* number : {">0</text>", ">6</text>", ">121</text>", ">127</text>"})
+    CHECK(svg.find(number) != std::string::npos);
+  CHECK(svg.find(">64</text>") == std::string::npos);  // the steady middle is left out
+  // The whole step is still there to ask for, and a short one is never broken.
+  CHECK(pipeline_timeline_svg(events, labels, "whole", "", TimelineView::kWhole).find("more micro-batches") ==
+        std::string::npos);
+  const std::vector<PipelineEvent> short_step = simulate_1f1b_events(four, 32);
+  CHECK(pipeline_timeline_svg(short_step, labels, "short").find("the first and last of") == std::string::npos);
 }

@@ -78,6 +78,57 @@ std::vector<std::array<Runs, 4>> merged_runs(const std::vector<PipelineEvent>& e
   return runs;
 }
 
+/// A long pipeline drawn with a broken time axis: its first and last `kEndMicrobatches`-plus-pp
+/// micro-batches at a readable scale, the steady 1F1B between them left out (`cut1_s` to
+/// `cut2_s`, shown as a gap of `gap_s` of drawn time).
+struct TimeWindow {
+  bool broken = false;
+  double cut1_s = 0, cut2_s = 0, gap_s = 0;
+  int left_out = 0;  ///< micro-batches wholly inside the gap
+  /// Drawn time of real time `t`.
+  double warp(double t) const { return !broken || t <= cut1_s ? t : t >= cut2_s ? t - cut2_s + cut1_s + gap_s : cut1_s; }
+};
+constexpr int kEndMicrobatches = 3;
+
+/// The window for `events` of `stages` stages: broken where they hold more micro-batches than
+/// two warm-ups and a few steady ones, else whole.
+TimeWindow choose_window(const std::vector<PipelineEvent>& events, size_t stages) {
+  int microbatches = 0;
+  for (const PipelineEvent& e : events) microbatches = std::max(microbatches, e.microbatch + 1);
+  const int shown = int(stages) + kEndMicrobatches;  // at each end
+  TimeWindow w;
+  if (microbatches <= 2 * shown + 2) return w;
+  double first_of_shown = 1e300, last_of_end = 0;
+  for (const PipelineEvent& e : events) {
+    if (e.microbatch == shown) first_of_shown = std::min(first_of_shown, e.start_s);
+    if (e.microbatch == microbatches - 1 - shown) last_of_end = std::max(last_of_end, e.end_s);
+  }
+  if (!(first_of_shown < last_of_end)) return w;
+  w.broken = true;
+  w.cut1_s = first_of_shown;
+  w.cut2_s = last_of_end;
+  w.gap_s = 0.08 * (w.cut1_s + end_of(events) - w.cut2_s);
+  w.left_out = microbatches - 2 * shown - 2;
+  return w;
+}
+
+/// `events` on the window's drawn time: those before the first cut and after the second; those
+/// inside the gap or across a cut left out (a sliver of a box would set the scale).
+std::vector<PipelineEvent> windowed(const std::vector<PipelineEvent>& events, const TimeWindow& w) {
+  if (!w.broken) return events;
+  std::vector<PipelineEvent> out;
+  for (PipelineEvent e : events) {
+    if (e.end_s <= w.cut1_s) {
+      out.push_back(e);
+    } else if (e.start_s >= w.cut2_s) {
+      e.start_s = w.warp(e.start_s);
+      e.end_s = w.warp(e.end_s);
+      out.push_back(e);
+    }
+  }
+  return out;
+}
+
 /// The layout and, where rows are merged, their runs at its bin (computed while choosing it).
 TimelineLayout layout_with_runs(const std::vector<PipelineEvent>& events, const std::vector<std::string>& stage_labels,
                                 std::vector<std::array<Runs, 4>>& runs) {
@@ -113,21 +164,49 @@ TimelineLayout layout_with_runs(const std::vector<PipelineEvent>& events, const 
 
 }  // namespace
 
-TimelineLayout pipeline_timeline_layout(const std::vector<PipelineEvent>& events,
-                                        const std::vector<std::string>& stage_labels) {
+namespace {
+
+/// The window a picture of `all` uses: broken where the whole would merge its rows or need a wider
+/// plot for its boxes and the windowed view draws them one by one; `drawn` receives the events
+/// as drawn.
+TimeWindow drawn_window(const std::vector<PipelineEvent>& all, const std::vector<std::string>& stage_labels,
+                        TimelineView view, std::vector<PipelineEvent>& drawn) {
+  drawn = all;
+  if (view == TimelineView::kWhole) return TimeWindow{};
   std::vector<std::array<Runs, 4>> runs;
-  return layout_with_runs(events, stage_labels, runs);
+  const TimelineLayout whole = layout_with_runs(all, stage_labels, runs);
+  const TimeWindow w = choose_window(all, stage_labels.size());
+  // The whole step where its boxes are drawn one by one at the plot's usual width.
+  if (w.broken && (whole.merged || whole.plot_width > kPlotWidth)) {
+    drawn = windowed(all, w);
+    if (!layout_with_runs(drawn, stage_labels, runs).merged) return w;
+  }
+  drawn = all;
+  return TimeWindow{};
 }
 
-std::string pipeline_timeline_svg(const std::vector<PipelineEvent>& events, const std::vector<std::string>& stage_labels,
-                                  const std::string& title, const std::string& caption) {
+}  // namespace
+
+TimelineLayout pipeline_timeline_layout(const std::vector<PipelineEvent>& events,
+                                        const std::vector<std::string>& stage_labels, TimelineView view) {
+  std::vector<std::array<Runs, 4>> runs;
+  std::vector<PipelineEvent> drawn;
+  drawn_window(events, stage_labels, view, drawn);
+  return layout_with_runs(drawn, stage_labels, runs);
+}
+
+std::string pipeline_timeline_svg(const std::vector<PipelineEvent>& all_events,
+                                  const std::vector<std::string>& stage_labels, const std::string& title,
+                                  const std::string& caption, TimelineView view) {
+  std::vector<PipelineEvent> events;
+  const TimeWindow window = drawn_window(all_events, stage_labels, view, events);
   std::vector<std::array<Runs, 4>> runs;  // merged rows only
   const TimelineLayout layout = layout_with_runs(events, stage_labels, runs);
   const double end_s = end_of(events), left = layout.left, plot = layout.plot_width;
   const double rows = static_cast<double>(stage_labels.size());
   auto x = [&](double seconds) { return left + seconds / end_s * plot; };
   size_t microbatches = 0;
-  for (const PipelineEvent& e : events) microbatches = std::max(microbatches, size_t(e.microbatch) + 1);
+  for (const PipelineEvent& e : all_events) microbatches = std::max(microbatches, size_t(e.microbatch) + 1);
   std::ostringstream svg;
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << layout.width << "\" height=\"" << layout.height
       << "\" viewBox=\"0 0 " << layout.width << ' ' << layout.height << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
@@ -135,8 +214,12 @@ std::string pipeline_timeline_svg(const std::vector<PipelineEvent>& events, cons
       << "<text x=\"" << kMargin << "\" y=\"24\" font-size=\"15\">" << xml_escape(title) << "</text>\n"
       << "<text x=\"" << kMargin << "\" y=\"44\" fill=\"#555\">";
   if (!layout.merged)
-    svg << "1F1B: forward (blue) and backward (green) of each micro-batch, numbered where the number fits; sends to "
-           "the next stage (orange) and the previous (purple) below</text>\n";
+    svg << (window.broken ? "1F1B, the first and last of " + std::to_string(microbatches) +
+                                " micro-batches: forward (blue), backward (green), numbered where it fits; sends to the "
+                                "next stage (orange) and back (purple) below</text>\n"
+                          : std::string("1F1B: forward (blue) and backward (green) of each micro-batch, numbered where "
+                                        "the number fits; sends to the next stage (orange) and the previous (purple) "
+                                        "below</text>\n"));
   else
     svg << "1F1B, " << microbatches << " micro-batches, too many boxes to draw one by one: when each stage runs "
         << "forwards (upper half, blue) and backwards (lower half, green), and sends to the next stage (orange) and the "
@@ -147,14 +230,33 @@ std::string pipeline_timeline_svg(const std::vector<PipelineEvent>& events, cons
     svg << "<text x=\"" << left - 8 << "\" y=\"" << y + layout.box_height * 0.7 << "\" text-anchor=\"end\" font-size=\""
         << layout.label_font << "\">" << xml_escape(stage_labels[s]) << "</text>\n";
   }
-  const double step = round_tick_step(end_s, 8);
   const double axis_y = kTop + rows * layout.row_height + 4;
-  for (double k = 0; k * step <= end_s * 1.0001; ++k) {
-    const double t = k * step;
-    svg << "<line x1=\"" << format_number("%.2f", x(t)) << "\" y1=\"" << kTop - 6 << "\" x2=\""
-        << format_number("%.2f", x(t)) << "\" y2=\"" << axis_y << "\" stroke=\"#eee\"/>\n"
-        << "<text x=\"" << format_number("%.2f", x(t)) << "\" y=\"" << axis_y + 16 << "\" text-anchor=\"middle\">"
-        << format_number("%.4g", t) << "</text>\n";
+  // Ticks in real seconds; a broken axis has its own over each window, and the gap between.
+  auto ticks = [&](double from_s, double to_s, int count) {
+    const double step = round_tick_step(to_s - from_s, count);
+    for (double k = std::ceil(from_s / step); k * step <= to_s * 1.0001; ++k) {
+      const double t = k * step, px = x(window.warp(t));
+      svg << "<line x1=\"" << format_number("%.2f", px) << "\" y1=\"" << kTop - 6 << "\" x2=\"" << format_number("%.2f", px)
+          << "\" y2=\"" << axis_y << "\" stroke=\"#eee\"/>\n"
+          << "<text x=\"" << format_number("%.2f", px) << "\" y=\"" << axis_y + 16 << "\" text-anchor=\"middle\">"
+          << format_number("%.4g", t) << "</text>\n";
+    }
+  };
+  if (!window.broken) {
+    ticks(0, end_s, 8);
+  } else {
+    const double real_end_s = end_of(all_events);
+    ticks(0, window.cut1_s, 4);
+    ticks(window.cut2_s, real_end_s, 4);
+    const double g0 = x(window.cut1_s), g1 = x(window.cut1_s + window.gap_s);
+    svg << "<rect x=\"" << format_number("%.2f", g0) << "\" y=\"" << kTop - 6 << "\" width=\"" << format_number("%.2f", g1 - g0)
+        << "\" height=\"" << axis_y - kTop + 6 << "\" fill=\"#f4f4f4\"/>\n"
+        << "<text x=\"" << format_number("%.2f", (g0 + g1) / 2) << "\" y=\"" << format_number("%.1f", (kTop + axis_y) / 2 - 12)
+        << "\" text-anchor=\"middle\" font-size=\"10\" fill=\"#555\">" << window.left_out
+        << "<tspan x=\"" << format_number("%.2f", (g0 + g1) / 2) << "\" dy=\"12\">more</tspan><tspan x=\""
+        << format_number("%.2f", (g0 + g1) / 2) << "\" dy=\"12\">micro-batches,</tspan><tspan x=\""
+        << format_number("%.2f", (g0 + g1) / 2) << "\" dy=\"12\">" << format_number("%.4g", window.cut2_s - window.cut1_s)
+        << " s</tspan></text>\n";
   }
   svg << "<text x=\"" << left + plot / 2 << "\" y=\"" << axis_y + 36 << "\" text-anchor=\"middle\">seconds</text>\n";
   if (!caption.empty())

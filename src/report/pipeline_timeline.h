@@ -25,14 +25,21 @@ struct TimelineLayout {
 /// The layout pipeline_timeline_svg uses: boxes one by one (numbered where the number fits) up
 /// to a few thousand events, the plot widened up to 2,400 pixels so that the narrowest forward or
 /// backward box gets 3; beyond that, merged rows. Rows get lower past 16 stages.
+/// What of a long step a picture shows: its first and last micro-batches at a readable scale
+/// (the steady 1F1B between them left out, the time axis broken; only where the whole step's
+/// boxes would not fit the usual width and the ends' do), or the whole step.
+enum class TimelineView { kEnds, kWhole };
+
 TimelineLayout pipeline_timeline_layout(const std::vector<PipelineEvent>& events,
-                                        const std::vector<std::string>& stage_labels);
+                                        const std::vector<std::string>& stage_labels,
+                                        TimelineView view = TimelineView::kEnds);
 
 /// The picture of `events` (from simulate_1f1b_events) for `stage_labels.size()` stages,
 /// labelled by `stage_labels` (e.g. "stage 0: A100, units 0-12"), under `title`, with
 /// `caption` (e.g. the step's terms, step_breakdown_text.h) below the axis. Its size is
 /// bounded (about a megabyte) whatever the number of stages and micro-batches.
 std::string pipeline_timeline_svg(const std::vector<PipelineEvent>& events, const std::vector<std::string>& stage_labels,
-                                  const std::string& title, const std::string& caption = "");
+                                  const std::string& title, const std::string& caption = "",
+                                  TimelineView view = TimelineView::kEnds);
 
 }  // namespace fasop
