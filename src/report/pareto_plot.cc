@@ -123,7 +123,8 @@ Axes axes_of(const ParetoPlotLayout& layout) {
 /// The legend's box, and its lines: (kind, text), kind 0 the front's line, 1 a hollow point, 2
 /// the raster.
 std::vector<std::pair<int, std::string>> legend_lines(const ParetoPlotLayout& layout, size_t front_plans) {
-  std::vector<std::pair<int, std::string>> lines = {{0, "pareto front (" + with_commas(front_plans) + " plans)"}};
+  std::vector<std::pair<int, std::string>> lines = {
+      {0, "pareto front (" + with_commas(front_plans) + (front_plans == 1 ? " plan)" : " plans)")}};
   if (layout.front_oom > 0) lines.push_back({1, "front plan, out of memory"});
   lines.push_back({2, "candidates that fit (darker: more)"});
   return lines;

@@ -47,6 +47,9 @@ std::string context_expert_json(const PlanKey& key) {
   return text;
 }
 
+/// The widest a row of best_plans_table gets before its partition wraps (FASOP's 16-stage rows fit).
+constexpr size_t kTableColumns = 160;
+
 std::string best_plans_table(const ClusterSpec& cluster, const std::vector<CandidateResult>& results,
                              size_t count) {
   std::ostringstream out;
@@ -64,18 +67,21 @@ std::string best_plans_table(const ClusterSpec& cluster, const std::vector<Candi
     const char* oom = e.memory.is_oom ? (e.memory.is_zero_oom ? "yes" : "zero") : "no";
     char gib[32] = "";
     if (memory) std::snprintf(gib, sizeof gib, " %9s", memory_fraction_text(e.memory).c_str());
-    std::snprintf(line, sizeof line, "%4zu %10.6f %4d %3d %3d %3d %4d %4s  %-12s %5s%s %12.0f  %s %s\n", i + 1,
+    std::snprintf(line, sizeof line, "%4zu %10.6f %4d %3d %3d %3d %4d %4s  %-12s %5s%s %12.0f  ", i + 1,
                   e.step_time_s, r.plan.key.mbs, r.plan.key.tp, r.plan.key.dp, r.plan.key.pp, r.plan.key.zero_stage,
                   r.plan.key.recompute ? "full" : r.plan.key.selective_recompute ? "sel" : "-",
-                  fixed(e.price_per_step_usd, 6).c_str(), oom, gib, e.train_cost_usd,
-                  placement_runs(cluster, r.plan.key.node_order).c_str(),
-                  (partition_text(r.plan.partition) +
-                   (r.plan.key.stage_dp.empty() ? "" : " stage dp " + partition_text(r.plan.key.stage_dp)) +
-                   sailor_layout_text(r.plan.key) + context_expert_text(r.plan.key, " ") +
-                   (r.plan.key.virtual_stages > 1 ? " v " + std::to_string(r.plan.key.virtual_stages) : "") +
-                   recompute_modules_suffix(r.plan.key))
-                      .c_str());
-    out << line;
+                  fixed(e.price_per_step_usd, 6).c_str(), oom, gib, e.train_cost_usd);
+    const std::string columns = line, placement = placement_runs(cluster, r.plan.key.node_order);
+    const std::string layout = partition_text(r.plan.partition) +
+                               (r.plan.key.stage_dp.empty() ? "" : " stage dp " + partition_text(r.plan.key.stage_dp)) +
+                               sailor_layout_text(r.plan.key) + context_expert_text(r.plan.key, " ") +
+                               (r.plan.key.virtual_stages > 1 ? " v " + std::to_string(r.plan.key.virtual_stages) : "") +
+                               recompute_modules_suffix(r.plan.key);
+    // A row past kTableColumns goes on below its placement, under it.
+    if (columns.size() + placement.size() + 1 + layout.size() > kTableColumns)
+      out << columns << placement << "\n" << std::string(columns.size(), ' ') << layout << "\n";
+    else
+      out << columns << placement << " " << layout << "\n";
   }
   out << "OOM: no = fits; zero = fits only with ZeRO-3 sharding; yes = does not fit. zero: ZeRO stage; rc: "
          "activation recomputation.\n";
