@@ -536,7 +536,14 @@ grep -q "^explain: the best plan with --fix tp=8 against the best without it, te
 grep -q "^left off: --sequence-parallel: the best plan with it takes [0-9.]* s a step" "$work/explain.out" && ok ||
   fail "no 'left off: --sequence-parallel' line above a tp 8 plan: $(cat "$work/explain.out")"
 "$bin" search --model llama3-8b --cluster dgx-h100 --nodes H100=4 --fix tp=8 --sequence-parallel --out-dir "$work/a" --quiet \
-  > "$work/sp.out" 2>&1 && ! grep -q "^left off:" "$work/sp.out" && ok || fail "left off: printed though --sequence-parallel was searched"
+  > "$work/sp.out" 2>&1 && ! grep -q "^left off: --sequence-parallel" "$work/sp.out" && ok ||
+  fail "left off: printed though --sequence-parallel was searched"
+# The parameter all-gather overlap on the best (ZeRO-2, dp 32) plan: a little faster, the same memory.
+grep -q "^left off: --overlap-param-gather: the best plan with it takes [0-9.]* s a step (-[0-9.]*%), [0-9.]* GiB/GPU (+0.0)" \
+  "$work/explain.out" && ok || fail "no 'left off: --overlap-param-gather' line: $(cat "$work/explain.out")"
+"$bin" search --model llama3-8b --cluster dgx-h100 --nodes H100=4 --fix tp=8 --overlap-param-gather --out-dir "$work/a" --quiet \
+  > "$work/pg.out" 2>&1 && ! grep -q "^left off: --overlap-param-gather" "$work/pg.out" && ok ||
+  fail "left off: printed though --overlap-param-gather was given"
 expect_error "--explain with --pareto" "--explain compares the plans of a plain search" \
   search --model gpt2xl --pareto --explain --out-dir "$work/a"
 

@@ -12,6 +12,7 @@
 #include "cli/planner_options.h"
 #include "cli/progress_line.h"
 #include "cli/saved_plan.h"
+#include "costmodel/analytic_policy.h"
 #include "costmodel/speed_split_checks.h"
 #include "report/atomic_file.h"
 #include "report/dimension_notes.h"
@@ -237,23 +238,43 @@ CandidateResult with_detail(const SearchInput& input, const CandidateResult& r) 
   return evaluate_candidate(input, r.plan.key, r.plan.partition);
 }
 
-/// The switches the search left off that are priced per plan, each on the best plan: a line
-/// with what it would give ("" where none applies). Sequence parallelism where tp > 1.
-std::string left_off_lines(const PlannerSetup& setup, const CandidateResult& best) {
-  if (setup.policy_name != "analytic" || best.plan.key.tp == 1) return "";
-  const std::vector<bool>& sp = setup.input.space.sequence_parallel;
-  if (std::find(sp.begin(), sp.end(), true) != sp.end()) return "";
-  PlanKey key = best.plan.key;
-  key.sequence_parallel = true;
-  const CandidateResult with = evaluate_candidate(setup.input, key, best.plan.partition);
+/// "left off: FLAG: the best plan with it takes ... s a step (+x%), y GiB/GPU (+z); WHAT\n".
+std::string left_off_line(const std::string& flag, const CandidateResult& best, const CandidateResult& with,
+                          const std::string& what) {
   const double base_s = best.estimate.step_time_s, with_s = with.estimate.step_time_s;
-  char line[320];
-  std::snprintf(line, sizeof line,
-                "left off: --sequence-parallel: the best plan with it takes %.6f s a step (%+.1f%%), %.1f GiB/GPU "
-                "(%+.1f); the search tries it with the flag\n",
-                with_s, 100 * (with_s / base_s - 1), with.estimate.memory.oom_gpumem_gib,
-                with.estimate.memory.oom_gpumem_gib - best.estimate.memory.oom_gpumem_gib);
+  char line[400];
+  std::snprintf(line, sizeof line, "left off: %s: the best plan with it takes %.6f s a step (%+.1f%%), %.1f GiB/GPU (%+.1f); %s\n",
+                flag.c_str(), with_s, 100 * (with_s / base_s - 1), with.estimate.memory.oom_gpumem_gib,
+                with.estimate.memory.oom_gpumem_gib - best.estimate.memory.oom_gpumem_gib, what.c_str());
   return line;
+}
+
+/// The switches the search left off, each priced on the best plan, a line each ("" where none
+/// applies): sequence parallelism where tp > 1, and the distributed optimizer's parameter
+/// all-gather overlapped with the next forward where the plan shards it (ZeRO 1 or 2, dp > 1).
+std::string left_off_lines(const PlannerSetup& setup, const CandidateResult& best) {
+  if (setup.policy_name != "analytic") return "";
+  const PlanKey& key = best.plan.key;
+  std::string lines;
+  const std::vector<bool>& sp = setup.input.space.sequence_parallel;
+  if (key.tp > 1 && std::find(sp.begin(), sp.end(), true) == sp.end()) {
+    PlanKey with_sp = key;
+    with_sp.sequence_parallel = true;
+    lines += left_off_line("--sequence-parallel", best, evaluate_candidate(setup.input, with_sp, best.plan.partition),
+                           "the search tries it with the flag");
+  }
+  const auto* analytic = dynamic_cast<const AnalyticPolicy*>(setup.input.policy);
+  if (analytic && !analytic->options().execution.overlap_param_gather && key.dp > 1 &&
+      (key.zero_stage == 1 || key.zero_stage == 2)) {
+    AnalyticOptions options = analytic->options();
+    options.execution.overlap_param_gather = true;
+    const AnalyticPolicy gathering(options);
+    SearchInput input = setup.input;
+    input.policy = &gathering;
+    lines += left_off_line("--overlap-param-gather", best, evaluate_candidate(input, key, best.plan.partition),
+                           "Megatron-LM's flag of the same name");
+  }
+  return lines;
 }
 
 /// --explain: why the best plan with --fix's degrees is slower than the best without them (or,
