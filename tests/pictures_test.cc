@@ -115,6 +115,20 @@ TEST_CASE("the front plot draws the step-time and cost limits, or names those of
   CHECK(plot.svg(two_types(), front, "test").find("limit") == std::string::npos);
 }
 
+TEST_CASE("each axis labels the front's span, with a round tick inside it where none falls", "[pictures]") {
+  // Costs of the front $52-$56, other candidates to $90: the linear ticks $50, $60, ... leave
+  // the span bare but for $50 below it; its geometric middle, sqrt(52 x 56) = 53.96, to two
+  // digits: a $54 tick.
+  ParetoPlot plot;
+  feed(plot, {candidate(2, 56), candidate(3, 54), candidate(4, 52), candidate(2.5, 90), candidate(3.5, 80)});
+  const std::vector<CandidateResult> front = {candidate(4, 52), candidate(3, 54), candidate(2, 56)};
+  const std::string svg = plot.svg(two_types(), front, "test");
+  CHECK(svg.find(">$54</text>") != std::string::npos);
+  CHECK(svg.find(">$60</text>") != std::string::npos);
+  // Time: ticks at 2, 2.5, 3, ... already fall inside the front's 2-4 s: none added.
+  CHECK(svg.find(">2.8</text>") == std::string::npos);
+}
+
 TEST_CASE("front plans out of memory stay on the axes, drawn hollow", "[pictures]") {
   ParetoPlot plot;
   feed(plot, {candidate(2, 60), candidate(3, 80), candidate(1, 100, true)});

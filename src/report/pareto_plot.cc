@@ -61,6 +61,20 @@ struct LogAxis {
   }
 };
 
+/// `ticks` (ascending) with, where none lies in [lo, hi] (the front's span on that axis), the
+/// span's geometric middle rounded to two significant digits, in its place.
+std::vector<double> with_front_tick(std::vector<double> ticks, double lo, double hi) {
+  if (!(lo <= hi) || lo <= 0) return ticks;
+  for (double t : ticks)
+    if (t >= lo && t <= hi) return ticks;
+  const double middle = std::sqrt(lo * hi);
+  const double unit = std::pow(10.0, std::floor(std::log10(middle)) - 1);
+  double tick = std::round(middle / unit) * unit;
+  if (tick < lo || tick > hi) tick = middle;
+  ticks.insert(std::upper_bound(ticks.begin(), ticks.end(), tick), tick);
+  return ticks;
+}
+
 /// The axis over data [lo_value, hi_value] with a margin of 5% of its range (a small one for a
 /// narrow range; a twentieth of a decade about a single value).
 LogAxis make_axis(double lo_value, double hi_value, double from, double to) {
@@ -336,9 +350,17 @@ std::string ParetoPlot::svg(const ClusterSpec& inventory, const std::vector<Cand
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       << "<text x=\"" << format_number("%.0f", width / 2) << "\" y=\"28\" text-anchor=\"middle\" font-size=\"" << format_number("%.1f", title_font) << "\">" << xml_escape(title)
       << "</text>\n";
-  // Grid and axes; a tick's label is left out where it would touch the previous one.
+  // Grid and axes; a tick's label is left out where it would touch the previous one. Each axis
+  // labels the front's span: a round value inside it where no tick falls there.
+  double front_t_lo = 1e300, front_t_hi = 0, front_c_lo = 1e300, front_c_hi = 0;
+  for (const CandidateResult& r : front) {
+    front_t_lo = std::min(front_t_lo, r.estimate.step_time_s), front_t_hi = std::max(front_t_hi, r.estimate.step_time_s);
+    front_c_lo = std::min(front_c_lo, r.estimate.train_cost_usd), front_c_hi = std::max(front_c_hi, r.estimate.train_cost_usd);
+  }
+  const std::vector<double> x_ticks = with_front_tick(x.ticks(), front_t_lo, front_t_hi);
+  const std::vector<double> y_ticks = with_front_tick(y.ticks(), front_c_lo, front_c_hi);
   double last_right = -1e300;
-  for (double v : x.ticks()) {
+  for (double v : x_ticks) {
     const double px = x.pixel(v);
     const std::string label = tick_label(v);
     const double half = text_width(label, 11) / 2;
@@ -350,7 +372,7 @@ std::string ParetoPlot::svg(const ClusterSpec& inventory, const std::vector<Cand
         << "\" text-anchor=\"middle\" font-size=\"11\">" << label << "</text>\n";
   }
   double last_top = 1e300;
-  for (double v : y.ticks()) {
+  for (double v : y_ticks) {
     const double py = y.pixel(v);
     out << "<line x1=\"" << kLeft << "\" y1=\"" << format_number("%.1f", py) << "\" x2=\"" << kPlotRight << "\" y2=\""
         << format_number("%.1f", py) << "\" stroke=\"#eee\"/>\n";
