@@ -303,6 +303,9 @@ TEST_CASE("small timelines draw every box; large ones merge them and stay small"
   CHECK(count(svg, "<path fill=\"#4c78a8\"") == 1);
   CHECK(count(svg, "<path fill=\"#54a24b\"") == 1);
   CHECK(svg.find("512 micro-batches") != std::string::npos);
+  // Its ends at a larger scale, merged too: 512 - 2 x (64 + 3 + 1) = 376 micro-batches left out.
+  CHECK(svg.find("1F1B, the first and last of 512 micro-batches, too many boxes") != std::string::npos);
+  CHECK(svg.find(">376<tspan") != std::string::npos);
   // The same events give the same picture.
   CHECK(pipeline_timeline_svg(events, labels, "large") == svg);
 }

@@ -179,7 +179,8 @@ TimeWindow drawn_window(const std::vector<PipelineEvent>& all, const std::vector
   // The whole step where its boxes are drawn one by one at the plot's usual width.
   if (w.broken && (whole.merged || whole.plot_width > kPlotWidth)) {
     drawn = windowed(all, w);
-    if (!layout_with_runs(drawn, stage_labels, runs).merged) return w;
+    // The ends drawn box by box; or, where even they merge, merged at their larger scale.
+    if (!layout_with_runs(drawn, stage_labels, runs).merged || whole.merged) return w;
   }
   drawn = all;
   return TimeWindow{};
@@ -221,7 +222,8 @@ std::string pipeline_timeline_svg(const std::vector<PipelineEvent>& all_events,
                                         "the number fits; sends to the next stage (orange) and the previous (purple) "
                                         "below</text>\n"));
   else
-    svg << "1F1B, " << microbatches << " micro-batches, too many boxes to draw one by one: when each stage runs "
+    svg << "1F1B, " << (window.broken ? "the first and last of " : "") << microbatches
+        << " micro-batches, too many boxes to draw one by one: when each stage runs "
         << "forwards (upper half, blue) and backwards (lower half, green), and sends to the next stage (orange) and the "
         << "previous (purple), to " << (layout.bin == 1 ? std::string("the pixel") : format_number("%g pixels", layout.bin))
         << "</text>\n";

@@ -27,7 +27,8 @@ struct TimelineLayout {
 /// backward box gets 3; beyond that, merged rows. Rows get lower past 16 stages.
 /// What of a long step a picture shows: its first and last micro-batches at a readable scale
 /// (the steady 1F1B between them left out, the time axis broken; only where the whole step's
-/// boxes would not fit the usual width and the ends' do), or the whole step.
+/// boxes would not fit the usual width: the ends box by box where they fit, else merged too),
+/// or the whole step.
 enum class TimelineView { kEnds, kWhole };
 
 TimelineLayout pipeline_timeline_layout(const std::vector<PipelineEvent>& events,
