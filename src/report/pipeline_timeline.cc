@@ -129,9 +129,9 @@ std::vector<PipelineEvent> windowed(const std::vector<PipelineEvent>& events, co
   return out;
 }
 
-/// The layout and, where rows are merged, their runs at its bin (computed while choosing it).
-TimelineLayout layout_with_runs(const std::vector<PipelineEvent>& events, const std::vector<std::string>& stage_labels,
-                                std::vector<std::array<Runs, 4>>& runs) {
+/// The layout of `events` under `stage_labels`: boxes one by one, or merged rows (whose runs
+/// merge_rows adds).
+TimelineLayout layout_of(const std::vector<PipelineEvent>& events, const std::vector<std::string>& stage_labels) {
   TimelineLayout layout;
   const size_t stages = stage_labels.size();
   const bool low_rows = stages > 16;
@@ -149,60 +149,66 @@ TimelineLayout layout_with_runs(const std::vector<PipelineEvent>& events, const 
   const double needed = narrowest_s > 0 ? kMinBox * end_s / narrowest_s : 1e300;  // plot width for kMinBox
   layout.merged = events.size() > kMaxDetailEvents || needed > kMaxPlotWidth;
   layout.plot_width = layout.merged ? kMergedPlotWidth : std::max(kPlotWidth, std::ceil(needed));
-  if (layout.merged) {
-    size_t total = 0;
-    for (;;) {
-      runs = merged_runs(events, stages, end_s, layout, &total);
-      if (total <= kMaxRuns) break;
-      layout.bin *= 2;
-    }
-  }
   layout.width = layout.left + layout.plot_width + kRight;
   layout.height = kTop + double(stages) * layout.row_height + kBottom;
   return layout;
 }
 
-}  // namespace
-
-namespace {
-
-/// The window a picture of `all` uses: broken where the whole would merge its rows or need a wider
-/// plot for its boxes and the windowed view draws them one by one; `drawn` receives the events
-/// as drawn.
-TimeWindow drawn_window(const std::vector<PipelineEvent>& all, const std::vector<std::string>& stage_labels,
-                        TimelineView view, std::vector<PipelineEvent>& drawn) {
-  drawn = all;
-  if (view == TimelineView::kWhole) return TimeWindow{};
-  std::vector<std::array<Runs, 4>> runs;
-  const TimelineLayout whole = layout_with_runs(all, stage_labels, runs);
-  const TimeWindow w = choose_window(all, stage_labels.size());
-  // The whole step where its boxes are drawn one by one at the plot's usual width.
-  if (w.broken && (whole.merged || whole.plot_width > kPlotWidth)) {
-    drawn = windowed(all, w);
-    // The ends drawn box by box; or, where even they merge, merged at their larger scale.
-    if (!layout_with_runs(drawn, stage_labels, runs).merged || whole.merged) return w;
+/// A merged layout's runs, its bin widened until they are at most kMaxRuns.
+std::vector<std::array<Runs, 4>> merge_rows(const std::vector<PipelineEvent>& events, size_t stages,
+                                            TimelineLayout& layout) {
+  for (;;) {
+    size_t total = 0;
+    std::vector<std::array<Runs, 4>> runs = merged_runs(events, stages, end_of(events), layout, &total);
+    if (total <= kMaxRuns) return runs;
+    layout.bin *= 2;
   }
-  drawn = all;
-  return TimeWindow{};
+}
+
+/// What a picture draws: the window, its events on the drawn time, their layout and, where
+/// rows are merged, their runs.
+struct TimelineDrawing {
+  TimeWindow window;
+  std::vector<PipelineEvent> events;
+  TimelineLayout layout;
+  std::vector<std::array<Runs, 4>> runs;
+};
+
+/// The drawing of `all`: under kEnds, its ends with the axis broken where the whole would merge
+/// its rows or need a wider plot for its boxes, and the ends draw them one by one (or the whole
+/// merges too: the ends merge at their larger scale); else the whole step.
+TimelineDrawing drawing_of(const std::vector<PipelineEvent>& all, const std::vector<std::string>& stage_labels,
+                           TimelineView view) {
+  TimelineDrawing d{.window = {}, .events = all, .layout = layout_of(all, stage_labels), .runs = {}};
+  const TimeWindow w = view == TimelineView::kEnds ? choose_window(all, stage_labels.size()) : TimeWindow{};
+  if (w.broken && (d.layout.merged || d.layout.plot_width > kPlotWidth)) {
+    std::vector<PipelineEvent> ends = windowed(all, w);
+    const TimelineLayout ends_layout = layout_of(ends, stage_labels);
+    if (!ends_layout.merged || d.layout.merged) {
+      d.window = w;
+      d.events = std::move(ends);
+      d.layout = ends_layout;
+    }
+  }
+  if (d.layout.merged) d.runs = merge_rows(d.events, stage_labels.size(), d.layout);
+  return d;
 }
 
 }  // namespace
 
 TimelineLayout pipeline_timeline_layout(const std::vector<PipelineEvent>& events,
                                         const std::vector<std::string>& stage_labels, TimelineView view) {
-  std::vector<std::array<Runs, 4>> runs;
-  std::vector<PipelineEvent> drawn;
-  drawn_window(events, stage_labels, view, drawn);
-  return layout_with_runs(drawn, stage_labels, runs);
+  return drawing_of(events, stage_labels, view).layout;
 }
 
 std::string pipeline_timeline_svg(const std::vector<PipelineEvent>& all_events,
                                   const std::vector<std::string>& stage_labels, const std::string& title,
                                   const std::string& caption, TimelineView view) {
-  std::vector<PipelineEvent> events;
-  const TimeWindow window = drawn_window(all_events, stage_labels, view, events);
-  std::vector<std::array<Runs, 4>> runs;  // merged rows only
-  const TimelineLayout layout = layout_with_runs(events, stage_labels, runs);
+  const TimelineDrawing drawing = drawing_of(all_events, stage_labels, view);
+  const TimeWindow& window = drawing.window;
+  const std::vector<PipelineEvent>& events = drawing.events;
+  const TimelineLayout& layout = drawing.layout;
+  const std::vector<std::array<Runs, 4>>& runs = drawing.runs;  // merged rows only
   const double end_s = end_of(events), left = layout.left, plot = layout.plot_width;
   const double rows = static_cast<double>(stage_labels.size());
   auto x = [&](double seconds) { return left + seconds / end_s * plot; };
