@@ -12,7 +12,6 @@
 #include "report/fasop_csv.h"
 #include "report/plan_table.h"
 #include "report/plans_json.h"
-#include "search/cluster_shapes.h"
 #include "search/search_space.h"
 #include "specs/assumed_gpu_data.h"
 #include "specs/plan_degrees.h"
@@ -122,11 +121,7 @@ void run(EstimateOptions options, CLI::App& command) {
     if (!command.count(needed)) throw SpecError(std::string(needed) + " is required (or --plan PLAN)");
   std::unique_ptr<PlannerSetup> setup = PlannerSetup::load_specs(options.planner);
   // --nodes: a shape of the cluster's inventory, as `search --pareto` tries them.
-  std::vector<int> counts = inventory_limits(setup->cluster);
-  if (!options.nodes.empty()) {
-    counts = apply_node_counts(setup->cluster, "--nodes", options.nodes, std::vector<int>(counts.size(), 0));
-    setup->cluster = shape_cluster(setup->cluster, counts);
-  }
+  const std::vector<int> counts = setup->shape_to_nodes(options.nodes);
   // --precision NAME: the plan trains in it (its layers timed from the GPUs' data).
   const std::vector<std::string>& precisions = options.planner.fasop.precision_names;
   if (precisions.size() > 1) throw SpecError("--precision: estimate prices one plan in one precision; give one name");

@@ -1,7 +1,5 @@
 #include "cli/planner_options.h"
 
-#include "specs/assumed_gpu_data.h"
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -12,6 +10,7 @@
 #include "costmodel/analytic_policy.h"
 #include "costmodel/parallel_dims_checks.h"
 #include "profiles/analytic_profile.h"
+#include "search/cluster_shapes.h"
 #include "search/search_space.h"
 #include "specs/assumed_gpu_data.h"
 #include "specs/precision.h"
@@ -500,6 +499,14 @@ ProfileSpec node_analytic_profile(const ModelSpec& model, const NodeType& node, 
 
 }  // namespace
 
+std::vector<int> PlannerSetup::shape_to_nodes(const std::vector<std::string>& nodes) {
+  std::vector<int> counts = inventory_limits(cluster);
+  if (nodes.empty()) return counts;
+  counts = apply_node_counts(cluster, "--nodes", nodes, std::vector<int>(counts.size(), 0));
+  cluster = shape_cluster(cluster, counts);
+  return counts;
+}
+
 void PlannerSetup::load_profiles(const PlannerOptions& options, const std::vector<int>& counts, const PlanKey* key) {
   const LayerOptions layers = profile_layers(options, key ? *key : PlanKey{});
   const bool parallel_layers = key && needs_analytic_layers(*key);
@@ -513,7 +520,8 @@ void PlannerSetup::load_profiles(const PlannerOptions& options, const std::vecto
   for (size_t type = 0; type < cluster.node_types.size(); ++type) {
     if (counts[type] == 0) continue;
     const NodeType& node = cluster.node_types[type];
-    if (!store.has_profile(model, node.gpu, options.profile_dir) && !node.has_gpu_spec())
+    const bool has_measured = store.has_profile(model, node.gpu, options.profile_dir);
+    if (!has_measured && !node.has_gpu_spec())
       throw SpecError(cluster.source + ": field 'node_types[" + std::to_string(type) + "].gpu': no layer times for GPU '" +
                       node.gpu + "': no profile " + model.name + "_" + lower_case(node.gpu) +
                       ".yaml (shipped or in --profile-dir) and no peak_tflops and memory_bandwidth_bytes_per_s on "
@@ -522,9 +530,8 @@ void PlannerSetup::load_profiles(const PlannerOptions& options, const std::vecto
     // A measured profile times layers at the model file's sequence: at another (--seq-length)
     // the GPU's data times them, where the cluster gives it, and the header says so.
     const bool other_sequence = model.sequence != model_file_sequence;
-    const bool measured = !((options.analytic_profiles || other_sequence) && node.has_gpu_spec()) &&
-                          store.has_profile(model, node.gpu, options.profile_dir);
-    if (!measured && other_sequence && store.has_profile(model, node.gpu, options.profile_dir))
+    const bool measured = !((options.analytic_profiles || other_sequence) && node.has_gpu_spec()) && has_measured;
+    if (!measured && other_sequence && has_measured)
       profile_notes += "layers on " + node.gpu + ": timed from the GPU's data at sequence " +
                        std::to_string(model.sequence) + ", as the measured profile is at " +
                        std::to_string(model_file_sequence) + " (--seq-length)\n";

@@ -80,6 +80,9 @@ struct PlannerSetup {
   static std::unique_ptr<PlannerSetup> load(const PlannerOptions& options);
   /// Loads the model and cluster only; load_profiles() must follow.
   static std::unique_ptr<PlannerSetup> load_specs(const PlannerOptions& options);
+  /// --nodes TYPE=N: the cluster cut to that shape, the types not named given none; the counts
+  /// of each node type the cluster then has (its own where `nodes` is empty).
+  std::vector<int> shape_to_nodes(const std::vector<std::string>& nodes);
   /// Loads a profile for every node type whose count in `counts` is positive: a measured one
   /// where there is one, else (for a node type that gives its GPU's specs) an analytic one.
   /// `key`, where given, sets the layers' context and expert parallelism (PlanKey::cp, ep, etp),

@@ -306,11 +306,7 @@ std::string explanation(const SearchOptions& options, const PlannerSetup& setup,
 void run_search_command(const SearchOptions& options) {
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<PlannerSetup> setup = PlannerSetup::load_specs(options.planner);
-  std::vector<int> counts = inventory_limits(setup->cluster);
-  if (!options.nodes.empty()) {  // --nodes: a shape of the cluster, as estimate --nodes takes it
-    counts = apply_node_counts(setup->cluster, "--nodes", options.nodes, std::vector<int>(counts.size(), 0));
-    setup->cluster = shape_cluster(setup->cluster, counts);
-  }
+  const std::vector<int> counts = setup->shape_to_nodes(options.nodes);
   setup->load_profiles(options.planner, counts);
   apply_parallel_dims(options.parallel, options.planner, *setup, counts);
   setup->input.threads = options.threads;
