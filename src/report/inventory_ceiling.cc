@@ -22,12 +22,14 @@ std::string rank_runs(const std::vector<size_t>& ranks) {
 
 std::string inventory_ceiling_lines(const ClusterSpec& inventory, const std::vector<int>& limits,
                                     const std::vector<CandidateResult>& kept) {
+  std::vector<NodeCounts> used;  // each kept plan's nodes of each type
+  for (const CandidateResult& plan : kept) used.push_back(counts_of(inventory, plan.plan.key.node_order));
   std::string lines;
   for (size_t type = 0; type < limits.size(); ++type) {
     if (limits[type] == 0) continue;
     std::vector<size_t> ranks;
     for (size_t rank = 0; rank < kept.size(); ++rank)
-      if (counts_of(inventory, kept[rank].plan.key.node_order)[type] == limits[type]) ranks.push_back(rank + 1);
+      if (used[rank][type] == limits[type]) ranks.push_back(rank + 1);
     if (ranks.empty()) continue;
     const NodeType& node = inventory.node_types[type];
     const std::string who = ranks.size() == kept.size() && kept.size() > 1 ? "every plan shown uses"
