@@ -544,6 +544,17 @@ grep -q "^left off: --overlap-param-gather: the best plan with it takes [0-9.]* 
 "$bin" search --model llama3-8b --cluster dgx-h100 --nodes H100=4 --fix tp=8 --overlap-param-gather --out-dir "$work/a" --quiet \
   > "$work/pg.out" 2>&1 && ! grep -q "^left off: --overlap-param-gather" "$work/pg.out" && ok ||
   fail "left off: printed though --overlap-param-gather was given"
+# --tp-comm-overlap changes the layers' times: priced where the GPUs' data time them (it hides
+# most of tp 8's all-reduces behind the GEMMs), named unpriced over a measured profile.
+grep -q "^left off: --tp-comm-overlap: not priced, as a measured profile times the layers without it" "$work/explain.out" && ok ||
+  fail "no unpriced 'left off: --tp-comm-overlap' line over the measured H100 profile: $(cat "$work/explain.out")"
+"$bin" search --model llama3-8b --cluster dgx-h100 --nodes H100=4 --fix tp=8 --analytic-profiles --out-dir "$work/a" --quiet \
+  > "$work/tpo.out" 2>&1 &&
+  grep -q "^left off: --tp-comm-overlap --sequence-parallel: the best plan with it takes [0-9.]* s a step (-[0-9.]*%)" "$work/tpo.out" && ok ||
+  fail "no priced 'left off: --tp-comm-overlap' line: $(cat "$work/tpo.out")"
+"$bin" search --model llama3-8b --cluster dgx-h100 --nodes H100=4 --fix tp=8 --analytic-profiles --tp-comm-overlap --sequence-parallel \
+  --out-dir "$work/a" --quiet > "$work/tpo2.out" 2>&1 && ! grep -q "^left off: --tp-comm-overlap" "$work/tpo2.out" && ok ||
+  fail "left off: --tp-comm-overlap printed though it was given"
 expect_error "--explain with --pareto" "--explain compares the plans of a plain search" \
   search --model gpt2xl --pareto --explain --out-dir "$work/a"
 

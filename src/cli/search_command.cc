@@ -249,6 +249,31 @@ std::string left_off_line(const std::string& flag, const CandidateResult& best, 
   return line;
 }
 
+/// --tp-comm-overlap priced on the best plan where tp > 1 and every layer is timed from the GPUs'
+/// data (a measured profile cannot say what it would give). The layer times change, so its specs
+/// and profiles are loaded again with the flag. Megatron-LM
+/// runs it only with sequence parallelism, so the plan gets that too. "" where it does not apply.
+std::string tp_comm_overlap_line(const PlannerOptions& planner, const std::vector<std::string>& nodes,
+                                 const std::vector<int>& counts, const PlannerSetup& setup, const CandidateResult& best) {
+  const PlanKey& key = best.plan.key;
+  if (setup.policy_name != "analytic" || planner.tp_comm_overlap || key.tp <= 1) return "";
+  PlannerOptions with = planner;
+  with.tp_comm_overlap = true;
+  with.analytic_profiles = planner.analytic_profiles || needs_analytic_layers(key);
+  if (!setup.all_analytic(with, counts))
+    return "left off: --tp-comm-overlap: not priced, as a measured profile times the layers without it; "
+           "--analytic-profiles prices it\n";
+  std::unique_ptr<PlannerSetup> overlapped = PlannerSetup::load_specs(with);
+  overlapped->shape_to_nodes(nodes);
+  if (!key.precision.empty()) overlapped->model.dtype = key.precision;
+  overlapped->load_profiles(with, counts, &key);
+  PlanKey with_sp = key;
+  with_sp.sequence_parallel = true;
+  const std::string flag = key.sequence_parallel ? "--tp-comm-overlap" : "--tp-comm-overlap --sequence-parallel";
+  return left_off_line(flag, best, evaluate_candidate(overlapped->input, with_sp, best.plan.partition),
+                       "Megatron-LM's flags of the same names");
+}
+
 /// The switches the search left off, each priced on the best plan, a line each ("" where none
 /// applies): sequence parallelism where tp > 1, and the distributed optimizer's parameter
 /// all-gather overlapped with the next forward where the plan shards it (ZeRO 1 or 2, dp > 1).
@@ -353,7 +378,9 @@ void run_search_command(const SearchOptions& options) {
             << candidates << " candidates in " << seconds_since(start) << " s"
             << (has_budget(budget) ? " (" + std::to_string(results.size()) + " within " + constraints_text(budget) + ")" : "")
             << "\n"
-            << (results.empty() ? "" : left_off_lines(*setup, results.front()))
+            << (results.empty() ? ""
+                                : left_off_lines(*setup, results.front()) +
+                                      tp_comm_overlap_line(options.planner, options.nodes, counts, *setup, results.front()))
             << best_plans_table(setup->cluster, results, options.top)
             << memory_assumptions_line(options.planner, *setup) << assumed_gpu_data_lines(setup->cluster)
             << (results.empty() ? "" : moe_dispatch_line(*setup, results.front().plan.key))
