@@ -153,6 +153,7 @@ TEST_CASE("megatron upstream: llama2-7b tp4 pp2, bf16 SwiGLU RMSNorm rotary unti
       "--num-layers", "32", "--hidden-size", "4096", "--num-attention-heads", "32",
       "--ffn-hidden-size", "11008", "--seq-length", "4096", "--max-position-embeddings", "4096",
       "--swiglu", "--normalization", "RMSNorm", "--position-embedding-type", "rope",
+      "--disable-bias-linear", "--hidden-dropout", "0", "--attention-dropout", "0",
       "--untie-embeddings-and-output-weights", "--bf16",
       "--pipeline-model-parallel-layout", "Et*16|t*16L"};
   CHECK(megatron_args(llama_plan(), model, MegatronFlavor::kUpstream) == want);
@@ -417,7 +418,34 @@ bool has(const std::vector<std::string>& args, const std::string& flag) {
   return std::find(args.begin(), args.end(), flag) != args.end();
 }
 
+/// The value after `flag` ("" where it is absent or last).
+std::string flag_value(const std::vector<std::string>& args, const std::string& flag) {
+  auto at = std::find(args.begin(), args.end(), flag);
+  return at == args.end() || at + 1 == args.end() ? "" : *(at + 1);
+}
+
 }  // namespace
+
+TEST_CASE("megatron upstream: a run trains the model the cost model priced (no biases, no dropout, its rope base)",
+          "[emit][megatron]") {
+  // Megatron-LM's defaults are biases on, 10% dropout and rope base 10000: Llama 3 has none of
+  // them (meta-llama/Meta-Llama-3-8B config.json: rope_theta 500000, no biases, no dropout).
+  const std::vector<std::string> llama3 = megatron_args(llama_plan(), preset_model("llama3-8b"), MegatronFlavor::kUpstream);
+  CHECK(flag_value(llama3, "--rotary-base") == "500000");
+  CHECK(has(llama3, "--disable-bias-linear"));
+  CHECK(flag_value(llama3, "--hidden-dropout") == "0");
+  CHECK(flag_value(llama3, "--attention-dropout") == "0");
+  // GPT-2's are Megatron's defaults: no flag.
+  const std::vector<std::string> gpt2 = megatron_args(gpt2xl_plan(), preset_model("gpt2xl"), MegatronFlavor::kUpstream);
+  CHECK(!has(gpt2, "--rotary-base"));
+  CHECK(!has(gpt2, "--disable-bias-linear"));
+  CHECK(!has(gpt2, "--hidden-dropout"));
+  // A model file's own dropout is passed as written.
+  ModelSpec dropped = preset_model("gpt2xl");
+  dropped.attention_dropout = 0.05;
+  CHECK(flag_value(megatron_args(gpt2xl_plan(), dropped, MegatronFlavor::kUpstream), "--attention-dropout") == "0.05");
+}
+
 
 TEST_CASE("megatron upstream: cp 2 is --context-parallel-size; Megatron's dp is world / (tp x cp x pp)",
           "[emit][megatron][cp]") {
@@ -430,6 +458,7 @@ TEST_CASE("megatron upstream: cp 2 is --context-parallel-size; Megatron's dp is 
       "--num-layers", "32", "--hidden-size", "4096", "--num-attention-heads", "32",
       "--ffn-hidden-size", "11008", "--seq-length", "4096", "--max-position-embeddings", "4096",
       "--swiglu", "--normalization", "RMSNorm", "--position-embedding-type", "rope",
+      "--disable-bias-linear", "--hidden-dropout", "0", "--attention-dropout", "0",
       "--untie-embeddings-and-output-weights", "--bf16",
       "--pipeline-model-parallel-layout", "Et*16|t*16L"};
   CHECK(megatron_args(plan, model, MegatronFlavor::kUpstream) == want);
@@ -467,7 +496,8 @@ TEST_CASE("megatron upstream: a mixture of experts at ep 8, its flags and the de
       "--ffn-hidden-size", "4096", "--seq-length", "2048", "--max-position-embeddings", "2048",
       "--group-query-attention", "--num-query-groups", "4",
       "--swiglu", "--normalization", "RMSNorm", "--position-embedding-type", "rope",
-      "--untie-embeddings-and-output-weights", "--disable-bias-linear",
+      "--disable-bias-linear", "--hidden-dropout", "0", "--attention-dropout", "0",
+      "--untie-embeddings-and-output-weights",
       "--num-experts", "16", "--moe-router-topk", "2", "--moe-ffn-hidden-size", "1408",
       "--moe-shared-expert-intermediate-size", "2816", "--moe-layer-freq", "([0]*3+[1]*13)",
       "--moe-router-load-balancing-type", "aux_loss", "--moe-aux-loss-coeff", "1e-2", "--moe-grouped-gemm",

@@ -1,5 +1,7 @@
 #include "emit/megatron_args.h"
 
+#include <cstdio>
+
 #include "emit/plan_checks.h"
 #include "emit/shell_quote.h"
 #include "specs/parallel_rules.h"
@@ -17,6 +19,13 @@ int model_transformer_count(const ModelSpec& model, const std::string& segment) 
 }
 
 std::string num(int v) { return std::to_string(v); }
+
+/// A probability as Python reads it: "0", "0.05" (no trailing zeros).
+std::string decimal(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
 
 /// The argument list as it is written, for one plan and flavour.
 class ArgWriter {
@@ -164,10 +173,21 @@ void architecture_flags(ArgWriter& w, const ModelSpec& model) {
     w.flag("--normalization", "RMSNorm");
   }
   if (model.family == ModelFamily::kLlama) {
-    // LLaMA's rotary positions; Megatron's default is learned absolute positions.
+    // LLaMA's rotary positions; Megatron's default is learned absolute positions, base 10000.
     w.require_upstream("rotary position embeddings");
     w.flag("--position-embedding-type", "rope");
+    if (model.rotary_base != 10000) w.flag("--rotary-base", num(model.rotary_base));
   }
+  // The llama family's linear layers have no biases (the cost model counts none), unless its
+  // experts carry them (GPT-OSS); Megatron-LM adds them by default.
+  if (!model.linear_biases()) {
+    w.require_upstream("--disable-bias-linear");
+    w.flag("--disable-bias-linear");
+  }
+  // Megatron-LM drops 10% by default; the cost model keeps a dropout's mask only where the
+  // model has one (the llama family has none), so the run must drop what the model says.
+  if (model.hidden_dropout != 0.1) w.flag("--hidden-dropout", decimal(model.hidden_dropout));
+  if (model.attention_dropout != 0.1) w.flag("--attention-dropout", decimal(model.attention_dropout));
   if (!model.tied_embeddings) {
     w.require_upstream("--untie-embeddings-and-output-weights");
     w.flag("--untie-embeddings-and-output-weights");
@@ -226,12 +246,11 @@ void moe_flags(ArgWriter& w, const PlanFile& plan, const ModelSpec& model) {
   // LLaMA-family MoE models (Mixtral, DeepSeek, Qwen) have no linear biases, as Megatron-LM's
   // MoE examples run them, unless the experts carry them (GPT-OSS: add_bias_linear, attention's
   // too); Megatron-Core asserts "Bias in Moe is only supported when ETP==1".
-  const bool biases = model.family != ModelFamily::kLlama || moe.expert_bias;
+  const bool biases = model.linear_biases();
   if (biases && plan.key.etp > 1)
     throw SpecError(plan_where(plan) + "etp " + num(plan.key.etp) + " with model '" + model.name + "''s " +
                     family_name(model.family) + " layers, which have biases: Megatron-Core asserts \"Bias in Moe is "
                     "only supported when ETP==1\"; set etp to 1");
-  if (!biases) w.flag("--disable-bias-linear");
   w.flag("--num-experts", num(moe.experts));
   w.flag("--moe-router-topk", num(moe.top_k));
   w.flag("--moe-ffn-hidden-size", num(moe.expert_ffn_hidden));

@@ -102,6 +102,9 @@ struct ModelSpec {
   /// BERT, T5 and Megatron-LM's defaults), 0 for the llama family (no dropout).
   double hidden_dropout = 0.1;
   double attention_dropout = 0.1;
+  /// The rotary embedding's base (theta; field rotary_base): 10000 (Megatron-LM's --rotary-base
+  /// default, LLaMA 2), 500000 for Llama 3, 1000000 for Qwen3. Costs nothing; the emitters pass it.
+  int rotary_base = 10000;
   /// Queries and keys normalised per head before attention (Megatron's --qk-layernorm; Qwen3,
   /// OLMo 2): field qk_layernorm. Each norm keeps its input for the backward pass.
   bool qk_layernorm = false;
@@ -127,6 +130,9 @@ struct ModelSpec {
   bool learned_positions() const { return family == ModelFamily::kGpt2 || family == ModelFamily::kBert; }
   /// Rotary position embeddings on queries and keys (the llama family: Megatron's --position-embedding-type rope).
   bool rotary_positions() const { return family == ModelFamily::kLlama; }
+  /// Biases on the linear layers: GPT-2, BERT and T5 carry them; the llama family only where its
+  /// experts do (GPT-OSS; Megatron's add_bias_linear, --disable-bias-linear otherwise).
+  bool linear_biases() const { return family != ModelFamily::kLlama || moe.expert_bias; }
   /// Each unit's index among its segment's transformer-role units (each stack numbers its
   /// layers from 0, as Hugging Face and `plan show` do: T5's "decoder 0"); -1 for other units.
   std::vector<int> segment_layer_indices() const;

@@ -90,7 +90,7 @@ const std::vector<std::string>& model_dim_fields() {
                                                   "ffn_hidden", "kv_heads", "activation", "norm", "tied_embeddings",
                                                   "attention", "family", "causal", "head_dim", "moe", "mla",
                                                   "mtp_layers", "sliding_window", "hidden_dropout",
-                                                  "attention_dropout", "qk_layernorm"};
+                                                  "attention_dropout", "qk_layernorm", "rotary_base"};
   return fields;
 }
 
@@ -155,6 +155,11 @@ void parse_model_dims(const Field& root, ModelSpec& model) {
       *value = field.non_negative_double();
       if (*value >= 1) field.fail("must be a probability below 1, got " + field.text());
     }
+  }
+  if (Field base = root.child("rotary_base"); base.present()) {
+    model.rotary_base = base.positive_int(1000000000);
+    if (!model.rotary_positions())
+      base.fail("goes with rotary positions (family: llama); remove it or set the family");
   }
   if (root.child("head_dim").present()) model.head_dim = root.child("head_dim").positive_int(kMaxHidden);
   if (Field moe = root.child("moe"); moe.present()) model.moe = parse_moe(moe);
