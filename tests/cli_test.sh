@@ -533,13 +533,13 @@ grep -q "^explain: the best plan with --fix tp=8 against the best without it, te
              ea = a - step_a; if (ea < 0) ea = -ea; eb = b - step_b; if (eb < 0) eb = -eb
              exit !(step_a > step_b && d < 1e-3 && ea < 1e-3 && eb < 1e-3) }' "$work/explain.out" && ok ||
   fail "--explain's terms: $(cat "$work/explain.out")"
-grep -q "^left off: --sequence-parallel: the best plan with it takes [0-9.]* s a step" "$work/explain.out" && ok ||
+grep -q "^left off: --sequence-parallel: plan 1 with it takes [0-9.]* s a step" "$work/explain.out" && ok ||
   fail "no 'left off: --sequence-parallel' line above a tp 8 plan: $(cat "$work/explain.out")"
 "$bin" search --model llama3-8b --cluster dgx-h100 --nodes H100=4 --fix tp=8 --sequence-parallel --out-dir "$work/a" --quiet \
   > "$work/sp.out" 2>&1 && ! grep -q "^left off: --sequence-parallel" "$work/sp.out" && ok ||
   fail "left off: printed though --sequence-parallel was searched"
 # The parameter all-gather overlap on the best (ZeRO-2, dp 32) plan: a little faster, the same memory.
-grep -q "^left off: --overlap-param-gather: the best plan with it takes [0-9.]* s a step (-[0-9.]*%), [0-9.]* GiB/GPU (+0.0)" \
+grep -q "^left off: --overlap-param-gather: plan 1 with it takes [0-9.]* s a step (-[0-9.]*%), [0-9.]* GiB/GPU (+0.0)" \
   "$work/explain.out" && ok || fail "no 'left off: --overlap-param-gather' line: $(cat "$work/explain.out")"
 "$bin" search --model llama3-8b --cluster dgx-h100 --nodes H100=4 --fix tp=8 --overlap-param-gather --out-dir "$work/a" --quiet \
   > "$work/pg.out" 2>&1 && ! grep -q "^left off: --overlap-param-gather" "$work/pg.out" && ok ||
@@ -550,11 +550,20 @@ grep -q "^left off: --tp-comm-overlap: not priced, as a measured profile times t
   fail "no unpriced 'left off: --tp-comm-overlap' line over the measured H100 profile: $(cat "$work/explain.out")"
 "$bin" search --model llama3-8b --cluster dgx-h100 --nodes H100=4 --fix tp=8 --analytic-profiles --out-dir "$work/a" --quiet \
   > "$work/tpo.out" 2>&1 &&
-  grep -q "^left off: --tp-comm-overlap --sequence-parallel: the best plan with it takes [0-9.]* s a step (-[0-9.]*%)" "$work/tpo.out" && ok ||
+  grep -q "^left off: --tp-comm-overlap --sequence-parallel: plan 1 with it takes [0-9.]* s a step (-[0-9.]*%)" "$work/tpo.out" && ok ||
   fail "no priced 'left off: --tp-comm-overlap' line: $(cat "$work/tpo.out")"
 "$bin" search --model llama3-8b --cluster dgx-h100 --nodes H100=4 --fix tp=8 --analytic-profiles --tp-comm-overlap --sequence-parallel \
   --out-dir "$work/a" --quiet > "$work/tpo2.out" 2>&1 && ! grep -q "^left off: --tp-comm-overlap" "$work/tpo2.out" && ok ||
   fail "left off: --tp-comm-overlap printed though it was given"
+# A batch the GPUs barely divide: the search says dp's cap, the stages it forces and the way out.
+"$bin" search --model llama3-8b --cluster dgx-h100 --nodes H100=4 --global-batch 1001 --out-dir "$work/a" --quiet \
+  > "$work/b1001.out" 2>&1 &&
+  grep -q "^batch: the global batch of 1001 and the 32 GPUs share no factor above 1, so dp is at most 1 and every plan runs at least 4 pipeline stages; --global-batch 992" "$work/b1001.out" &&
+  ! grep -q "^batch:" "$work/explain.out" && ok || fail "no batch line for a batch of 1001 on 32 GPUs: $(cat "$work/b1001.out")"
+# The run's wall time: plan 1's step x the run's steps (15T tokens / (512 x 8192) = 3.576M steps).
+awk '$1 == "1" && !t { t = $2 } /^run: plan 1 trains the 3.58M steps in / { d = $9 }
+     END { want = t * 15e12 / (512 * 8192) / 86400; exit !(d != "" && (d - want < 1 && want - d < 1)) }' "$work/explain.out" && ok ||
+  fail "run: line's days are not plan 1's step x 3.576M steps: $(grep '^run:\|^   1 ' "$work/explain.out")"
 expect_error "--explain with --pareto" "--explain compares the plans of a plain search" \
   search --model gpt2xl --pareto --explain --out-dir "$work/a"
 

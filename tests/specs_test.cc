@@ -158,6 +158,16 @@ TEST_CASE("malformed specs give SpecError naming the file and the field, never y
   CHECK_THAT(cluster_error(type + "nodes: [{type: a, cuont: 1}]\n"), Contains("did you mean 'count'?"));
   CHECK_THAT(cluster_error(type + "nodes: [{type: a, count: 1}]\nnodes: []\n"), Contains("'nodes': given twice"));
   CHECK_THAT(cluster_error(type + "nodes: [{type: a, count: 1}]\nnode_type: x\n"), Contains("did you mean 'node_types'?"));
+  // A field typed without its unit suffix is named with it; a value written with a unit gets
+  // the unit the field takes and an example.
+  CHECK_THAT(cluster_error(std::string(type).replace(type.find("gpu_memory_gib"), 14, "gpu_memory") +
+                           "nodes: [{type: a, count: 1}]\n"),
+             Contains("field 'node_types[0].gpu_memory': unknown field; did you mean 'gpu_memory_gib'?"));
+  CHECK_THAT(cluster_error(std::string(type).replace(type.find("inter_node_bandwidth_bits_per_s: 1"), 34,
+                                                     "inter_node_bandwidth_bits_per_s: 400Gb") +
+                           "nodes: [{type: a, count: 1}]\n"),
+             Contains("field 'node_types[0].inter_node_bandwidth_bits_per_s': expected a number, got '400Gb' "
+                      "(bits per second, e.g. 4e11 for 400 Gb/s)"));
 
   CHECK_THROWS_WITH(parse_profile("model: m\ngpu: g\n", "p.yaml"), Contains("p.yaml: field 'forward_s'"));
   CHECK_THROWS_WITH(parse_profile("model: m\ngpu: g\nforward_s: {t: {x: {1: 0.1}}}\n", "p.yaml"),

@@ -13,14 +13,17 @@
 #include "cli/progress_line.h"
 #include "cli/saved_plan.h"
 #include "costmodel/analytic_policy.h"
+#include "costmodel/run_length.h"
 #include "costmodel/speed_split_checks.h"
 #include "report/atomic_file.h"
+#include "report/batch_split_note.h"
 #include "report/dimension_notes.h"
 #include "report/fasop_csv.h"
 #include "report/inventory_ceiling.h"
 #include "report/pareto_report.h"
 #include "report/plan_compare.h"
 #include "report/plans_json.h"
+#include "report/number_format.h"
 #include "report/plan_table.h"
 #include "search/bounded_pareto.h"
 #include "search/pareto_search.h"
@@ -238,12 +241,13 @@ CandidateResult with_detail(const SearchInput& input, const CandidateResult& r) 
   return evaluate_candidate(input, r.plan.key, r.plan.partition);
 }
 
-/// "left off: FLAG: the best plan with it takes ... s a step (+x%), y GiB/GPU (+z); WHAT\n".
+/// "left off: FLAG: plan 1 with it takes ... s a step (+x%), y GiB/GPU (+z); WHAT\n" (its degrees
+/// and micro-batch kept: a search with the flag may find a better plan).
 std::string left_off_line(const std::string& flag, const CandidateResult& best, const CandidateResult& with,
                           const std::string& what) {
   const double base_s = best.estimate.step_time_s, with_s = with.estimate.step_time_s;
   char line[400];
-  std::snprintf(line, sizeof line, "left off: %s: the best plan with it takes %.6f s a step (%+.1f%%), %.1f GiB/GPU (%+.1f); %s\n",
+  std::snprintf(line, sizeof line, "left off: %s: plan 1 with it takes %.6f s a step (%+.1f%%), %.1f GiB/GPU (%+.1f); %s\n",
                 flag.c_str(), with_s, 100 * (with_s / base_s - 1), with.estimate.memory.oom_gpumem_gib,
                 with.estimate.memory.oom_gpumem_gib - best.estimate.memory.oom_gpumem_gib, what.c_str());
   return line;
@@ -271,7 +275,8 @@ std::string tp_comm_overlap_line(const PlannerOptions& planner, const std::vecto
   with_sp.sequence_parallel = true;
   const std::string flag = key.sequence_parallel ? "--tp-comm-overlap" : "--tp-comm-overlap --sequence-parallel";
   return left_off_line(flag, best, evaluate_candidate(overlapped->input, with_sp, best.plan.partition),
-                       "Megatron-LM's flags of the same names");
+                       key.sequence_parallel ? "Megatron-LM's flag of the same name"
+                                             : "Megatron-LM's flags of the same names");
 }
 
 /// The switches the search left off, each priced on the best plan, a line each ("" where none
@@ -286,7 +291,7 @@ std::string left_off_lines(const PlannerSetup& setup, const CandidateResult& bes
     PlanKey with_sp = key;
     with_sp.sequence_parallel = true;
     lines += left_off_line("--sequence-parallel", best, evaluate_candidate(setup.input, with_sp, best.plan.partition),
-                           "the search tries it with the flag");
+                           "search with the flag to choose the degrees and micro-batch with it");
   }
   const auto* analytic = dynamic_cast<const AnalyticPolicy*>(setup.input.policy);
   if (analytic && !analytic->options().execution.overlap_param_gather && key.dp > 1 &&
@@ -300,6 +305,14 @@ std::string left_off_lines(const PlannerSetup& setup, const CandidateResult& bes
                            "Megatron-LM's flag of the same name");
   }
   return lines;
+}
+
+/// "run: plan 1 trains the 3.58M steps in 580 days, $1918691 (8.0 days of 14 allowed)\n".
+std::string run_time_line(const PlannerSetup& setup, const CandidateResult& best) {
+  const PlanEstimate& e = best.estimate;
+  return "run: plan 1 trains the " + short_count(setup.run.steps) + " steps in " + duration_text(e.train_time_s) +
+         ", $" + fixed(e.train_cost_usd, 0) +
+         (setup.deadline_s > 0 ? " (" + duration_text(setup.deadline_s) + " allowed)" : "") + "\n";
 }
 
 /// --explain: why the best plan with --fix's degrees is slower than the best without them (or,
@@ -382,9 +395,11 @@ void run_search_command(const SearchOptions& options) {
                                 : left_off_lines(*setup, results.front()) +
                                       tp_comm_overlap_line(options.planner, options.nodes, counts, *setup, results.front()))
             << best_plans_table(setup->cluster, results, options.top)
+            << (results.empty() ? "" : run_time_line(*setup, results.front()))
             << memory_assumptions_line(options.planner, *setup) << assumed_gpu_data_lines(setup->cluster)
             << (results.empty() ? "" : moe_dispatch_line(*setup, results.front().plan.key))
             << unused_dimension_notes(results, setup->input.space, setup->model.dtype)
+            << batch_split_note(setup->model, setup->cluster, setup->input.space)
             << explanation(options, *setup, results) << "wrote " << path << "\n";
   if (!options.save_plan.empty())
     std::cout << "wrote " << options.save_plan << " (plan " << options.rank << " of the ranking)\n";
@@ -402,7 +417,7 @@ std::string constraints_text(const PlanConstraints& c) {
     add("step <= " + number(c.max_step_time_s) + " s (--max-step-time, --min-throughput, --deadline)");
   if (c.max_cost_usd < std::numeric_limits<double>::infinity())
     add("--max-cost " + number(c.max_cost_usd) + ": cost <= $" + number(c.max_cost_usd));
-  if (c.exclude_oom) add("--exclude-oom: fits in memory");
+  if (c.exclude_oom) add("fits in memory");
   return text.empty() ? "none" : text;
 }
 

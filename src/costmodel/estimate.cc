@@ -69,6 +69,7 @@ PlanEstimate estimate_plan(const PlanContext& ctx, const CostPolicy& policy,
   e.egress_usd_per_step = policy.egress_usd_per_step(ctx, partition);
   e.price_per_step_usd = e.node_price_per_step_usd + e.egress_usd_per_step;
   e.train_cost_usd = e.price_per_step_usd * iterations;
+  e.train_time_s = e.step_time_s * iterations;
   std::vector<StageMemory> memory = policy.stage_memory(ctx, partition);
   e.memory = policy.memory_verdict(memory);
   int first = 0;

@@ -30,6 +30,7 @@ struct PlanEstimate {
   double node_price_per_step_usd = 0;  ///< the nodes' price per second x step_time_s
   double egress_usd_per_step = 0;    ///< bytes sent between zones x their egress price (0 in one zone)
   double train_cost_usd = 0;         ///< price per step x iterations
+  double train_time_s = 0;           ///< step_time_s x iterations: the run's wall time
   MemoryVerdict memory;
   std::vector<StageReport> stages;
   StepBreakdown breakdown;           ///< step_time_s as a sum of terms (estimate_plan's with_breakdown; else zeros)

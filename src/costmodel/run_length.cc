@@ -47,6 +47,15 @@ std::string short_count(double value) {
   return text;
 }
 
+std::string duration_text(double seconds) {
+  char text[32];
+  if (seconds < 2 * 3600) std::snprintf(text, sizeof text, "%.0f min", seconds / 60);
+  else if (seconds < 48 * 3600) std::snprintf(text, sizeof text, "%.1f h", seconds / 3600);
+  else if (seconds < 100 * 86400) std::snprintf(text, sizeof text, "%.1f days", seconds / 86400);
+  else std::snprintf(text, sizeof text, "%.0f days", seconds / 86400);
+  return text;
+}
+
 std::string run_length_text(const ModelSpec& model, const RunLength& run) {
   return short_count(run.tokens) + " tokens = " + short_count(run.steps) + " steps of " +
          std::to_string(model.global_batch) + " x " + std::to_string(model.sequence) + " tokens (" + run.source +

@@ -33,6 +33,9 @@ double model_parameters(const ModelSpec& model);
 /// naming `option` where it is none.
 double parse_duration_s(const std::string& text, const std::string& option);
 
+/// A run's wall time in the unit that reads best: "45 min", "31.2 h", "10.3 days", "580 days".
+std::string duration_text(double seconds);
+
 /// "1.2k", "3.58M", "15T": a count in a few digits.
 std::string short_count(double value);
 

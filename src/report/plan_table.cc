@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "costmodel/run_length.h"
 #include "report/fasop_csv.h"
 #include "report/json_text.h"
 #include "report/memory_report.h"
@@ -94,7 +95,8 @@ std::string best_plans_table(const ClusterSpec& cluster, const std::vector<Candi
 std::string plan_summary(const ClusterSpec& inventory, const CandidateResult& r) {
   const PlanKey& k = r.plan.key;
   const PlanEstimate& e = r.estimate;
-  return fixed(e.step_time_s, 6) + " s/step, $" + fixed(e.train_cost_usd, 0) + " for the run" +
+  return fixed(e.step_time_s, 6) + " s/step, $" + fixed(e.train_cost_usd, 0) + " and " +
+         duration_text(e.train_time_s) + " for the run" +
          (e.memory.is_oom ? " (out of memory)" : "") + ": " +
          shape_label(inventory, counts_of(inventory, k.node_order)) + ", tp " + std::to_string(k.tp) + " dp " +
          std::to_string(k.dp) + " pp " + std::to_string(k.pp) + context_expert_text(k, " ") + " mbs " +
@@ -133,6 +135,7 @@ std::string estimate_text(const ModelSpec& model, const ClusterSpec& cluster, co
     out << "  nodes' time        $" << fixed(e.node_price_per_step_usd, 6) << "\n"
         << "  egress (zones)     $" << fixed(e.egress_usd_per_step, 6) << "\n";
   out << "training cost        $" << fixed(e.train_cost_usd, 2) << "\n"
+      << "training time        " << duration_text(e.train_time_s) << " on these GPUs\n"
       << "peak memory          " << fixed(e.memory.oom_gpumem_gib, 3) << " GiB"
       << (e.memory.is_oom ? " (out of memory)" : "") << "; with ZeRO "
       << fixed(e.memory.zero_oom_gpumem_gib, 3) << " GiB" << (e.memory.is_zero_oom ? " (out of memory)" : "")

@@ -108,7 +108,36 @@ std::string closest_name(const std::string& name, const std::vector<std::string>
   size_t best_distance = std::max<size_t>(2, name.size() / 3) + 1;  // a typo or two, not another word
   for (const std::string& k : known)
     if (size_t d = edit_distance(name, k); d < best_distance) best = k, best_distance = d;
+  if (!best.empty() || name.size() < 3) return best;
+  // A name typed without its unit (gpu_memory for gpu_memory_gib): the shortest that begins with it.
+  for (const std::string& k : known)
+    if (k.rfind(name, 0) == 0 && (best.empty() || k.size() < best.size())) best = k;
   return best;
+}
+
+void Field::fail_expected(const char* what) const {
+  struct Unit {
+    const char* suffix;
+    const char* hint;
+  };
+  static const Unit kUnits[] = {
+      {"_bits_per_s", "bits per second, e.g. 4e11 for 400 Gb/s"},
+      {"_bytes_per_s", "bytes per second, e.g. 3.35e12 for 3.35 TB/s"},
+      {"_gib", "GiB, e.g. 80"},
+      {"_usd_per_hour", "US dollars an hour, e.g. 98.32"},
+      {"_tflops", "TFLOP/s, e.g. 989"},
+      {"_s", "seconds, e.g. 2e-6"},
+  };
+  std::string problem = std::string("expected ") + what;
+  if (node.IsScalar()) problem += ", got '" + node.Scalar() + "'";
+  for (const Unit& unit : kUnits) {
+    const std::string suffix = unit.suffix;
+    if (path.size() > suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      problem += std::string(" (") + unit.hint + ")";
+      break;
+    }
+  }
+  fail(problem);
 }
 
 std::vector<std::pair<std::string, std::string>> environment_variables(const Field& env) {

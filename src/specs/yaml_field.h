@@ -48,9 +48,12 @@ struct Field {
     try {
       return node.as<T>();
     } catch (const YAML::Exception&) {
-      fail(std::string("expected ") + what);
+      fail_expected(what);
     }
   }
+  /// Fails with "expected WHAT, got 'TEXT'" and, where the field's name ends in a unit
+  /// (_bits_per_s, _gib, ...), that unit and an example.
+  [[noreturn]] void fail_expected(const char* what) const;
   std::string text() const { return as<std::string>("a string"); }
   /// A whole number in [1, max]; the bound is named when it is passed.
   int positive_int(int max = std::numeric_limits<int>::max()) const {
