@@ -674,7 +674,7 @@ void add_search_command(CLI::App& app) {
       ->check([](const std::string& s) {
         return s.find('/') == std::string::npos ? std::string() : std::string("must not hold '/'");
       });
-  command->add_option("--threads", options->threads, "OpenMP threads (default: all cores)")
+  command->add_option("--threads", options->threads, "threads (default: every CPU the process may use); the answer is the same at any count")
       ->check(whole_number("threads", 0));
   command->add_flag("--stage-dp", options->per_stage_dp,
                     "also try a data-parallel degree per node type (Metis-style; with type-block placements)");

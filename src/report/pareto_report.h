@@ -18,7 +18,7 @@ struct ParetoReportOptions {
   std::string front_svg_path;  ///< the front plotted
   std::string title;           ///< heading of the plot
   PlanConstraints constraints;
-  int threads = 0;             ///< for formatting the table; 0: OpenMP's default
+  int threads = 0;             ///< for formatting the table; 0: every CPU the process may use
   CsvStyle csv;                ///< the tables' columns and cells
 };
 

@@ -7,16 +7,17 @@
 
 namespace fasop {
 
-/// Runs evaluate(0 .. count-1) on `threads` OpenMP threads (0: OpenMP's default) and returns
-/// the results in index order, whatever the thread count. A SpecError thrown by one evaluation
-/// is rethrown here, after the loop (exceptions must not leave an OpenMP region).
+/// Runs evaluate(0 .. count-1) on `threads` threads (0: every CPU the process may use; the
+/// workers sleep between loops, see worker_pool.h) and returns the results in index order,
+/// whatever the thread count. An exception thrown by one evaluation (the lowest index's) is
+/// rethrown here, after the loop.
 /// `progress`, if set, gets (done_before + done, total) now and then.
 std::vector<CandidateResult> evaluate_in_parallel(size_t count, int threads,
                                                   const std::function<CandidateResult(size_t)>& evaluate,
                                                   const ProgressFn& progress = {}, size_t done_before = 0,
                                                   size_t total = 0);
 
-/// The number of threads `threads` means: itself, or OpenMP's default for 0.
+/// The number of threads `threads` means: itself, or for 0 the CPUs the process may use.
 int resolve_threads(int threads);
 
 /// Splits [0, count) into `blocks` contiguous blocks and runs work(block, first, end) on each,

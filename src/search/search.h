@@ -38,7 +38,7 @@ struct SearchInput {
   std::map<std::string, const ModelSpec*> precision_models;
   SearchSpaceOptions space;
   double iterations = kFasopIterations;
-  int threads = 0;  ///< 0: OpenMP's default
+  int threads = 0;  ///< 0: every CPU the process may use (resolve_threads)
   /// 0: best_partition on every layout (FASOP's space is small). K > 0: every layout at
   /// fitting_start_partition first, then best_partition only on those whose floor could put
   /// them among the K fastest: the K best are the same, at a fraction of the work.
