@@ -281,22 +281,36 @@ std::vector<double> AnalyticPolicy::boundary_send_s(const PlanContext& ctx) cons
     const int replicas = std::min(ctx.stage_dp(b), ctx.stage_dp(b + 1));
     const int lanes = std::min(ctx.stage_tp(b), ctx.stage_tp(b + 1));  // see boundary_send_bytes
     const double bytes = boundary_send_bytes(ctx, b, b + 1);
-    // The corner ranks of the stages meet every kind of link their ranks use; across zones
-    // any pair may cross between two zones, so every pair is tried.
-    const int d_step = ctx.multi_zone ? 1 : std::max(1, replicas - 1), t_step = ctx.multi_zone ? 1 : std::max(1, lanes - 1);
     double slowest = 0;
     // A pair's link depends only on whether its ranks share a node and on the two nodes' types:
     // each such kind is timed once (hundreds of replicas across zones meet a few kinds).
     std::vector<std::tuple<bool, int, int>> timed;
-    for (int d = 0; d < replicas; d += d_step)
-      for (int t = 0; t < lanes; t += t_step) {
-        const int rank_a = ctx.stage_rank(b, d, t), rank_b = ctx.stage_rank(b + 1, d, t);
-        const int node_a = ctx.node_of(rank_a), node_b = ctx.node_of(rank_b);
-        const std::tuple<bool, int, int> kind{node_a == node_b, key.node_order[node_a], key.node_order[node_b]};
-        if (std::find(timed.begin(), timed.end(), kind) != timed.end()) continue;
+    auto time_pair = [&](int d, int t) {
+      const int rank_a = ctx.stage_rank(b, d, t), rank_b = ctx.stage_rank(b + 1, d, t);
+      const int node_a = ctx.node_of(rank_a), node_b = ctx.node_of(rank_b);
+      const std::tuple<bool, int, int> kind{node_a == node_b, key.node_order[node_a], key.node_order[node_b]};
+      if (std::find(timed.begin(), timed.end(), kind) == timed.end()) {
         timed.push_back(kind);
         slowest = std::max(slowest, link_between(ctx, b, rank_a, rank_b).seconds(bytes));
       }
+      // The pairs after it on the same two nodes are of its kind: how many follow in rank order.
+      return std::min(ctx.node_end_rank(node_a) - rank_a, ctx.node_end_rank(node_b) - rank_b);
+    };
+    if (!ctx.multi_zone) {
+      // The corner ranks of the stages meet every kind of link their ranks use.
+      for (int d = 0; d < replicas; d += std::max(1, replicas - 1))
+        for (int t = 0; t < lanes; t += std::max(1, lanes - 1)) time_pair(d, t);
+    } else {
+      // Across zones any pair may cross between two zones: every run of pairs on the same two
+      // nodes is tried. Pairs follow each other rank by rank within a replica, and across
+      // replicas too where both stages' replicas are `lanes` ranks apart.
+      const bool contiguous = key.cp * ctx.stage_tp(b) == lanes && key.cp * ctx.stage_tp(b + 1) == lanes;
+      for (long pair = 0; pair < long(replicas) * lanes;) {
+        const int d = int(pair / lanes), t = int(pair % lanes);
+        const int run = time_pair(d, t);
+        pair += contiguous ? run : std::min(run, lanes - t);
+      }
+    }
     sends.push_back(slowest);
   }
   return sends;

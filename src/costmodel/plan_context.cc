@@ -18,6 +18,12 @@ PlanContext rank_layout_context(const ClusterSpec& cluster, const PlanKey& key) 
   ctx.key = key;
   ctx.gpus_per_node = cluster.gpus_per_node();
   ctx.multi_zone = cluster.multi_zone();
+  if (ctx.multi_zone) {
+    std::vector<std::string> zones = cluster.zone_names();
+    std::sort(zones.begin(), zones.end());
+    for (const NodeType& type : cluster.node_types)
+      ctx.type_zone.push_back(int(std::lower_bound(zones.begin(), zones.end(), type.zone) - zones.begin()));
+  }
   ctx.node_domain = nvlink_domains(cluster, key.node_order);
   for (int domain : ctx.node_domain) {
     if (domain >= int(ctx.domain_nodes.size())) ctx.domain_nodes.resize(domain + 1, 0);

@@ -90,6 +90,10 @@ struct PlanContext {
   const NodeType& stage_smallest_memory_type(int stage) const;
   /// Node holding `rank`: ranks fill the nodes in order, each node's GPUs in turn.
   int node_of(int rank) const;
+  /// The first rank after node `node`'s.
+  int node_end_rank(int node) const {
+    return node_rank_end.empty() ? (node + 1) * gpus_per_node : node_rank_end[node];
+  }
   /// Where each node's ranks end (only where node types differ in GPUs per node).
   std::vector<int> node_rank_end;
   /// GPUs of every node where node types agree (the cluster's gpus_per_node(), kept here
@@ -105,6 +109,11 @@ struct PlanContext {
   /// The cluster's multi_zone(): links may cross between zones, and the analytic policy looks
   /// at zones only then (kept here for the inner loops; false in contexts made by hand).
   bool multi_zone = false;
+  /// Where multi_zone: each node type's zone as its place among the cluster's zone names in
+  /// name order (ints, as the egress loops compare zones for every rank pair).
+  std::vector<int> type_zone;
+  /// The zone of the node holding `rank`, as type_zone numbers it.
+  int zone_of(int rank) const { return type_zone[key.node_order[node_of(rank)]]; }
 };
 
 /// A context of `key` on `cluster`'s nodes with only its rank layout (stage_rank, node_of, the

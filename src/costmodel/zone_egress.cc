@@ -10,11 +10,33 @@
 namespace fasop {
 namespace {
 
-/// Bytes by zone pair (the smaller name first).
-using PairBytes = std::map<std::pair<std::string, std::string>, double>;
+/// Bytes by zone pair, as PlanContext::type_zone numbers zones (in name order): [a][b] with a < b.
+class PairBytes {
+ public:
+  explicit PairBytes(const PlanContext& ctx)
+      : zones_(count_zones(ctx)), bytes_(zones_ * zones_, 0.0), added_(zones_ * zones_, false) {}
+  void add(int a, int b, double bytes) {
+    const int at = std::min(a, b) * zones_ + std::max(a, b);
+    bytes_[at] += bytes;
+    added_[at] = true;
+  }
+  int zones() const { return zones_; }
+  double at(int a, int b) const { return bytes_[a * zones_ + b]; }
+  bool added(int a, int b) const { return added_[a * zones_ + b]; }
 
-void add(PairBytes& traffic, const std::string& a, const std::string& b, double bytes) {
-  traffic[a < b ? std::make_pair(a, b) : std::make_pair(b, a)] += bytes;
+ private:
+  static int count_zones(const PlanContext& ctx) {
+    return ctx.type_zone.empty() ? 0 : *std::max_element(ctx.type_zone.begin(), ctx.type_zone.end()) + 1;
+  }
+  int zones_;
+  std::vector<double> bytes_;
+  std::vector<bool> added_;
+};
+
+/// The name of zone `zone` (a node type's of that number).
+const std::string& zone_name(const PlanContext& ctx, int zone) {
+  const auto type = std::find(ctx.type_zone.begin(), ctx.type_zone.end(), zone) - ctx.type_zone.begin();
+  return ctx.cluster->node_types[type].zone;
 }
 
 /// Pairs of ranks, replica d and lane t of stage `from` and of stage `to` for d < the fewer
@@ -24,8 +46,8 @@ void add_rank_pairs(const PlanContext& ctx, int from, int to, double bytes, Pair
   const int lanes = std::min(ctx.stage_tp(from), ctx.stage_tp(to));  // as boundary_send_bytes pairs them
   for (int d = 0; d < replicas; ++d)
     for (int t = 0; t < lanes; ++t) {
-      const std::string &a = zone_of_rank(ctx, ctx.stage_rank(from, d, t)), &b = zone_of_rank(ctx, ctx.stage_rank(to, d, t));
-      if (a != b) add(traffic, a, b, bytes);
+      const int a = ctx.zone_of(ctx.stage_rank(from, d, t)), b = ctx.zone_of(ctx.stage_rank(to, d, t));
+      if (a != b) traffic.add(a, b, bytes);
     }
 }
 
@@ -36,7 +58,7 @@ std::vector<ZoneTraffic> zone_traffic(const PlanContext& ctx, const std::vector<
   const ModelSpec& model = *ctx.model;
   const PlanKey& k = ctx.key;
   const int pp = k.pp, v = k.virtual_stages, m = ctx.num_microbatches;
-  PairBytes traffic;
+  PairBytes traffic(ctx);
 
   // Pipeline sends: activations forward and gradients backward, every micro-batch.
   for (int b = 0; b < pp; ++b) {
@@ -49,7 +71,7 @@ std::vector<ZoneTraffic> zone_traffic(const PlanContext& ctx, const std::vector<
   for (int s = 0; s < pp; ++s) {
     if (ctx.stage_dp(s) < 2) continue;
     const double per_edge = ring_edge_bytes(model, k.zero_stage, ctx.stage_dp(s), m, stage_params(ctx, partition, s));
-    for_each_cross_zone_ring_edge(ctx, s, [&](int a, int b) { add(traffic, zone_of_rank(ctx, a), zone_of_rank(ctx, b), per_edge); });
+    for_each_cross_zone_ring_edge(ctx, s, [&](int a, int b) { traffic.add(ctx.zone_of(a), ctx.zone_of(b), per_edge); });
   }
 
   // The tied embedding's all-reduce between the first and the last stage: each sends its share.
@@ -57,11 +79,16 @@ std::vector<ZoneTraffic> zone_traffic(const PlanContext& ctx, const std::vector<
     add_rank_pairs(ctx, 0, pp - 1, 2 * 4.0 * model.hidden * model.vocab / std::min(ctx.stage_tp(0), ctx.stage_tp(pp - 1)),
                    traffic);
 
+  // The pairs that some rank pair crosses, in name order.
   std::vector<ZoneTraffic> out;
-  for (const auto& [pair, bytes] : traffic) {
-    const ZoneLink& link = ctx.cluster->zones.link(pair.first, pair.second);
-    out.push_back({pair.first, pair.second, bytes, bytes * link.egress_usd_per_gb / 1e9});
-  }
+  for (int a = 0; a < traffic.zones(); ++a)
+    for (int b = a + 1; b < traffic.zones(); ++b) {
+      if (!traffic.added(a, b)) continue;
+      const double bytes = traffic.at(a, b);
+      const std::string &first = zone_name(ctx, a), &second = zone_name(ctx, b);
+      const ZoneLink& link = ctx.cluster->zones.link(first, second);
+      out.push_back({first, second, bytes, bytes * link.egress_usd_per_gb / 1e9});
+    }
   return out;
 }
 

@@ -2,6 +2,7 @@
 // What a training step sends across zone boundaries (ClusterSpec::zones) and what that egress
 // costs, under the analytic policy's communication (analytic_policy.h): a pure function of the
 // plan. FASOP's policy ignores zones.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -17,24 +18,34 @@ struct ZoneTraffic {
   double usd = 0;      ///< bytes x the pair's egress_usd_per_gb / 1e9
 };
 
-/// The zone of the node that holds `rank`.
-inline const std::string& zone_of_rank(const PlanContext& ctx, int rank) {
-  return ctx.cluster->node_types[ctx.key.node_order[ctx.node_of(rank)]].zone;
-}
-
 /// Calls `edge(rank_a, rank_b)` for each edge of stage `stage`'s data-parallel rings whose two
 /// ranks are on nodes in different zones. A stage has one ring per tensor-parallel lane over its
 /// dp replicas in rank order, closed from the last back to the first: dp edges, each carrying a
 /// ring all-reduce's 2(dp - 1)/dp x the bytes one way (none for dp 1).
+/// An edge from replica d to d + 1 joins ranks a and a + S (S = cp x tp) and crosses zones only
+/// if some node boundary between them does, so only the ranks within S before each boundary
+/// where the zone changes are tried (each once), then the closing edges: a few nodes' ranks, not
+/// every replica's. The edges come in rank order, not ring by ring.
 template <typename Edge>
 void for_each_cross_zone_ring_edge(const PlanContext& ctx, int stage, Edge edge) {
   const int dp = ctx.stage_dp(stage);
   if (dp < 2) return;
-  for (int t = 0; t < ctx.stage_tp(stage); ++t)
-    for (int d = 0; d < dp; ++d) {
-      const int a = ctx.stage_rank(stage, d, t), b = ctx.stage_rank(stage, (d + 1) % dp, t);
-      if (zone_of_rank(ctx, a) != zone_of_rank(ctx, b)) edge(a, b);
+  const int tp = ctx.stage_tp(stage), stride = ctx.key.cp * tp, first = ctx.stage_first_rank(stage);
+  const int last_node = ctx.node_of(first + ctx.stage_gpus(stage) - 1);
+  int tried_to = first;  // ranks below it were tried
+  for (int node = ctx.node_of(first); node < last_node; ++node) {
+    const int boundary = ctx.node_end_rank(node);
+    if (ctx.zone_of(boundary - 1) == ctx.zone_of(boundary)) continue;
+    for (int a = std::max(tried_to, boundary - stride); a < boundary; ++a) {
+      const int replica = (a - first) / stride, lane = (a - first) % stride;
+      if (lane < tp && replica + 1 < dp && ctx.zone_of(a) != ctx.zone_of(a + stride)) edge(a, a + stride);
     }
+    tried_to = boundary;
+  }
+  for (int t = 0; t < tp; ++t) {
+    const int a = ctx.stage_rank(stage, dp - 1, t), b = ctx.stage_rank(stage, 0, t);
+    if (ctx.zone_of(a) != ctx.zone_of(b)) edge(a, b);
+  }
 }
 
 /// Bytes a step sends one way over each edge of a stage's data-parallel ring of `dp` ranks, a
