@@ -564,6 +564,12 @@ grep -q "^left off: --tp-comm-overlap: not priced, as a measured profile times t
 awk '$1 == "1" && !t { t = $2 } /^run: plan 1 trains the 3.58M steps in / { d = $9 }
      END { want = t * 15e12 / (512 * 8192) / 86400; exit !(d != "" && (d - want < 1 && want - d < 1)) }' "$work/explain.out" && ok ||
   fail "run: line's days are not plan 1's step x 3.576M steps: $(grep '^run:\|^   1 ' "$work/explain.out")"
+# --table-rows: the plain search's CSV holds the fastest N rows and says how big all would be.
+"$bin" search --model llama3-8b --cluster dgx-h100 --nodes H100=4 --table-rows 10 --out-dir "$work/rows" --quiet \
+  > "$work/rows.out" 2>&1 && [ "$(wc -l < "$work/rows/llama3-8b.csv")" -eq 11 ] &&
+  grep -q "^wrote $work/rows/llama3-8b.csv (the fastest 10 of 928 plans; --table-rows 0 writes all, about 0.0 GB)$" "$work/rows.out" &&
+  "$bin" search --model llama3-8b --cluster dgx-h100 --nodes H100=4 --table-rows 0 --out-dir "$work/rows" --quiet > /dev/null 2>&1 &&
+  [ "$(wc -l < "$work/rows/llama3-8b.csv")" -eq 929 ] && ok || fail "--table-rows: $(cat "$work/rows.out")"
 expect_error "--explain with --pareto" "--explain compares the plans of a plain search" \
   search --model gpt2xl --pareto --explain --out-dir "$work/a"
 

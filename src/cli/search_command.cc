@@ -46,6 +46,7 @@ struct SearchOptions {
   std::vector<std::string> max_nodes;
   PlanConstraints constraints;
   bool front_only = false;
+  size_t table_rows = 100000;  ///< --table-rows: a plain search's CSV holds the fastest N (0: all)
   size_t hold_limit = 250000;
   bool refine_all = false;
   bool exhaustive = false;
@@ -307,6 +308,16 @@ std::string left_off_lines(const PlannerSetup& setup, const CandidateResult& bes
   return lines;
 }
 
+/// " (the fastest 100000 of 3000000 plans; --table-rows 0 writes all, about 1.8 GB)" where the
+/// table was cut to `rows` of `all`, its `bytes` measuring a row; "" where it was not.
+std::string table_cut_text(size_t rows, size_t all, size_t bytes) {
+  if (rows >= all || rows == 0) return "";
+  char size[32];
+  std::snprintf(size, sizeof size, "%.1f GB", double(bytes) / rows * all / 1e9);
+  return " (the fastest " + std::to_string(rows) + " of " + std::to_string(all) +
+         " plans; --table-rows 0 writes all, about " + size + ")";
+}
+
 /// "run: plan 1 trains the 3.58M steps in 580 days, $1918691 (8.0 days of 14 allowed)\n".
 std::string run_time_line(const PlannerSetup& setup, const CandidateResult& best) {
   const PlanEstimate& e = best.estimate;
@@ -385,7 +396,9 @@ void run_search_command(const SearchOptions& options) {
     saved = evaluate_candidate(setup->input, saved.plan.key, saved.plan.partition);
   }
   save_ranked_plan(options, *setup, results, "in the search's ranking");
-  write_fasop_csv_file(path, setup->cluster, results, csv_style(options, *setup));
+  // A table of millions of rows (a 4-type --stage-dp search) is cut to the fastest: --table-rows.
+  const size_t rows = options.table_rows == 0 ? results.size() : std::min(results.size(), options.table_rows);
+  const size_t table_bytes = write_fasop_csv_file(path, setup->cluster, results, csv_style(options, *setup), rows);
   if (options.json) return print_json(*setup, "fastest first", candidates, results, options.top, {path}, options);
   std::cout << run_header_lines(*setup) << "model " << setup->model.name << " on cluster " << setup->cluster.name << ": "
             << candidates << " candidates in " << seconds_since(start) << " s"
@@ -400,7 +413,8 @@ void run_search_command(const SearchOptions& options) {
             << (results.empty() ? "" : moe_dispatch_line(*setup, results.front().plan.key))
             << unused_dimension_notes(results, setup->input.space, setup->model.dtype)
             << batch_split_note(setup->model, setup->cluster, setup->input.space)
-            << explanation(options, *setup, results) << "wrote " << path << "\n";
+            << explanation(options, *setup, results) << "wrote " << path << table_cut_text(rows, results.size(), table_bytes)
+            << "\n";
   if (!options.save_plan.empty())
     std::cout << "wrote " << options.save_plan << " (plan " << options.rank << " of the ranking)\n";
 }
@@ -725,6 +739,10 @@ void add_search_command(CLI::App& app) {
       ->check(CLI::IsMember({"time", "cost"}));
   command->add_flag("--exclude-oom", options->constraints.exclude_oom,
                     "with --pareto: keep only plans that fit in GPU memory without ZeRO");
+  command->add_option("--table-rows", options->table_rows,
+                      "a plain search's CSV holds the fastest N candidates (0: every one; a 4-type --stage-dp "
+                      "search has millions, gigabytes of rows)")
+      ->capture_default_str();
   command->add_flag("--front-only", options->front_only,
                     "with --pareto: write only the front, hold no table of every candidate");
   command->add_flag("--refine-all", options->refine_all,

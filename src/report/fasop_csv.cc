@@ -153,17 +153,21 @@ std::string fasop_csv_row(const ClusterSpec& cluster, const CandidateResult& r, 
   return row;
 }
 
-void write_fasop_csv_file(const std::string& path, const ClusterSpec& cluster, const std::vector<CandidateResult>& results,
-                          const CsvStyle& style) {
+size_t write_fasop_csv_file(const std::string& path, const ClusterSpec& cluster, const std::vector<CandidateResult>& results,
+                            const CsvStyle& style, size_t rows) {
   constexpr size_t kFlushBytes = 1 << 20;
   AtomicFileWriter file(path);
   std::string text = fasop_csv_header(cluster, style);
-  for (const CandidateResult& r : results) {
-    append_fasop_csv_row(text, cluster, r, style);
-    if (text.size() >= kFlushBytes) file.write(text), text.clear();
+  size_t written = 0;
+  const size_t count = rows == 0 ? results.size() : std::min(rows, results.size());
+  for (size_t i = 0; i < count; ++i) {
+    append_fasop_csv_row(text, cluster, results[i], style);
+    if (text.size() >= kFlushBytes) file.write(text), written += text.size(), text.clear();
   }
   file.write(text);
+  written += text.size();
   file.commit();
+  return written;
 }
 
 std::string fasop_csv(const ClusterSpec& cluster, const std::vector<CandidateResult>& results, const CsvStyle& style) {

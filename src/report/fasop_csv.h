@@ -28,10 +28,10 @@ struct CsvStyle {
 /// kMostNodesListed nodes is written as runs ("32xp5.48xlarge,96xg6.48xlarge").
 std::string fasop_csv(const ClusterSpec& cluster, const std::vector<CandidateResult>& results,
                       const CsvStyle& style = {});
-/// fasop_csv written to `path` atomically, row by row (a table of millions of rows is never
-/// one string).
-void write_fasop_csv_file(const std::string& path, const ClusterSpec& cluster, const std::vector<CandidateResult>& results,
-                          const CsvStyle& style = {});
+/// fasop_csv of the first `rows` results (all where 0) written to `path` atomically, row by
+/// row (a table of millions of rows is never one string); returns the bytes written.
+size_t write_fasop_csv_file(const std::string& path, const ClusterSpec& cluster, const std::vector<CandidateResult>& results,
+                            const CsvStyle& style = {}, size_t rows = 0);
 /// The table's header line and one row (each ending in a newline), for streaming it.
 std::string fasop_csv_header(const ClusterSpec& cluster, const CsvStyle& style = {});
 std::string fasop_csv_row(const ClusterSpec& cluster, const CandidateResult& result, const CsvStyle& style = {});
