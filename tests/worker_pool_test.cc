@@ -36,7 +36,7 @@ TEST_CASE("parallel_for calls each index once, on as many threads as asked, what
   CHECK(ids.size() == 3);
 }
 
-TEST_CASE("parallel_for: a loop inside a body runs serially; the lowest index's exception is rethrown", "[pool]") {
+TEST_CASE("parallel_for: a loop inside a body runs serially, and the lowest index's exception is rethrown", "[pool]") {
   std::atomic<int> inner{0};
   parallel_for(4, 2, [&](size_t) { parallel_for(5, 2, [&](size_t) { ++inner; }); });
   CHECK(inner == 20);
