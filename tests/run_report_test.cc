@@ -82,6 +82,21 @@ TEST_CASE("the warm-up is skipped by whole intervals and each interval weighs it
   CHECK(measure_steps(uneven, 1)->step_s == Approx((4 * 0.100 + 0.200) / 5));
 }
 
+TEST_CASE("two ranks' lines written into one line of a node's log are both read", "[run_report]") {
+  // Rank 2's memory line, rank 3's iteration line, then rank 2's newline (a fresh-root run of
+  // tests/launch_test.sh lost rank 2's memory so, with PYTHONUNBUFFERED set).
+  IterationLog log = parse_iteration_log(kMemory3 + iteration_line(2, 100.0, 6) + "\n\n" + iteration_line(4, 90.0, 5) +
+                                         kMemory0 + "\n");
+  REQUIRE(log.iterations.size() == 2);
+  CHECK(log.iterations[0].ms_per_iteration == 100.0);
+  CHECK(log.iterations[1].iteration == 4);
+  REQUIRE(log.memory.size() == 2);
+  CHECK(log.memory[0].rank == 3);
+  CHECK(log.memory[0].max_reserved_mib == 512.0);
+  CHECK(log.memory[1].rank == 0);
+  CHECK(log.memory[1].allocated_mib == 100.0);
+}
+
 TEST_CASE("logs of several nodes merge: the slower time of an iteration, every memory report", "[run_report]") {
   IterationLog a = parse_iteration_log(iteration_line(2, 100.0, 6) + "\n" + kMemory0 + "\n");
   IterationLog b = parse_iteration_log(iteration_line(2, 130.0, 6) + "\n" + iteration_line(4, 90.0, 5) + "\n" + kMemory3);

@@ -78,6 +78,14 @@ def sample_tokens(a, first_sample, count):
     return torch.stack(rows)
 
 
+
+def emit(line):
+    """One line of the log in one write: the node's ranks share its log, and print() writes its
+    text and newline apart when Python runs unbuffered (PYTHONUNBUFFERED), so two ranks' lines
+    could run into one."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
 def main():
     p = argparse.ArgumentParser(description="tiny GPT trainer for fasop-cpp's launch tests")
     for name, default in [("hidden", 64), ("heads", 4), ("seq", 32), ("vocab", 1024),  # tiny.yaml's
@@ -173,7 +181,7 @@ def main():
             now = time.perf_counter()
             ms, t0, since, interval_nans, nans = (now - t0) * 1000.0 / since, now, 0, nans, 0
             if rank == world - 1:
-                print(f" [{datetime.now().strftime('%Y-%m-%d %H:%M:%S.%f')}]"
+                emit(f" [{datetime.now().strftime('%Y-%m-%d %H:%M:%S.%f')}]"
                       + " iteration {:8d}/{:8d} |".format(it, a.iters)
                       + " consumed samples: {:12d} |".format(it * gbs)
                       + " elapsed time per iteration (ms): {:.1f} |".format(ms)
@@ -182,16 +190,15 @@ def main():
                       + " lm loss: {:.6E} |".format(loss_sum)
                       + " loss scale: {:.1f} |".format(1.0)
                       + " number of skipped iterations: {:3d} |".format(0)
-                      + " number of nan iterations: {:3d} |".format(interval_nans), flush=True)
+                      + " number of nan iterations: {:3d} |".format(interval_nans))
         if it == 1 and d == 0:
             # Megatron reports the CUDA allocator; on CPU there is none, so this is the process's
             # resident memory: current RSS for "allocated"/"reserved", peak RSS for the "max" ones.
             now_mb = int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
             # The kernel updates the peak lazily, so it can lag the current RSS by a little.
             max_mb = max(now_mb, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)  # KiB
-            print(f"[Rank {rank}] (after 1 iterations) memory (MB) | allocated: {now_mb:.2f} | "
-                  f"max allocated: {max_mb:.2f} | reserved: {now_mb:.2f} | max reserved: {max_mb:.2f}",
-                  flush=True)
+            emit(f"[Rank {rank}] (after 1 iterations) memory (MB) | allocated: {now_mb:.2f} | "
+                 f"max allocated: {max_mb:.2f} | reserved: {now_mb:.2f} | max reserved: {max_mb:.2f}")
     dist.destroy_process_group()
 
 

@@ -69,10 +69,13 @@ std::optional<MemoryRecord> torchtitan_memory_line(const std::string& line) {
 IterationLog parse_iteration_log(const std::string& text) {
   IterationLog log;
   std::istringstream in(text);
+  // Ranks of a node share its log: one rank's memory line and another's iteration line, each
+  // written in pieces (an unbuffered Python writes a print's text and its newline apart), can
+  // land on one line. Each record is looked for in every line.
   for (std::string line; std::getline(in, line);) {
-    if (line.find("elapsed time per iteration") != std::string::npos) {
+    if (line.find("elapsed time per iteration") != std::string::npos)
       if (auto record = iteration_line(line)) log.iterations.push_back(*record);
-    } else if (line.find("memory (MB)") != std::string::npos) {
+    if (line.find("memory (MB)") != std::string::npos) {
       if (auto record = memory_line(line)) log.memory.push_back(*record);
     } else if (line.find("GiB(") != std::string::npos) {
       if (auto record = torchtitan_memory_line(line)) log.memory.push_back(*record);
