@@ -19,7 +19,7 @@
 # and CPU seconds, so a loaded run's CPU can be set against a quiet one's.
 # For 4 and 5, Sailor's own plan (reference/sailor/budget-plans.yaml: 16 A100 nodes of one zone,
 # tp 4 dp 16 mbs 8; and all 64 A100 nodes of both zones, tp 4 dp 64 mbs 8) is estimated beside ours.
-# Usage: scripts/bench-pareto-scale.sh [CASE...]   (default: all six)
+# Usage: scripts/bench-pareto-scale.sh [CASE...]   (default: all eight)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 limit=${LIMIT_S:-120}

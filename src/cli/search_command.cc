@@ -20,10 +20,10 @@
 #include "report/dimension_notes.h"
 #include "report/fasop_csv.h"
 #include "report/inventory_ceiling.h"
+#include "report/number_format.h"
 #include "report/pareto_report.h"
 #include "report/plan_compare.h"
 #include "report/plans_json.h"
-#include "report/number_format.h"
 #include "report/plan_table.h"
 #include "search/bounded_pareto.h"
 #include "search/pareto_search.h"
@@ -256,8 +256,8 @@ std::string left_off_line(const std::string& flag, const CandidateResult& best, 
 
 /// --tp-comm-overlap priced on the best plan where tp > 1 and every layer is timed from the GPUs'
 /// data (a measured profile cannot say what it would give). The layer times change, so its specs
-/// and profiles are loaded again with the flag. Megatron-LM
-/// runs it only with sequence parallelism, so the plan gets that too. "" where it does not apply.
+/// and profiles are loaded again with the flag. Megatron-LM runs it only with sequence
+/// parallelism, so the plan gets that too. "" where it does not apply.
 std::string tp_comm_overlap_line(const PlannerOptions& planner, const std::vector<std::string>& nodes,
                                  const std::vector<int>& counts, const PlannerSetup& setup, const CandidateResult& best) {
   const PlanKey& key = best.plan.key;
@@ -318,7 +318,8 @@ std::string table_cut_text(size_t rows, size_t all, size_t bytes) {
          " plans; --table-rows 0 writes all, about " + size + ")";
 }
 
-/// "run: plan 1 trains the 3.58M steps in 580 days, $1918691 (8.0 days of 14 allowed)\n".
+/// "run: plan 1 trains the 3.58M steps in 580 days, $1918691\n", and with --deadline
+/// " (14.0 days allowed)" before the newline.
 std::string run_time_line(const PlannerSetup& setup, const CandidateResult& best) {
   const PlanEstimate& e = best.estimate;
   return "run: plan 1 trains the " + short_count(setup.run.steps) + " steps in " + duration_text(e.train_time_s) +

@@ -248,7 +248,7 @@ ParetoPlotLayout ParetoPlot::layout(const std::vector<CandidateResult>& front) c
   out.runnable = runnable_, out.oom = oom_;
   out.runnable_t_hi = t_hi_, out.runnable_c_hi = c_hi_;
   out.oom_t_lo = oom_t_lo_, out.oom_t_hi = oom_t_hi_, out.oom_c_lo = oom_c_lo_, out.oom_c_hi = oom_c_hi_;
-  double ft_lo = 1e300, ft_hi = 0, fc_lo = 1e300, fc_hi = 0;
+  double &ft_lo = out.front_t_lo, &ft_hi = out.front_t_hi, &fc_lo = out.front_c_lo, &fc_hi = out.front_c_hi;
   for (const CandidateResult& r : front) {
     if (!plottable(r.estimate)) continue;
     ft_lo = std::min(ft_lo, r.estimate.step_time_s), ft_hi = std::max(ft_hi, r.estimate.step_time_s);
@@ -352,13 +352,8 @@ std::string ParetoPlot::svg(const ClusterSpec& inventory, const std::vector<Cand
       << "</text>\n";
   // Grid and axes; a tick's label is left out where it would touch the previous one. Each axis
   // labels the front's span: a round value inside it where no tick falls there.
-  double front_t_lo = 1e300, front_t_hi = 0, front_c_lo = 1e300, front_c_hi = 0;
-  for (const CandidateResult& r : front) {
-    front_t_lo = std::min(front_t_lo, r.estimate.step_time_s), front_t_hi = std::max(front_t_hi, r.estimate.step_time_s);
-    front_c_lo = std::min(front_c_lo, r.estimate.train_cost_usd), front_c_hi = std::max(front_c_hi, r.estimate.train_cost_usd);
-  }
-  const std::vector<double> x_ticks = with_front_tick(x.ticks(), front_t_lo, front_t_hi);
-  const std::vector<double> y_ticks = with_front_tick(y.ticks(), front_c_lo, front_c_hi);
+  const std::vector<double> x_ticks = with_front_tick(x.ticks(), layout.front_t_lo, layout.front_t_hi);
+  const std::vector<double> y_ticks = with_front_tick(y.ticks(), layout.front_c_lo, layout.front_c_hi);
   double last_right = -1e300;
   for (double v : x_ticks) {
     const double px = x.pixel(v);

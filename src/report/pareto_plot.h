@@ -27,6 +27,8 @@ struct ParetoPlotLayout {
   size_t oom = 0;                               ///< candidates out of memory (not drawn)
   double oom_t_lo = 0, oom_t_hi = 0, oom_c_lo = 0, oom_c_hi = 0;
   size_t front_oom = 0;  ///< front plans out of memory (drawn hollow: the front is FASOP's)
+  /// The plottable front plans' span (seconds per step, USD); hi 0 where there are none.
+  double front_t_lo = 1e300, front_t_hi = 0, front_c_lo = 1e300, front_c_hi = 0;
   /// The numbers of the front's plans on the plot: label i numbers front[plan]; `box` is where
   /// the number is drawn, `leader` whether a line joins it to its point. No two boxes overlap,
   /// nor a box and another plan's point or the legend.

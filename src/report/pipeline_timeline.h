@@ -22,15 +22,15 @@ struct TimelineLayout {
   double width = 0, height = 0;  ///< of the whole picture
 };
 
-/// The layout pipeline_timeline_svg uses: boxes one by one (numbered where the number fits) up
-/// to a few thousand events, the plot widened up to 2,400 pixels so that the narrowest forward or
-/// backward box gets 3; beyond that, merged rows. Rows get lower past 16 stages.
 /// What of a long step a picture shows: its first and last micro-batches at a readable scale
 /// (the steady 1F1B between them left out, the time axis broken; only where the whole step's
 /// boxes would not fit the usual width: the ends box by box where they fit, else merged too),
 /// or the whole step.
 enum class TimelineView { kEnds, kWhole };
 
+/// The layout pipeline_timeline_svg uses: boxes one by one (numbered where the number fits) up
+/// to a few thousand events, the plot widened up to 2,400 pixels so that the narrowest forward or
+/// backward box gets 3; beyond that, merged rows. Rows get lower past 16 stages.
 TimelineLayout pipeline_timeline_layout(const std::vector<PipelineEvent>& events,
                                         const std::vector<std::string>& stage_labels,
                                         TimelineView view = TimelineView::kEnds);
