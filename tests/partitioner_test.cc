@@ -205,3 +205,44 @@ TEST_CASE("the floor counts what the backward pass recomputes, and stops at a ca
     }
   }
 }
+
+TEST_CASE("the compute floor is the chains' least without communication, from the unit times alone", "[partitioner][floor]") {
+  // gpt2xl cut to 8 layers (10 units) on FASOP's 1 A100 + 7 A10 nodes, the analytic policy,
+  // tp 1, dp 8, pp 4, mbs 1: m = 8 micro-batches and 84 partitions to try by hand.
+  PresetSpecs specs("gpt2xl", "fasop-8nodes-heterogeneous");
+  specs.model.units.erase(specs.model.units.begin() + 9, specs.model.units.end() - 1);
+  std::vector<ProfileSpec> profiles;
+  for (const NodeType& node : specs.cluster.node_types)
+    profiles.push_back(analytic_profile(specs.model, node, divisors(node.gpus_per_node), divisors(64)));
+  AnalyticPolicy policy;
+  const PlanKey key{.mbs = 1, .tp = 1, .dp = 8, .pp = 4, .node_order = specs.cluster.nodes};
+  const NodeTypeProfiles node_profiles{&profiles[0], &profiles[1]};
+  PlanContext ctx = make_rank_context(specs.model, specs.cluster, policy, key);
+  add_unit_times(ctx, node_profiles, policy);
+  const double compute_s = compute_floor_s(ctx, policy);
+  // By hand: stage s takes t_s (its units' compute on its type x the passes' factor); the chains
+  // are "stages before k pass micro-batch 0, stage k works all m", the latest of them.
+  const int m = ctx.num_microbatches;
+  REQUIRE(m == 8);
+  double least = std::numeric_limits<double>::infinity();
+  std::vector<int> prefix;
+  compositions(ctx.num_units(), 4, prefix, [&](const std::vector<int>& p) {
+    std::vector<double> t;
+    for (int s = 0, first = 0; s < 4; first += p[s], ++s)
+      t.push_back(stage_compute_s(ctx.unit_compute_s[ctx.stage_node_type[s]], first, p[s]) * policy.pass_time_factor(ctx));
+    double chain = m * t[3];
+    for (int s = 2; s >= 0; --s) chain = std::max(m * t[s], t[s] + chain);
+    least = std::min(least, chain);
+  });
+  CHECK(compute_s == Approx(least).epsilon(1e-12));
+  CHECK(ctx.boundary_send_s.empty());  // no sends were needed
+  CHECK_FALSE(ctx.partition_memory.has_value());
+  // Under the full floor, which adds the sends, the first stage's all-reduce and the embedding sync.
+  add_memory_model(ctx, policy);
+  add_stage_sends(ctx, policy);
+  const double full_s = floor_partition(ctx, policy).floor_s;
+  CHECK(compute_s < full_s);
+  // A cap at or below it comes back alone; above it, the floor.
+  CHECK(compute_floor_s(ctx, policy, compute_s * 0.9) == compute_s * 0.9);
+  CHECK(compute_floor_s(ctx, policy, compute_s * 1.5) == compute_s);
+}

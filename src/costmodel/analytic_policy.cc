@@ -265,7 +265,7 @@ std::vector<int> AnalyticPolicy::stage_node_types(const PlanContext& ctx) const 
   auto whole = [&](int type) { return whole_s[type] < 0 ? whole_s[type] = total(ctx.unit_compute_s[type]) : whole_s[type]; };
   for (int s = 0; s < ctx.pp(); ++s) {
     int slowest = -1;
-    for (int node = ctx.node_of(first_rank(ctx, s)); node <= ctx.node_of(last_rank(ctx, s)); ++node) {
+    for (int node = ctx.node_of(first_rank(ctx, s)), last = ctx.node_of(last_rank(ctx, s)); node <= last; ++node) {
       int type = ctx.key.node_order[node];
       if (slowest < 0 || whole(type) > whole(slowest)) slowest = type;
     }

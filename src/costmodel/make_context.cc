@@ -159,8 +159,8 @@ void validate_partition(const ModelSpec& model, const PlanKey& key, const std::v
   }
 }
 
-PlanContext make_layout_context(const ModelSpec& model, const ClusterSpec& cluster, const CostPolicy& policy,
-                                const PlanKey& key) {
+PlanContext make_rank_context(const ModelSpec& model, const ClusterSpec& cluster, const CostPolicy& policy,
+                              const PlanKey& key) {
   if (!key.stage_tp.empty() && policy.name() == "fasop")
     throw SpecError("--stage-tp: the fasop policy prices one tp on every stage; use --policy analytic");
   validate_speed_split_policy(key.speed_split, policy.name());
@@ -168,8 +168,16 @@ PlanContext make_layout_context(const ModelSpec& model, const ClusterSpec& clust
   PlanContext ctx = rank_layout_context(cluster, key);
   ctx.model = &model;
   ctx.num_microbatches = slowest_replica_microbatches(model.global_batch, key);
-  ctx.partition_memory = policy.memory_model(ctx);
   ctx.recomputed_gemm_share = recomputed_gemm_share(model, key.recomputed_modules());
+  return ctx;
+}
+
+void add_memory_model(PlanContext& ctx, const CostPolicy& policy) { ctx.partition_memory = policy.memory_model(ctx); }
+
+PlanContext make_layout_context(const ModelSpec& model, const ClusterSpec& cluster, const CostPolicy& policy,
+                                const PlanKey& key) {
+  PlanContext ctx = make_rank_context(model, cluster, policy, key);
+  add_memory_model(ctx, policy);
   return ctx;
 }
 
@@ -204,8 +212,8 @@ void add_recomputed_elementwise(PlanContext& ctx, const std::vector<int>& type_t
 
 }  // namespace
 
-void add_stage_times(PlanContext& ctx, const NodeTypeProfiles& profiles, const CostPolicy& policy,
-                     const UnitTimeTable* unit_times) {
+void add_unit_times(PlanContext& ctx, const NodeTypeProfiles& profiles, const CostPolicy& policy,
+                    const UnitTimeTable* unit_times) {
   const ModelSpec& model = *ctx.model;
   const ClusterSpec& cluster = *ctx.cluster;
   const PlanKey& key = ctx.key;
@@ -221,7 +229,7 @@ void add_stage_times(PlanContext& ctx, const NodeTypeProfiles& profiles, const C
   std::vector<int> type_tp(cluster.node_types.size(), key.tp);
   for (int s = 0; s < key.pp && !key.stage_tp.empty(); ++s) {
     const int first = ctx.stage_first_rank(s), last = first + ctx.stage_gpus(s) - 1;
-    for (int node = ctx.node_of(first); node <= ctx.node_of(last); ++node) type_tp[key.node_order[node]] = ctx.stage_tp(s);
+    for (int node = ctx.node_of(first), end = ctx.node_of(last); node <= end; ++node) type_tp[key.node_order[node]] = ctx.stage_tp(s);
   }
   for (size_t type = 0; type < cluster.node_types.size(); ++type) {
     const ProfileSpec* profile = profiles[type];
@@ -241,10 +249,19 @@ void add_stage_times(PlanContext& ctx, const NodeTypeProfiles& profiles, const C
   add_recomputed_elementwise(ctx, type_tp, type_mbs);
   ctx.stage_node_type = policy.stage_node_types(ctx);
   add_speed_split_stages(ctx, profiles, type_tp);
+}
+
+void add_stage_sends(PlanContext& ctx, const CostPolicy& policy) {
   // A speed-split stage holds its busiest replica's share, known only now; the layout's model
   // (the even share, less memory) served only to rule out layouts that cannot fit even so.
-  if (ctx.key.speed_split) ctx.partition_memory = policy.memory_model(ctx);
+  if (ctx.key.speed_split) add_memory_model(ctx, policy);
   ctx.boundary_send_s = policy.boundary_send_s(ctx);
+}
+
+void add_stage_times(PlanContext& ctx, const NodeTypeProfiles& profiles, const CostPolicy& policy,
+                     const UnitTimeTable* unit_times) {
+  add_unit_times(ctx, profiles, policy, unit_times);
+  add_stage_sends(ctx, policy);
 }
 
 PlanContext make_plan_context(const ModelSpec& model, const ClusterSpec& cluster,

@@ -36,8 +36,21 @@ PlanContext make_layout_context(const ModelSpec& model, const ClusterSpec& clust
 
 /// Completes a layout context (make_layout_context) with the unit times of its node types,
 /// each stage's node type and the sends between stages. `profiles` and `unit_times` as below.
+/// The same as add_unit_times, then add_stage_sends.
 void add_stage_times(PlanContext& ctx, const NodeTypeProfiles& profiles, const CostPolicy& policy,
                      const UnitTimeTable* unit_times = nullptr);
+
+/// The parts of a layout's context in the order a search rules layouts out, cheapest first:
+/// make_rank_context (the key and its rank layout), add_unit_times (each node type's unit
+/// times and each stage's node type: enough for compute_floor_s), add_memory_model (with
+/// make_rank_context, make_layout_context), add_stage_sends (the sends between stages; a
+/// speed-split layout's memory model again, since it needs the unit times).
+PlanContext make_rank_context(const ModelSpec& model, const ClusterSpec& cluster, const CostPolicy& policy,
+                              const PlanKey& key);
+void add_unit_times(PlanContext& ctx, const NodeTypeProfiles& profiles, const CostPolicy& policy,
+                    const UnitTimeTable* unit_times = nullptr);
+void add_memory_model(PlanContext& ctx, const CostPolicy& policy);
+void add_stage_sends(PlanContext& ctx, const CostPolicy& policy);
 
 /// Computes what a layout's cost depends on besides its partition. `profiles` holds one
 /// profile per node type (null for node types with no node in the cluster). `unit_times`, if

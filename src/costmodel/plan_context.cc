@@ -46,7 +46,7 @@ int PlanContext::stage_first_rank(int stage) const {
 const NodeType& PlanContext::stage_smallest_memory_type(int stage) const {
   const NodeType* smallest = nullptr;
   const int first = stage_first_rank(stage), last = first + stage_gpus(stage) - 1;
-  for (int node = node_of(first); node <= node_of(last); ++node) {
+  for (int node = node_of(first), last_node = node_of(last); node <= last_node; ++node) {
     const NodeType& type = cluster->node_types[key.node_order[node]];
     if (!smallest || type.gpu_memory_gib < smallest->gpu_memory_gib) smallest = &type;
   }

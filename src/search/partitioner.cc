@@ -268,13 +268,16 @@ StageStarts stage_starts(const CutCosts& costs, int pp, double stage_cap) {
 
 /// min_lower_bound below `cap_s`: stages that alone reach the cap are never tried, and when no
 /// partition's bound is below it the result has no partition and the cap as its value.
+/// `communication`: false leaves out the sends, the all-reduce and the embedding sync (each at
+/// least 0): a floor under the full one that needs only the stages' types and unit times.
 LowerBoundPartition min_lower_bound(const PlanContext& ctx, const CostPolicy& policy, const CutCosts& costs,
-                                    double cap_s = std::numeric_limits<double>::infinity()) {
+                                    double cap_s = std::numeric_limits<double>::infinity(),
+                                    bool communication = true) {
   const int n = static_cast<int>(costs.segment_start.size()), pp = ctx.pp(), m = ctx.num_microbatches;
   const double inf = std::numeric_limits<double>::infinity();
   const LowerBoundPartition none{{}, cap_s};
   // The embedding sync ends every chain: the chains before it must stay below cap_s minus it.
-  const double embedding_s = policy.embedding_allreduce_s(ctx), chain_cap_s = cap_s - embedding_s;
+  const double embedding_s = communication ? policy.embedding_allreduce_s(ctx) : 0, chain_cap_s = cap_s - embedding_s;
   // A stage's passes take at least this x its units' compute (recomputation adds to it).
   const double passes = policy.pass_time_factor(ctx);
   // Widened a little, so that rounding never drops a stage the chains below keep.
@@ -282,9 +285,11 @@ LowerBoundPartition min_lower_bound(const PlanContext& ctx, const CostPolicy& po
   if (starts.first.empty()) return none;
   std::vector<int> probe(pp, 1);
   probe.back() = n - (pp - 1);
-  const std::vector<StageTiming> sends = policy.stage_timings(ctx, probe);
   std::vector<double> pass(pp, 0);  // sends the chain crosses when it passes stage s
-  for (int s = 0; s + 1 < pp; ++s) pass[s] = sends[s].forward_send_s + sends[s + 1].backward_send_s;
+  if (communication) {
+    const std::vector<StageTiming> sends = policy.stage_timings(ctx, probe);
+    for (int s = 0; s + 1 < pp; ++s) pass[s] = sends[s].forward_send_s + sends[s + 1].backward_send_s;
+  }
   // best[s * (n+1) + u]; cut: where stage s ends. Reused by the thread's next layout. A chain
   // of cap_s or more counts as none: it stays inf.
   static thread_local std::vector<double> best;
@@ -327,7 +332,7 @@ LowerBoundPartition min_lower_bound(const PlanContext& ctx, const CostPolicy& po
     if (value >= best_total) continue;  // the all-reduce only adds
     probe[0] = v;
     probe.back() = n - v - (pp - 2);
-    value += policy.dp_allreduce_s(ctx, probe)[0];
+    if (communication) value += policy.dp_allreduce_s(ctx, probe)[0];
     if (value < best_total) {
       best_total = value;
       partition[0] = v;
@@ -489,6 +494,13 @@ FloorPartition floor_partition(const PlanContext& ctx, const CostPolicy& policy,
     throw SpecError("pp " + std::to_string(ctx.pp()) + ": no partition gives every stage a unit of one segment; "
                     "use fewer stages");
   return {bound.partition, bound.value_s};
+}
+
+double compute_floor_s(const PlanContext& ctx, const CostPolicy& policy, double cap_s) {
+  if (ctx.pp() == 1) return 0;
+  const LowerBoundPartition bound = min_lower_bound(ctx, policy, CutCosts(ctx), cap_s, false);
+  if (bound.partition.empty()) return cap_s == std::numeric_limits<double>::infinity() ? 0 : cap_s;
+  return bound.value_s;
 }
 
 namespace {

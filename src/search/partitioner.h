@@ -85,6 +85,13 @@ struct FloorPartition {
 FloorPartition floor_partition(const PlanContext& ctx, const CostPolicy& policy,
                                double cap_s = std::numeric_limits<double>::infinity());
 
+/// floor_partition's floor without the sends, the all-reduce and the embedding sync: no higher,
+/// and it needs only the stages' node types and unit times (make_context.h's add_unit_times),
+/// not the memory model nor the sends. cap_s as there (a floor of cap_s or more may come back
+/// as cap_s); 0 for one stage.
+double compute_floor_s(const PlanContext& ctx, const CostPolicy& policy,
+                       double cap_s = std::numeric_limits<double>::infinity());
+
 /// A floor under every partition's step time without a dynamic program: the pipeline runs the
 /// whole model once and some stage at least m times its 1/pp share, each unit at the fastest
 /// speed of any stage. Looser than floor_partition's, and far cheaper.
