@@ -148,11 +148,25 @@ class BoundedSearch {
       // The layout's own precision, cp and ep: its model and profiles (the table holds the
       // search's own profiles' unit times; it finds none for the others).
       const PlanKey& key = work.keys[i];
-      PlanContext ctx = make_layout_context(shape_input.model_for(key), *shape_input.cluster, *shape_input.policy, key);
-      if (exclude_unfitting_ && !some_partition_may_fit(ctx)) return CandidateResult{};
-      add_stage_times(ctx, shape_input.profiles_for(key), *shape_input.policy, &unit_times_);
-      const double floor_s = std::max(layout_floor_s, stage_type_step_floor_s(ctx, *shape_input.policy));
+      const CostPolicy& policy = *shape_input.policy;
+      PlanContext ctx = make_rank_context(shape_input.model_for(key), *shape_input.cluster, policy, key);
+      // A speed-split layout's memory model is built twice (make_context.h): it stays in the order below.
+      if (key.speed_split) {
+        add_memory_model(ctx, policy);
+        if (exclude_unfitting_ && !some_partition_may_fit(ctx)) return CandidateResult{};
+      }
+      add_unit_times(ctx, shape_input.profiles_for(key), policy, &unit_times_);
+      double floor_s = std::max(layout_floor_s, stage_type_step_floor_s(ctx, policy));
       if (!reaches_front(floor_s, egress_usd[i])) return CandidateResult{};
+      // The exact floor's compute alone rules out most layouts, before their memory model and
+      // sends are built (three quarters of those of Sailor's budget problem (b)).
+      floor_s = std::max(floor_s, compute_floor_s(ctx, policy, cap_s));
+      if (!reaches_front(floor_s, egress_usd[i])) return CandidateResult{};
+      if (!key.speed_split) {
+        add_memory_model(ctx, policy);
+        if (exclude_unfitting_ && !some_partition_may_fit(ctx)) return CandidateResult{};
+      }
+      add_stage_sends(ctx, policy);
       const double exact_floor_s = std::max(floor_s, floor_partition(ctx, *shape_input.policy, cap_s).floor_s);
       if (!reaches_front(exact_floor_s, egress_usd[i])) return CandidateResult{};
       double coarse = 0;
