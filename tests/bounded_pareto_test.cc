@@ -445,11 +445,29 @@ TEST_CASE("the bounded search for the cheapest and the fastest plan finds the ex
     if (ranking == Ranking::kCheapest) in.constraints.max_step_time_s = middle.estimate.step_time_s;
     else in.constraints.max_cost_usd = middle.estimate.train_cost_usd;
     FrontTracker best(in.constraints, ranking, 1);
-    const ParetoStats stats = run_bounded_pareto_search(in, best);
+    std::vector<ShapeProgress> reports;
+    const ParetoStats stats = run_bounded_pareto_search(in, best, [&](const ShapeProgress& p) { reports.push_back(p); });
     CHECK(stats.candidates <= fronts.estimated);
     REQUIRE(best.front().size() == 1);
     CHECK(best.front()[0].estimate.step_time_s == middle.estimate.step_time_s);
     CHECK(best.front()[0].estimate.train_cost_usd == middle.estimate.train_cost_usd);
+    // The progress: the bound a plan must beat only falls, and ends at the walk's best quick plan,
+    // no better than the plan found (the full partitioner comes after the walk). In the
+    // objective's own unit: the cost a step where it is cost.
+    const double found = ranking == Ranking::kCheapest
+                             ? middle.estimate.train_cost_usd / in.search.iterations
+                             : middle.estimate.step_time_s;
+    double last_bound = std::numeric_limits<double>::infinity();
+    for (const ShapeProgress& p : reports) {
+      if (p.refining) continue;
+      CHECK(p.best_first);
+      CHECK(p.objective_is_cost == (ranking == Ranking::kCheapest));
+      CHECK(p.objective_bound <= last_bound);
+      last_bound = p.objective_bound;
+    }
+    CHECK(last_bound < std::numeric_limits<double>::infinity());
+    CHECK(last_bound >= found * (1 - 1e-12));
+    CHECK(last_bound <= found * 1.2);
   }
 }
 
@@ -715,4 +733,25 @@ TEST_CASE("the bounded search finds the exhaustive front where NVLink domains jo
   CHECK(fronts.exhaustive.size() >= 2);
   check_same_front(fronts.exhaustive, fronts.bounded);
   CHECK(check_layout_floors(inv) > 100);
+}
+
+TEST_CASE("the walk's progress: its tree's settled share only grows, and is whole when the walk ends", "[pareto][bounded]") {
+  Presets p("gpt2xl", "fasop-pareto");
+  ParetoInput input;
+  input.search = p.input;
+  input.limits = {3, 3};
+  FrontTracker front(input.constraints);
+  std::vector<ShapeProgress> reports;
+  run_bounded_pareto_search(input, front, [&](const ShapeProgress& progress) { reports.push_back(progress); });
+  std::vector<double> walk;  // tree_settled while the walk runs
+  for (const ShapeProgress& r : reports)
+    if (!r.refining) walk.push_back(r.tree_settled);
+  REQUIRE(walk.size() >= 2);
+  CHECK(walk.front() > 0);
+  CHECK(std::is_sorted(walk.begin(), walk.end()));
+  // Each closed box settles 2^-depth of it, so the shares sum to exactly 1 (dyadic sums are exact).
+  CHECK(walk.back() == 1.0);
+  CHECK(walk[walk.size() / 2] < 1.0);
+  for (const ShapeProgress& r : reports)
+    if (r.refining) CHECK(r.tree_settled == 1.0);
 }

@@ -472,16 +472,28 @@ ParetoInput inventory_input(const SearchOptions& options, PlannerSetup& setup) {
   return input;
 }
 
-/// A bounded search's progress line: while it bounds, what is settled and what is open (no
-/// time left can be foretold: boxes close when the front rules them out); while it refines,
-/// the shapes left and, from the pace so far, about how long they take.
+/// A bounded search's progress line: while it bounds, what is settled and what is open, and
+/// the share of the walk's tree settled with the time left at that pace (an estimate: a box
+/// closes whole once the front rules it out, so the pace changes); while it refines, the shapes
+/// left and, from the pace so far, about how long they take.
 std::string shape_progress_text(const ShapeProgress& p, double elapsed_s, double refine_start_s) {
   std::ostringstream out;
   out.precision(15);
   if (!p.refining) {
     out << p.shapes_estimated << " shapes estimated, " << p.settled << "/" << p.total << " settled, " << p.open_boxes
-        << " boxes of shapes open (each closes whole once the front rules it out), " << p.candidates
-        << " candidates estimated";
+        << " boxes of shapes open, " << p.candidates << " candidates estimated";
+    out.precision(3);
+    if (p.best_first) {
+      // Best first: boxes close all at once at the end, so the tree's pace foretells nothing; the
+      // gap between the floors and the plans kept tells how far the walk has to go.
+      const char* unit = p.objective_is_cost ? " $" : " s";
+      if (p.objective_bound < std::numeric_limits<double>::infinity())
+        out << "; the open boxes' lowest floor " << p.lowest_open_floor << unit << " a step against "
+            << p.objective_bound << unit << " to be kept: the walk ends when the floor gets there";
+    } else if (p.tree_settled > 0 && p.tree_settled < 1) {
+      out << "; " << 100 * p.tree_settled << "% of the walk settled, about "
+          << elapsed_s * (1 - p.tree_settled) / p.tree_settled << " s left at this pace, then the full partitioner";
+    }
     return out.str();
   }
   out << "full partitioner: shape " << p.refined << "/" << p.to_refine << " of those estimated";

@@ -1,6 +1,7 @@
 #include "search/bounded_pareto.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <cstdint>
 #include <optional>
@@ -134,15 +135,17 @@ class BoundedSearch {
     // layouts the filter did not see (per-stage degrees, speed splits).
     std::vector<size_t> open;
     std::vector<double> layout_floors(n, 0), egress_usd(n, 0);
+    // The egress floors wait for the threads (each layout's is its own).
     for (size_t i = 0; i < n; ++i) {
       layout_floors[i] = layout_floor_s(work.keys[i]);
-      if (egress_) egress_usd[i] = egress_->usd_per_step(work.keys[i]) * input_.search.iterations;
-      if (reaches_front(layout_floors[i], egress_usd[i])) open.push_back(i);
+      if (reaches_front(layout_floors[i], 0)) open.push_back(i);
     }
     if (open.empty()) return;
     std::vector<CandidateResult> opened = evaluate_in_parallel(open.size(), input_.search.threads, [&](size_t k) {
       const size_t i = open[k];
       const double layout_floor_s = layout_floors[i];
+      if (egress_) egress_usd[i] = egress_->usd_per_step(work.keys[i]) * input_.search.iterations;
+      if (!reaches_front(layout_floor_s, egress_usd[i])) return CandidateResult{};
       // Plans that cannot fit are never admitted where plans must fit: most layouts of a large
       // model are ruled out so, before their unit times are looked up.
       // The layout's own precision, cp and ep: its model and profiles (the table holds the
@@ -235,6 +238,14 @@ class BoundedSearch {
   }
 
   const ParetoStats& stats() const { return stats_; }
+  /// With an objective, what a plan's floor on it must beat once `keep` plans are known (in the
+  /// box floors' units: seconds or USD a step); infinity before.
+  double objective_bound() const {
+    const std::vector<CandidateResult>& bound = known_.bound();
+    if (input_.ranking == Ranking::kFront || bound.empty()) return std::numeric_limits<double>::infinity();
+    const PlanEstimate& last = bound.back().estimate;
+    return input_.ranking == Ranking::kFastest ? last.step_time_s : last.train_cost_usd / input_.search.iterations;
+  }
 
  private:
   /// Adds the candidates `which` of `results` to the front of what can run.
@@ -290,6 +301,7 @@ struct QueuedBox {
   ShapeBox box;
   ShapeFloor::BoxFloor floor;
   size_t order = 0;
+  int depth = 0;  ///< splits from the whole inventory's box
 };
 
 /// Splits `box` in two along its widest count: the lower half, then the upper.
@@ -321,12 +333,13 @@ ParetoStats run_bounded_pareto_search(const ParetoInput& input, CandidateSink& s
   };
   std::vector<QueuedBox> queue;
   size_t made = 0;
-  auto push = [&](ShapeBox box, const ShapeFloor::BoxFloor* parent) {
+  double tree_settled = 0;
+  auto push = [&](ShapeBox box, const ShapeFloor::BoxFloor* parent, int depth) {
     ShapeFloor::BoxFloor floor = search.floor(box, parent);
-    queue.push_back({std::move(box), std::move(floor), made++});
+    queue.push_back({std::move(box), std::move(floor), made++, depth});
     if (best_first) std::push_heap(queue.begin(), queue.end(), later);
   };
-  push({NodeCounts(input.limits.size(), 0), input.limits}, nullptr);
+  push({NodeCounts(input.limits.size(), 0), input.limits}, nullptr, 0);
   while (!queue.empty()) {
     if (best_first) std::pop_heap(queue.begin(), queue.end(), later);
     QueuedBox next = std::move(queue.back());
@@ -342,20 +355,29 @@ ParetoStats run_bounded_pareto_search(const ParetoInput& input, CandidateSink& s
     } else {
       auto [lower, upper] = split(box);
       // Depth first pops the last pushed: the lower half first.
-      push(std::move(upper), &next.floor);
-      push(std::move(lower), &next.floor);
+      push(std::move(upper), &next.floor, next.depth + 1);
+      push(std::move(lower), &next.floor, next.depth + 1);
       continue;
     }
-    if (progress)
-      progress({.settled = settled, .total = total, .candidates = search.stats().candidates,
-                .shapes_estimated = search.stats().shapes_estimated, .open_boxes = queue.size(), .refining = false,
-                .refined = 0, .to_refine = 0});
+    tree_settled += std::ldexp(1.0, -next.depth);
+    if (progress) {
+      ShapeProgress now{.settled = settled, .total = total, .candidates = search.stats().candidates,
+                        .shapes_estimated = search.stats().shapes_estimated, .open_boxes = queue.size(),
+                        .tree_settled = tree_settled, .refining = false, .refined = 0, .to_refine = 0};
+      if (best_first) {
+        now.best_first = true;
+        now.objective_is_cost = input.ranking == Ranking::kCheapest;
+        now.lowest_open_floor = queue.empty() ? std::numeric_limits<double>::infinity() : key(queue.front().floor);
+        now.objective_bound = search.objective_bound();
+      }
+      progress(now);
+    }
   }
   search.refine_and_emit([&](size_t done, size_t held) {
     if (progress)
       progress({.settled = total, .total = total, .candidates = search.stats().candidates,
-                .shapes_estimated = search.stats().shapes_estimated, .open_boxes = 0, .refining = true,
-                .refined = done, .to_refine = held});
+                .shapes_estimated = search.stats().shapes_estimated, .open_boxes = 0, .tree_settled = 1,
+                .refining = true, .refined = done, .to_refine = held});
   });
   return search.stats();
 }

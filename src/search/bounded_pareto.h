@@ -2,6 +2,7 @@
 // The pareto search by branch and bound over boxes of cluster shapes: the front of every plan
 // on every shape of an inventory, without estimating most of them.
 #include <functional>
+#include <limits>
 
 #include "search/pareto_search.h"
 
@@ -16,6 +17,15 @@ struct ShapeProgress {
   size_t candidates = 0;          ///< candidates estimated so far
   size_t shapes_estimated = 0;    ///< shapes whose layouts were estimated
   size_t open_boxes = 0;          ///< boxes of shapes still to settle
+  /// The walk's tree settled, 0 to 1: the whole inventory's box weighs 1 and each half of a box
+  /// half of it, so a box closed at depth d settles 2^-d (Knuth's measure of a search tree).
+  double tree_settled = 0;
+  /// Best first (--use-subset): the open boxes' lowest floor on the objective, and what a plan
+  /// must beat to be kept (seconds or USD a step; infinity until enough plans are known). The
+  /// walk ends when the floor reaches the bound, and most boxes close only then, all at once.
+  bool best_first = false;
+  bool objective_is_cost = false;  ///< the objective is USD a step (the cheapest plan), else seconds
+  double lowest_open_floor = 0, objective_bound = std::numeric_limits<double>::infinity();
   bool refining = false;          ///< the last phase: the full partitioner on the held shapes
   size_t refined = 0, to_refine = 0;  ///< held shapes done and in all
 };
