@@ -496,7 +496,7 @@ std::string shape_progress_text(const ShapeProgress& p, double elapsed_s, double
     }
     return out.str();
   }
-  out << "full partitioner: shape " << p.refined << "/" << p.to_refine << " of those estimated";
+  out << "full partitioner: candidate " << p.refined << "/" << p.to_refine << " of those held";
   if (p.refined > 0) {
     out.precision(3);
     out << ", about " << (elapsed_s - refine_start_s) / p.refined * (p.to_refine - p.refined) << " s left";

@@ -210,25 +210,33 @@ class BoundedSearch {
   /// The full partitioner on every held candidate the final front of quick plans leaves a
   /// chance (as run_pareto_search's third step), then every held candidate to the sink, shape by
   /// shape in the order they came.
-  void refine_and_emit(const std::function<void(size_t, size_t)>& progress = {}) {
-    size_t done = 0;
-    for (ShapeResults& shape : held_) {
-      if (progress) progress(done++, held_.size());
-      // The held results carry their layouts: only the shape's cluster is built again.
-      const ClusterSpec cluster = shape_cluster(*input_.search.cluster, shape.counts);
-      SearchInput shape_input = input_.search;
-      shape_input.cluster = &cluster;
-      const double usd_per_step_second = run_usd_per_step_second(cluster, input_.search.iterations);
+  void refine_and_emit(const ProgressFn& progress = {}) {
+    // Every held candidate the front still leaves a chance, of every shape, in one loop: a shape
+    // holds a few, too few to share among threads.
+    std::vector<std::pair<size_t, size_t>> refine;  // (held shape, its candidate)
+    for (size_t s = 0; s < held_.size(); ++s) {
+      const ShapeResults& shape = held_[s];
+      const double usd_per_step_second =
+          run_usd_per_step_second(shape_cluster(*input_.search.cluster, shape.counts), input_.search.iterations);
       std::vector<size_t> all(shape.results.size());
       for (size_t j = 0; j < all.size(); ++j) all[j] = j;
-      std::vector<size_t> refine = still_open(shape.results, shape.floors, all, usd_per_step_second);
-      std::vector<CandidateResult> refined = evaluate_in_parallel(refine.size(), input_.search.threads, [&](size_t j) {
-        CandidateResult r = evaluate_candidate(shape_input, shape.results[refine[j]].plan.key);
-        drop_stage_detail(r);
-        return r;
-      });
-      for (size_t j = 0; j < refine.size(); ++j) shape.results[refine[j]] = std::move(refined[j]);
-      stats_.refined += refine.size();
+      for (size_t j : still_open(shape.results, shape.floors, all, usd_per_step_second)) refine.emplace_back(s, j);
+    }
+    if (progress) progress(0, refine.size());  // the pace counts from here
+    std::vector<CandidateResult> refined = evaluate_in_parallel(refine.size(), input_.search.threads, [&](size_t k) {
+      const auto [s, j] = refine[k];
+      // The held results carry their layouts: only the shape's cluster is built again.
+      const ClusterSpec cluster = shape_cluster(*input_.search.cluster, held_[s].counts);
+      SearchInput shape_input = input_.search;
+      shape_input.cluster = &cluster;
+      CandidateResult r = evaluate_candidate(shape_input, held_[s].results[j].plan.key);
+      drop_stage_detail(r);
+      return r;
+    }, progress);
+    for (size_t k = 0; k < refine.size(); ++k) held_[refine[k].first].results[refine[k].second] = std::move(refined[k]);
+    stats_.refined += refine.size();
+    // To the sink shape by shape, in the order they came.
+    for (ShapeResults& shape : held_) {
       const EnumerationIndex first = shape_ordinal(shape.counts, input_.limits) * kLayoutsPerShape;
       std::vector<EnumerationIndex> index;
       for (size_t i : shape.key_index) index.push_back(first + i);

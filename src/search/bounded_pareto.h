@@ -10,8 +10,8 @@ namespace fasop {
 
 /// Where a bounded search stands. A shape is settled once estimated or ruled out with its box;
 /// a large box stays open, its shapes unsettled, until the front rules it out whole, so the
-/// settled count may jump at the end. Then the held candidates get the full partitioner, shape
-/// by shape (`refining`).
+/// settled count may jump at the end. Then the held candidates the front leaves a chance get
+/// the full partitioner (`refining`).
 struct ShapeProgress {
   double settled = 0, total = 0;  ///< shapes settled, shapes in all
   size_t candidates = 0;          ///< candidates estimated so far
@@ -27,7 +27,7 @@ struct ShapeProgress {
   bool objective_is_cost = false;  ///< the objective is USD a step (the cheapest plan), else seconds
   double lowest_open_floor = 0, objective_bound = std::numeric_limits<double>::infinity();
   bool refining = false;          ///< the last phase: the full partitioner on the held shapes
-  size_t refined = 0, to_refine = 0;  ///< held shapes done and in all
+  size_t refined = 0, to_refine = 0;  ///< held candidates refined and to refine in all
 };
 using ShapeProgressFn = std::function<void(const ShapeProgress&)>;
 
