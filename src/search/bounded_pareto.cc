@@ -1,6 +1,8 @@
 #include "search/bounded_pareto.h"
 
 #include <algorithm>
+#include <atomic>
+#include <mutex>
 #include <cmath>
 #include <limits>
 #include <cstdint>
@@ -14,6 +16,7 @@
 #include "search/pareto_steps.h"
 #include "search/partitioner.h"
 #include "search/shape_floor.h"
+#include "search/worker_pool.h"
 
 namespace fasop {
 namespace {
@@ -223,7 +226,10 @@ class BoundedSearch {
       for (size_t j : still_open(shape.results, shape.floors, all, usd_per_step_second)) refine.emplace_back(s, j);
     }
     if (progress) progress(0, refine.size());  // the pace counts from here
-    std::vector<CandidateResult> refined = evaluate_in_parallel(refine.size(), input_.search.threads, [&](size_t k) {
+    // Each result replaces its quick one in place: no second copy of half a million results.
+    std::atomic<size_t> done{0};
+    std::mutex progress_mutex;
+    parallel_for(refine.size(), resolve_threads(input_.search.threads), [&](size_t k) {
       const auto [s, j] = refine[k];
       // The held results carry their layouts: only the shape's cluster is built again.
       const ClusterSpec cluster = shape_cluster(*input_.search.cluster, held_[s].counts);
@@ -231,9 +237,13 @@ class BoundedSearch {
       shape_input.cluster = &cluster;
       CandidateResult r = evaluate_candidate(shape_input, held_[s].results[j].plan.key);
       drop_stage_detail(r);
-      return r;
-    }, progress);
-    for (size_t k = 0; k < refine.size(); ++k) held_[refine[k].first].results[refine[k].second] = std::move(refined[k]);
+      held_[s].results[j] = std::move(r);
+      const size_t finished = ++done;
+      if (progress && (finished % 256 == 0 || finished == refine.size())) {
+        std::lock_guard<std::mutex> lock(progress_mutex);
+        progress(finished, refine.size());
+      }
+    });
     stats_.refined += refine.size();
     // To the sink shape by shape, in the order they came.
     for (ShapeResults& shape : held_) {
