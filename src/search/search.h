@@ -79,6 +79,10 @@ using ProgressFn = std::function<void(size_t, size_t)>;
 /// time, ties in enumeration order; it does not depend on the thread count.
 std::vector<CandidateResult> run_search(const SearchInput& input, const ProgressFn& progress = {});
 
+/// run_search's order: plans that fit first where `memory_aware`, then by step time, equal ones
+/// in the order given (a stable sort, without a buffer of the results' size).
+void sort_by_fit_and_time(std::vector<CandidateResult>& results, bool memory_aware);
+
 /// How `evaluate_candidate` times a partition the user gives.
 enum class PartitionTiming {
   kExact,           ///< the partition as given
