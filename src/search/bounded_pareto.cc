@@ -1,11 +1,9 @@
 #include "search/bounded_pareto.h"
 
 #include <algorithm>
-#include <atomic>
-#include <mutex>
 #include <cmath>
-#include <limits>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <unordered_map>
 
@@ -16,7 +14,6 @@
 #include "search/pareto_steps.h"
 #include "search/partitioner.h"
 #include "search/shape_floor.h"
-#include "search/worker_pool.h"
 
 namespace fasop {
 namespace {
@@ -156,11 +153,13 @@ class BoundedSearch {
       const PlanKey& key = work.keys[i];
       const CostPolicy& policy = *shape_input.policy;
       PlanContext ctx = make_rank_context(shape_input.model_for(key), *shape_input.cluster, policy, key);
-      // A speed-split layout's memory model is built twice (make_context.h): it stays in the order below.
-      if (key.speed_split) {
+      // Its memory model, and whether no partition can fit in it.
+      auto cannot_fit = [&] {
         add_memory_model(ctx, policy);
-        if (exclude_unfitting_ && !some_partition_may_fit(ctx)) return CandidateResult{};
-      }
+        return exclude_unfitting_ && !some_partition_may_fit(ctx);
+      };
+      // A speed-split layout's memory model is built twice (make_context.h): it stays in the order below.
+      if (key.speed_split && cannot_fit()) return CandidateResult{};
       add_unit_times(ctx, shape_input.profiles_for(key), policy, &unit_times_);
       double floor_s = std::max(layout_floor_s, stage_type_step_floor_s(ctx, policy));
       if (!reaches_front(floor_s, egress_usd[i])) return CandidateResult{};
@@ -168,12 +167,9 @@ class BoundedSearch {
       // sends are built (three quarters of those of Sailor's budget problem (b)).
       floor_s = std::max(floor_s, compute_floor_s(ctx, policy, cap_s));
       if (!reaches_front(floor_s, egress_usd[i])) return CandidateResult{};
-      if (!key.speed_split) {
-        add_memory_model(ctx, policy);
-        if (exclude_unfitting_ && !some_partition_may_fit(ctx)) return CandidateResult{};
-      }
+      if (!key.speed_split && cannot_fit()) return CandidateResult{};
       add_stage_sends(ctx, policy);
-      const double exact_floor_s = std::max(floor_s, floor_partition(ctx, *shape_input.policy, cap_s).floor_s);
+      const double exact_floor_s = std::max(floor_s, floor_partition(ctx, policy, cap_s).floor_s);
       if (!reaches_front(exact_floor_s, egress_usd[i])) return CandidateResult{};
       double coarse = 0;
       CandidateResult r = evaluate_fasop_partitions(shape_input, ctx, &coarse);
@@ -219,17 +215,14 @@ class BoundedSearch {
     std::vector<std::pair<size_t, size_t>> refine;  // (held shape, its candidate)
     for (size_t s = 0; s < held_.size(); ++s) {
       const ShapeResults& shape = held_[s];
-      const double usd_per_step_second =
-          run_usd_per_step_second(shape_cluster(*input_.search.cluster, shape.counts), input_.search.iterations);
+      const double usd_per_step_second = shape_price_usd_per_s(*input_.search.cluster, shape.counts) * input_.search.iterations;
       std::vector<size_t> all(shape.results.size());
       for (size_t j = 0; j < all.size(); ++j) all[j] = j;
       for (size_t j : still_open(shape.results, shape.floors, all, usd_per_step_second)) refine.emplace_back(s, j);
     }
     if (progress) progress(0, refine.size());  // the pace counts from here
     // Each result replaces its quick one in place: no second copy of half a million results.
-    std::atomic<size_t> done{0};
-    std::mutex progress_mutex;
-    parallel_for(refine.size(), resolve_threads(input_.search.threads), [&](size_t k) {
+    for_each_in_parallel(refine.size(), input_.search.threads, [&](size_t k) {
       const auto [s, j] = refine[k];
       // The held results carry their layouts: only the shape's cluster is built again.
       const ClusterSpec cluster = shape_cluster(*input_.search.cluster, held_[s].counts);
@@ -238,12 +231,7 @@ class BoundedSearch {
       CandidateResult r = evaluate_candidate(shape_input, held_[s].results[j].plan.key);
       drop_stage_detail(r);
       held_[s].results[j] = std::move(r);
-      const size_t finished = ++done;
-      if (progress && (finished % 256 == 0 || finished == refine.size())) {
-        std::lock_guard<std::mutex> lock(progress_mutex);
-        progress(finished, refine.size());
-      }
-    });
+    }, progress);
     stats_.refined += refine.size();
     // To the sink shape by shape, in the order they came.
     for (ShapeResults& shape : held_) {

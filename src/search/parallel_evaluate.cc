@@ -7,21 +7,26 @@
 
 namespace fasop {
 
-std::vector<CandidateResult> evaluate_in_parallel(size_t count, int threads,
-                                                  const std::function<CandidateResult(size_t)>& evaluate,
-                                                  const ProgressFn& progress, size_t done_before, size_t total) {
+void for_each_in_parallel(size_t count, int threads, const std::function<void(size_t)>& body,
+                          const ProgressFn& progress, size_t done_before, size_t total) {
   if (total == 0) total = done_before + count;
-  std::vector<CandidateResult> results(count);
   std::atomic<size_t> done{0};
   std::mutex progress_mutex;
   parallel_for(count, resolve_threads(threads), [&](size_t i) {
-    results[i] = evaluate(i);
+    body(i);
     const size_t finished = ++done;
     if (progress && (finished % 256 == 0 || finished == count)) {
       std::lock_guard<std::mutex> lock(progress_mutex);
       progress(done_before + finished, total);
     }
   });
+}
+
+std::vector<CandidateResult> evaluate_in_parallel(size_t count, int threads,
+                                                  const std::function<CandidateResult(size_t)>& evaluate,
+                                                  const ProgressFn& progress, size_t done_before, size_t total) {
+  std::vector<CandidateResult> results(count);
+  for_each_in_parallel(count, threads, [&](size_t i) { results[i] = evaluate(i); }, progress, done_before, total);
   return results;
 }
 

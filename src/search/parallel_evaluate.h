@@ -17,6 +17,12 @@ std::vector<CandidateResult> evaluate_in_parallel(size_t count, int threads,
                                                   const ProgressFn& progress = {}, size_t done_before = 0,
                                                   size_t total = 0);
 
+/// Runs body(0 .. count-1) on `threads` threads as parallel_for does, and `progress`, if set,
+/// gets (done_before + done, total) now and then (total 0: done_before + count), one call at a
+/// time. evaluate_in_parallel is this with each result kept.
+void for_each_in_parallel(size_t count, int threads, const std::function<void(size_t)>& body,
+                          const ProgressFn& progress = {}, size_t done_before = 0, size_t total = 0);
+
 /// The number of threads `threads` means: itself, or for 0 the CPUs the process may use.
 int resolve_threads(int threads);
 
