@@ -112,6 +112,11 @@ struct ModelSpec {
   double train_tokens = 0;      ///< tokens of a full training run (0: not given); steps follow the batch
   std::vector<LayerUnit> units;
   std::map<std::string, std::string> default_clusters;  ///< "homogeneous"/"heterogeneous"/"pareto" -> preset
+  /// The model's name in the training stacks that ship it (field `stacks`), for `schedule`:
+  /// torchtitan's base configuration as "module:function" (a config_registry function returning
+  /// Trainer.Config), Megatron-Bridge's recipe stem (run_recipe.py --model). Empty: not shipped.
+  std::string torchtitan_config;
+  std::string megatron_bridge_recipe;
 
   /// Number of transformer-role units (FASOP's num_layers, the bound on pp).
   int num_transformer_layers() const;

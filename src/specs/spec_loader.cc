@@ -254,7 +254,8 @@ ModelSpec parse_model(const std::string& yaml_text, const std::string& source) {
   ModelSpec model;
   model.source = source;
   std::vector<std::string> fields = model_dim_fields();
-  fields.insert(fields.end(), {"name", "report_name", "aliases", "global_batch", "train_steps", "train_tokens", "layers", "default_clusters"});
+  fields.insert(fields.end(), {"name", "report_name", "aliases", "global_batch", "train_steps", "train_tokens", "layers", "default_clusters",
+                                "stacks"});
   root.only_keys(fields);
   model.name = root.child("name").text();
   model.report_name =
@@ -305,6 +306,18 @@ ModelSpec parse_model(const std::string& yaml_text, const std::string& source) {
       if (unit.cross_attention)
         layers.fail("has a cross-attention unit ('" + unit.type + "') but the model's 'mla' block prices self-attention "
                     "only; drop one of them");
+
+  if (Field stacks = root.child("stacks"); stacks.present()) {
+    stacks.keys("a mapping {torchtitan: module:function, megatron_bridge: recipe stem}");
+    stacks.only_keys({"torchtitan", "megatron_bridge"});
+    if (Field torchtitan = stacks.child("torchtitan"); torchtitan.present()) {
+      model.torchtitan_config = torchtitan.text();
+      const size_t colon = model.torchtitan_config.find(':');
+      if (colon == std::string::npos || colon == 0 || colon + 1 == model.torchtitan_config.size())
+        torchtitan.fail("must be module:function, e.g. torchtitan.models.llama3.config_registry:llama3_8b");
+    }
+    if (Field bridge = stacks.child("megatron_bridge"); bridge.present()) model.megatron_bridge_recipe = bridge.text();
+  }
 
   Field clusters = root.child("default_clusters");
   if (clusters.present()) {
