@@ -444,7 +444,7 @@ for g in a100 a10; do "$bin" presets show "gpt2xl_$g" --kind profile | grep -vE 
 }
 [ "$(complete_words fasop-cpp sch)" = schedule ] && ok || fail "completion of 'sch': $(complete_words fasop-cpp sch)"
 [ "$(complete_words fasop-cpp search --mode)" = --model ] && ok || fail "completion of --mode: $(complete_words fasop-cpp search --mode)"
-[ "$(complete_words fasop-cpp schedule --format "" | sort | tr '\n' ' ')" = "atorch deepspeed deepspeed-pipeline megatron slapo " ] && ok ||
+[ "$(complete_words fasop-cpp schedule --format "" | sort | tr '\n' ' ')" = "atorch deepspeed deepspeed-pipeline megatron megatron-bridge slapo torchtitan " ] && ok ||
   fail "completion of --format: $(complete_words fasop-cpp schedule --format "")"
 complete_words fasop-cpp search --model gpt2 | grep -qx gpt2xl && ok || fail "completion of --model gpt2: $(complete_words fasop-cpp search --model gpt2)"
 [ "$(complete_words fasop-cpp launch st)" = status ] && ok || fail "completion of 'launch st': $(complete_words fasop-cpp launch st)"

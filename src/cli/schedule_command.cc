@@ -20,7 +20,9 @@ struct ScheduleOptions {
 };
 
 /// The plan in `options.format`.
-std::string emit(const ScheduleOptions& options, const PlanFile& plan, const ModelSpec& model) {
+std::string emit(const ScheduleOptions& options, const PlanFile& plan, const ModelSpec& model, const ClusterSpec& cluster) {
+  if (options.format == "torchtitan") return torchtitan_config_py(plan, model, cluster);
+  if (options.format == "megatron-bridge") return megatron_bridge_args_text(plan, model, cluster);
   if (options.format == "slapo") return slapo_schedule_py(plan, model);
   if (options.format == "atorch") return atorch_strategy_py(plan, model);
   if (options.format == "deepspeed") return deepspeed_config_json(plan, model);
@@ -36,7 +38,7 @@ void run(const ScheduleOptions& options) {
   if (loaded.result.estimate.memory.is_oom)
     std::cerr << "fasop-cpp: warning: " << options.plan << " is estimated not to fit in GPU memory ("
               << loaded.result.estimate.memory.oom_gpumem_gib << " GiB a GPU)\n";
-  std::string text = emit(options, loaded.file, loaded.setup->model);
+  std::string text = emit(options, loaded.file, loaded.setup->model, loaded.setup->cluster);
   if (options.output.empty()) {
     std::cout << text;
     return;
@@ -50,15 +52,18 @@ void run(const ScheduleOptions& options) {
 void add_schedule_command(CLI::App& app) {
   auto options = std::make_shared<ScheduleOptions>();
   CLI::App* command = app.add_subcommand(
-      "schedule", "write a saved plan for a training framework: a Slapo schedule, an ATorch strategy, "
-                  "Megatron-LM arguments, or a DeepSpeed config and PipelineModule");
+      "schedule", "write a saved plan for a training framework: Megatron-LM arguments, a torchtitan config, "
+                  "Megatron-Bridge overrides, a DeepSpeed config and PipelineModule, a Slapo schedule or an ATorch "
+                  "strategy");
   command->add_option("--plan", options->plan, "plan file (search --save-plan)")->required();
   command->add_option("--format", options->format,
-                      "slapo (Python schedule script), atorch (load_strategy list), megatron (arguments), "
-                      "deepspeed (config JSON), deepspeed-pipeline (Python module: a PipelineModule with the "
-                      "plan's stages)")
+                      "megatron (arguments), torchtitan (Python module: fasop_plan() returns its Trainer.Config), "
+                      "megatron-bridge (run_recipe.py arguments: recipe and overrides), deepspeed (config JSON), "
+                      "deepspeed-pipeline (Python module: a PipelineModule with the plan's stages), slapo (Python "
+                      "schedule script), atorch (load_strategy list)")
       ->required()
-      ->check(CLI::IsMember({"slapo", "atorch", "megatron", "deepspeed", "deepspeed-pipeline"}));
+      ->check(CLI::IsMember({"slapo", "atorch", "megatron", "torchtitan", "megatron-bridge", "deepspeed",
+                             "deepspeed-pipeline"}));
   command->add_option("-o,--output", options->output, "file to write (default: standard output)");
   command->add_option("--megatron-flavor", options->megatron_flavor,
                       "with --format megatron: upstream (--pipeline-model-parallel-layout) or fasop (FASOP's "

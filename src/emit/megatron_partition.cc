@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "emit/interleaved_chunks.h"
 #include "emit/plan_checks.h"
 #include "specs/spec_error.h"
 
@@ -218,26 +219,14 @@ std::string megatron_pipeline_layout(const PlanFile& plan, const ModelSpec& mode
 
 std::string megatron_interleaved_layout(const PlanFile& plan, const ModelSpec& model) {
   require_embedding_first_loss_last(plan, model);
-  const PlanKey& key = plan.key;
-  const int pp = key.pp, v = key.virtual_stages;
-  // Each rank's units (its embedding or loss among them) split into v chunks as evenly as
-  // they go, the larger chunks first; chunk c of rank r is model chunk c x pp + r. A rank with
-  // fewer units than chunks leaves some empty, which Megatron's layout allows (an empty
-  // TransformerBlock passes its input on): the last rank its first ones, so that the loss
-  // still closes the last chunk.
-  const auto stages = stage_units(plan, model);
-  std::vector<std::string> chunks(static_cast<size_t>(pp) * v);
-  for (int r = 0; r < pp; ++r) {
-    const int units = static_cast<int>(stages[r].size());
-    const bool fill_last = r == pp - 1 && units < v;
-    for (int c = 0, next = 0; c < v; ++c) {
-      const int larger = fill_last ? v - 1 - c : c;  // the chunk's place in larger-first order
-      const int size = units / v + (larger < units % v ? 1 : 0);
-      std::string& chunk = chunks[static_cast<size_t>(c) * pp + r];
-      for (int u = next; u < next + size; ++u) chunk += layout_letters(*stages[r][u], model);
-      next += size;
-    }
-  }
+  // Each rank's units (its embedding or loss among them) split into v chunks
+  // (interleaved_chunk_units). A rank with fewer units than chunks leaves some empty, which
+  // Megatron's layout allows (an empty TransformerBlock passes its input on). The chunks' letters
+  // in model order: the embedding opens the first chunk, the loss closes the last.
+  const std::vector<int> sizes = interleaved_chunk_units(plan);
+  std::vector<std::string> chunks(sizes.size());
+  for (size_t k = 0, unit = 0; k < sizes.size(); ++k)
+    for (int i = 0; i < sizes[k]; ++i, ++unit) chunks[k] += layout_letters(model.units[unit], model);
   // A run of equal chunks is written "(...|)*k"; the last chunk on its own.
   std::string layout;
   for (size_t i = 0; i + 1 < chunks.size();) {

@@ -1,5 +1,7 @@
 #include "emit/plan_checks.h"
 
+#include <algorithm>
+
 #include "specs/gpu_spec.h"
 #include "specs/parallel_rules.h"
 #include "specs/precision.h"
@@ -54,6 +56,26 @@ void require_no_speed_split(const PlanFile& plan, const std::string& framework) 
     throw SpecError(plan_where(plan) + "stages split their micro-batch over replicas by speed (speed_split); " +
                     framework + " gives every replica the same share (Metis's own runtime runs such plans). "
                     "Re-plan without --speed-split");
+}
+
+void require_one_gpu_per_stage(const PlanFile& plan, const ClusterSpec& cluster, const std::string& framework) {
+  const long long stage_ranks = 1LL * plan.key.tp * plan.key.cp * plan.key.dp;
+  std::vector<std::vector<std::string>> gpus(plan.key.pp);
+  long long rank = 0;  // the node's first rank
+  for (const std::string& name : plan.node_order) {
+    const int type = cluster.find_node_type(name);
+    if (type < 0) continue;  // loading the plan named the unknown type already
+    const NodeType& node = cluster.node_types[type];
+    const long long first_stage = rank / stage_ranks, last_stage = (rank + node.gpus_per_node - 1) / stage_ranks;
+    for (long long s = first_stage; s <= last_stage && s < plan.key.pp; ++s)
+      if (std::find(gpus[s].begin(), gpus[s].end(), node.gpu) == gpus[s].end()) gpus[s].push_back(node.gpu);
+    rank += node.gpus_per_node;
+  }
+  for (int s = 0; s < plan.key.pp; ++s)
+    if (gpus[s].size() > 1)
+      throw SpecError(plan_where(plan) + "pipeline stage " + std::to_string(s) + " runs on " + gpus[s][0] + " and " +
+                      gpus[s][1] + " GPUs; " + framework + " runs a stage on one GPU type; re-plan with "
+                      "--placements blocks and stages that fit the node types, or on one GPU type");
 }
 
 int micro_batches_per_step(const PlanFile& plan, const std::string& needed_by) {

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "specs/cluster_spec.h"
 #include "specs/model_spec.h"
 #include "specs/plan_file.h"
 
@@ -33,6 +34,11 @@ void require_even_batch(const PlanFile& plan, const std::string& framework);
 /// (speed_split, Metis's own runtime), which `framework` cannot run: none of the shipped
 /// emitters' frameworks can.
 void require_no_speed_split(const PlanFile& plan, const std::string& framework);
+
+/// Throws SpecError when a pipeline stage's GPUs are of two GPU types (its tp x cp x dp ranks
+/// span nodes of `cluster`'s types with different GPUs), which `framework` cannot run as priced:
+/// its meshes assume one GPU model, and the plan prices the stage at its slowest GPU.
+void require_one_gpu_per_stage(const PlanFile& plan, const ClusterSpec& cluster, const std::string& framework);
 
 /// The micro-batches each replica runs a step, global batch / (mbs x dp). Throws SpecError
 /// where that does not divide, which `needed_by` says is needed ("DeepSpeed asserts ...").
