@@ -125,6 +125,50 @@ expect_error "--container-image on local processes" "--backend slurm" \
   launch --plan plan.yaml --backend local --dry-run --trainer-cmd true --container-image img:1
 [ ! -e main_logs/runs/local-5 ] && ok || fail "a dry run or docker launch made a run directory"
 
+# The PyTorch-native and NeMo stacks: llama3-8b on 2 nodes of 8 H100, tp 4 dp 2 pp 2, FSDP2 (ZeRO 3).
+"$bin" search --model llama3-8b --cluster aws-h100 --nodes p5.48xlarge=2 --fix tp=4,pp=2,mbs=1,zero=3,recompute=full \
+  --save-plan stack-plan.yaml --out-dir stack-logs --quiet > /dev/null || fail "search for the stacks' plan"
+# torchtitan on Slurm: each node writes the plan's module (schedule --format torchtitan's) to its
+# own folder and runs torchtitan.train on it, with the default trainer config's 50 steps.
+"$bin" launch --plan stack-plan.yaml --stack torchtitan --backend slurm --partition p5.48xlarge=gpu --dry-run \
+  > torchtitan.sh || fail "slurm --dry-run of --stack torchtitan"
+"$bin" schedule --plan stack-plan.yaml --format torchtitan -o fasop_plan.py > /dev/null || fail "schedule --format torchtitan"
+# node.sh runs it in bash -c '...', where each quote of the module is written '\''.
+sed -n "/FASOP_PLAN_PY'\\\\''$/,/^FASOP_PLAN_PY$/p" torchtitan.sh | sed '1d;$d' | sed "s/'\\\\''/'/g" > launched.py
+[ -s launched.py ] && diff fasop_plan.py launched.py > /dev/null && ok ||
+  fail "the launched module is not schedule's: $(diff fasop_plan.py launched.py | head -5)"
+grep -q ' -m torchtitan.train --module fasop_plan --config fasop_plan --training.steps 50 --metrics.log_freq 1' torchtitan.sh &&
+  grep -qxF "# trainer config configs/trainers/torchtitan-short.yaml, the default for --stack torchtitan (--trainer-config to give another)" torchtitan.sh &&
+  bash -n torchtitan.sh && ok || fail "torchtitan's trainer line or note: $(grep -e torchtitan.train -e '^# trainer' torchtitan.sh)"
+# Megatron-Bridge in containers: its entry point with the plan's recipe and overrides, then mock data.
+"$bin" launch --plan stack-plan.yaml --stack megatron-bridge --backend docker --image nemo:1 --master-addr 10.0.0.1 \
+  > bridge.sh || fail "docker commands of --stack megatron-bridge"
+[ "$(grep -c "^docker run .* bash -c 'torchrun .* scripts/training/run_recipe.py --model llama3_8b --mode pretrain .*model.tensor_model_parallel_size=4.* --dataset mock --max_steps 50'$" bridge.sh)" -eq 2 ] &&
+  bash -n bridge.sh && ok || fail "Megatron-Bridge's docker lines: $(grep '^docker' bridge.sh | cut -c1-300)"
+"$bin" launch --plan stack-plan.yaml --stack megatron-bridge --backend slurm --partition p5.48xlarge=gpu --dry-run \
+  --bridge-script /opt/Megatron-Bridge/scripts/training/run_recipe.py > bridge-slurm.sh &&
+  grep -q "/opt/Megatron-Bridge/scripts/training/run_recipe.py --model llama3_8b" bridge-slurm.sh && ok ||
+  fail "--bridge-script in the Slurm script: $(grep run_recipe bridge-slurm.sh | cut -c1-200)"
+# torchtitan in containers: the module's heredoc survives docker's bash -c quoting.
+"$bin" launch --plan stack-plan.yaml --stack torchtitan --backend docker --image titan:1 --master-addr 10.0.0.1 > titan-docker.sh &&
+  bash -n titan-docker.sh && [ "$(grep -c "^docker run .* bash -c 'dir=" titan-docker.sh)" -eq 2 ] && ok ||
+  fail "torchtitan's docker lines: $(grep -c '^docker run' titan-docker.sh)"
+# Local processes with a stand-in torchrun: every node's module parses as Python and is schedule's.
+mkdir -p fake-bin
+printf '%s\n' '#!/bin/bash' 'm=${PYTHONPATH%%:*}/fasop_plan.py' 'cmp -s "$m" "$EXPECTED_MODULE" || exit 7' 'echo "torchrun $*"' \
+  > fake-bin/torchrun
+chmod +x fake-bin/torchrun
+"$bin" schedule --plan "$(pwd)/stack-plan.yaml" --format torchtitan -o expected_plan.py > /dev/null
+PATH="$(pwd)/fake-bin:$PATH" EXPECTED_MODULE="$(pwd)/expected_plan.py" "$bin" launch --plan "$(pwd)/stack-plan.yaml" \
+  --stack torchtitan --backend local > titan-local.out 2>&1 && grep -q "2 nodes, 0 failed" titan-local.out && ok ||
+  fail "local torchtitan launch with a stand-in torchrun: $(cat titan-local.out; cat main_logs/runs/local-*/node-*.log 2>/dev/null | tail -3)"
+expect_error "a trainer config setting torchtitan's tp" "field 'args.parallelism.tensor_parallel_degree'" \
+  launch --plan stack-plan.yaml --stack torchtitan --backend local --dry-run --trainer-config "$root/tests/data/launch/trainer-titan-tp.yaml"
+expect_error "--megatron-script with --stack torchtitan" "--megatron-script and --fsdp are Megatron-LM's" \
+  launch --plan stack-plan.yaml --stack torchtitan --backend local --dry-run --megatron-script x.py
+expect_error "a model torchtitan does not ship" "names no torchtitan configuration" \
+  launch --plan plan.yaml --stack torchtitan --backend local --dry-run
+
 # csv_field FILE COLUMN: the value of COLUMN (by its header name) in FILE's first row.
 csv_field() { awk -F, -v n="$2" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == n) c = i } NR == 2 && c { print $c }' "$1"; }
 # near A B REL: A is B within REL of B.

@@ -9,6 +9,8 @@
 #include "cli/run_report.h"
 #include "cli/saved_plan.h"
 #include "emit/megatron_args.h"
+#include "emit/megatron_bridge_args.h"
+#include "emit/torchtitan_config.h"
 #include "launch/launch.h"
 #include "report/atomic_file.h"
 #include "specs/preset_catalog.h"
@@ -28,6 +30,8 @@ struct LaunchOptions {
   std::string trainer_cmd;
   std::string trainer_config;
   std::string megatron_script;
+  std::string stack = "megatron";
+  std::string bridge_script = "scripts/training/run_recipe.py";
   std::string fsdp = "megatron";
   std::string runs_dir = "main_logs/runs";
   std::string cluster;
@@ -73,14 +77,20 @@ void check_backend_options(const LaunchOptions& options) {
 }
 
 /// The trainer config: the file given, else the shipped megatron-mock for the default trainer.
+/// The trainer config a stack's launch takes when given none.
+std::string default_trainer_config(const std::string& stack) {
+  return stack == "torchtitan" ? "torchtitan-short" : stack == "megatron-bridge" ? "megatron-bridge-mock" : "megatron-mock";
+}
+
 TrainerConfig trainer_config(const LaunchOptions& options) {
   DiskSource disk;
   SpecStore store(disk, embedded_presets());
   const bool megatron = options.trainer_cmd.empty();
-  if (options.trainer_config.empty()) return megatron ? store.load_trainer_config("megatron-mock") : TrainerConfig{};
+  if (options.trainer_config.empty())
+    return megatron ? store.load_trainer_config(default_trainer_config(options.stack)) : TrainerConfig{};
   TrainerConfig config = store.load_trainer_config(options.trainer_config);
   if (!megatron && !config.args.empty())
-    throw SpecError(config.source + ": field 'args': Megatron-LM's arguments, but --trainer-cmd runs another trainer; "
+    throw SpecError(config.source + ": field 'args': the stack's arguments, but --trainer-cmd runs another trainer; "
                     "give its arguments in the command and keep only env: here");
   return config;
 }
@@ -94,7 +104,18 @@ LaunchSettings launch_settings(const LaunchOptions& options, const LoadedPlan& l
   settings.plan_path = absolute(options.plan);
   settings.workdir = absolute(".");
   settings.master_port = options.master_port;
-  if (options.trainer_cmd.empty()) {
+  const ModelSpec& model = loaded.setup->model;
+  if (!options.trainer_cmd.empty()) {
+    settings.trainer_command = options.trainer_cmd;
+  } else if (options.stack == "torchtitan") {
+    settings.trainer_command =
+        torchtitan_trainer_command(torchtitan_config_py(plan, model, cluster), stack_config_args(config, options.stack));
+  } else if (options.stack == "megatron-bridge") {
+    std::vector<std::string> args = megatron_bridge_args(plan, model, cluster);
+    const std::vector<std::string> extra = stack_config_args(config, options.stack);
+    args.insert(args.end(), extra.begin(), extra.end());
+    settings.trainer_command = megatron_bridge_trainer_command(args, options.bridge_script);
+  } else {
     MergedTrainerArgs merged =
         merge_trainer_args(megatron_args(plan, loaded.setup->model, MegatronFlavor::kUpstream, fsdp_impl_named(options.fsdp)),
                            config, plan, loaded.setup->model);
@@ -103,13 +124,24 @@ LaunchSettings launch_settings(const LaunchOptions& options, const LoadedPlan& l
                                                                  : "pretrain_gpt.py";
     settings.trainer_command = megatron_trainer_command(merged.tokens, script);
     settings.notes = merged.notes;
-  } else {
-    settings.trainer_command = options.trainer_cmd;
   }
+  if (options.trainer_cmd.empty() && options.trainer_config.empty())
+    settings.notes.push_back("trainer config " + config.source + ", the default for --stack " + options.stack +
+                             " (--trainer-config to give another)");
   LaunchEnvironment environment = launch_environment(plan, cluster, config);
   settings.env_by_node_type = environment.by_node_type;
   settings.notes.insert(settings.notes.end(), environment.notes.begin(), environment.notes.end());
   return settings;
+}
+
+/// The options that belong to one stack's trainer.
+void check_stack_options(const LaunchOptions& options, const CLI::App& command) {
+  if (options.stack != "megatron" && (command.count("--megatron-script") || command.count("--fsdp")))
+    throw SpecError("--megatron-script and --fsdp are Megatron-LM's; --stack " + options.stack + " runs its own trainer");
+  if (options.stack != "megatron-bridge" && command.count("--bridge-script"))
+    throw SpecError("--bridge-script is Megatron-Bridge's, for --stack megatron-bridge");
+  if (options.stack != "megatron" && !options.trainer_cmd.empty())
+    throw SpecError("--trainer-cmd runs your own trainer: leave out --stack " + options.stack);
 }
 
 void launch(const LaunchOptions& options) {
@@ -255,14 +287,22 @@ void add_launch_command(CLI::App& app) {
       ->check(CLI::IsMember({"slurm", "docker", "local"}));
   command->add_flag("--dry-run", options->dry_run, "print the batch script (slurm) or node script (local); start nothing");
   command->add_flag("--force", options->force, "launch a plan estimated not to fit in GPU memory");
+  command->add_option("--stack", options->stack,
+                      "the training stack each node runs under torchrun: megatron (Megatron-LM's --megatron-script "
+                      "with the plan's arguments, default), torchtitan (torchtitan.train with the plan's "
+                      "configuration module; launch from torchtitan's root) or megatron-bridge (its --bridge-script "
+                      "with the plan's recipe and overrides; launch from Megatron-Bridge's root)")
+      ->check(CLI::IsMember({"megatron", "torchtitan", "megatron-bridge"}));
+  command->add_option("--bridge-script", options->bridge_script,
+                      "Megatron-Bridge's entry point (default scripts/training/run_recipe.py)");
   command->add_option("--trainer-cmd", options->trainer_cmd,
-                      "shell command each node runs (default: torchrun of Megatron-LM's --megatron-script with the "
-                      "plan's arguments); it sees NNODES, NODE_RANK, GPUS_PER_NODE, WORLD_SIZE, MASTER_ADDR, "
+                      "shell command each node runs instead of the stack's trainer; it sees NNODES, NODE_RANK, GPUS_PER_NODE, WORLD_SIZE, MASTER_ADDR, "
                       "MASTER_PORT and FASOP_* (plan, degrees, first rank, run directory)");
   command->add_option("--trainer-config", options->trainer_config,
-                      "Megatron-LM's own arguments and the nodes' environment (YAML: args, env, megatron_script), "
-                      "merged with the plan's, the plan's kept where both give a flag; a preset or a file (default "
-                      "megatron-mock: mock data, 50 iterations; `presets show megatron-mock` to start one)");
+                      "the stack's own arguments and the nodes' environment (YAML: args, env, megatron_script), "
+                      "added to the plan's, a flag that sets what the plan fixes refused; a preset or a file (default "
+                      "by --stack: megatron-mock, torchtitan-short or megatron-bridge-mock, mock data or short runs; "
+                      "`presets show NAME` to start one)");
   command->add_option("--megatron-script", options->megatron_script,
                       "Megatron-LM's training script (default: the trainer config's, else pretrain_gpt.py)");
   command->add_option("--fsdp", options->fsdp,
@@ -320,6 +360,7 @@ void add_launch_command(CLI::App& app) {
     if (options->plan.empty()) throw SpecError("launch needs --plan PLAN (or: launch status JOB, launch logs JOB, launch report JOB)");
     if (command->count("--fsdp") && !options->trainer_cmd.empty())
       throw SpecError("--fsdp picks Megatron-LM's sharding; --trainer-cmd runs another trainer: drop one of them");
+    check_stack_options(*options, *command);
     launch(*options);
   });
 }

@@ -9,6 +9,8 @@
 //   sbatch_submit        sbatch and scontrol (slurm_client.h)
 //   submit_slurm_job     a batch script submitted, or run_local_job: the nodes run here (launch_run.h)
 //   megatron_trainer_command  the default trainer: Megatron-LM under torchrun (trainer_command.h)
+//   torchtitan_trainer_command, megatron_bridge_trainer_command
+//                             the PyTorch-native and NeMo stacks' trainers (stack_trainer.h)
 //   merge_trainer_args   the plan's Megatron-LM arguments with a trainer config's (trainer_args.h)
 //   launch_environment   what the nodes export: node type's, trainer config's, plan's (launch_environment.h)
 //   apply_partition_options, check_sbatch_args  --partition and --sbatch-arg (slurm_options.h)
@@ -23,5 +25,6 @@
 #include "launch/slurm_client.h"
 #include "launch/slurm_options.h"
 #include "launch/slurm_script.h"
+#include "launch/stack_trainer.h"
 #include "launch/trainer_args.h"
 #include "launch/trainer_command.h"

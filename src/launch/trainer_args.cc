@@ -1,6 +1,7 @@
 #include "launch/trainer_args.h"
 
 #include <algorithm>
+#include <regex>
 #include <set>
 
 #include "specs/plan_degrees.h"
@@ -68,6 +69,9 @@ MergedTrainerArgs merge_trainer_args(const std::vector<std::string>& plan_tokens
   const std::string config_name = "trainer config " + config.source;
   std::vector<std::string> kept;
   for (const TrainerArg& arg : config.args) {
+    if (arg.flag.find_first_of("_.") != std::string::npos)
+      throw SpecError(config.source + ": field 'args." + arg.flag.substr(2) + "': Megatron-LM's flags use dashes; write '" +
+                      std::regex_replace(arg.flag.substr(2), std::regex("[_.]"), "-") + "'");
     if (plan_fixed_flags().count(arg.flag))
       throw SpecError(config.source + ": field 'args." + arg.flag.substr(2) + "': the plan " + plan.source +
                       " fixes the parallel degrees, batch and partition (" + plan_degrees(plan) +

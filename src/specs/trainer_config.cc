@@ -22,13 +22,13 @@ std::string scalar_value(const Field& field) {
 }
 
 void parse_args(const Field& args, TrainerConfig& config) {
-  static const std::regex flag_name("[a-z0-9][a-z0-9-]*");
+  // Megatron-LM's flags take dashes, torchtitan's dots and underscores, run_recipe.py's underscores.
+  static const std::regex flag_name("[a-z0-9][a-z0-9._-]*");
   for (const std::string& key : args.keys("a mapping of flags (without the leading --) to values, e.g. {train-iters: 100}")) {
     Field value = args.child(key);
     if (key.rfind("--", 0) == 0) value.fail("write the flag without the leading --, as '" + key.substr(2) + "'");
-    if (key.find('_') != std::string::npos)
-      value.fail("Megatron-LM's flags use dashes; write '" + std::regex_replace(key, std::regex("_"), "-") + "'");
-    if (!std::regex_match(key, flag_name)) value.fail("not a flag name (lower-case letters, digits and dashes)");
+    if (!std::regex_match(key, flag_name))
+      value.fail("not a flag name (lower-case letters, digits, dashes, dots and underscores)");
     TrainerArg arg{"--" + key, {}};
     bool on = false;
     if (is_plain_bool(value.node, &on)) {
