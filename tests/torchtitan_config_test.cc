@@ -65,6 +65,7 @@ TEST_CASE("torchtitan: llama3-8b tp 2 dp 4 pp 4, FSDP2, full recomputation, the 
         "    config.training.num_tokens_per_train_step = 4194304\n"
         "    config.training.max_context_length = 8192\n"
         "    config.training.mixed_precision_param = \"bfloat16\"\n"
+        "    config.training.disable_cuda_graphs = True\n"
         "    config.activation_checkpoint = FullAC.Config()\n"
         "    return config\n");
 }
@@ -82,7 +83,10 @@ TEST_CASE("torchtitan: DDP without recomputation, sequence parallelism, one stag
                             "    config.parallelism.enable_sequence_parallel = True\n"));
   CHECK_THAT(text, Contains("    config.parallelism.pipeline_parallel_degree = 1\n"
                             "    config.training.num_tokens_per_microbatch_per_dp_rank = 16384\n"));
-  CHECK_THAT(text, Contains("    config.activation_checkpoint = None\n"));
+  CHECK_THAT(text, Contains("    config.training.disable_cuda_graphs = True\n    config.activation_checkpoint = None\n"));
+  // Priced with CUDA graphs, which torchtitan captures without pipelines: kept on here.
+  plan.execution.cuda_graphs = true;
+  CHECK_THAT(torchtitan_config_py(plan, specs.model, specs.cluster), Contains("disable_cuda_graphs = False\n"));
   CHECK(text.find("FullAC") == std::string::npos);
   CHECK(text.find("module_fqns_per_model_part") == std::string::npos);
 }
@@ -140,6 +144,9 @@ TEST_CASE("torchtitan: plans it cannot run as priced are refused with the reason
   PlanFile selective = fsdp;
   selective.key.selective_recompute = true;
   CHECK_THAT(refused(selective, specs.model, specs.cluster), Contains("SelectiveAC saves chosen ops"));
+  PlanFile graphs = fsdp;
+  graphs.execution.cuda_graphs = true;
+  CHECK_THAT(refused(graphs, specs.model, specs.cluster), Contains("without pipeline or expert parallelism only"));
   PlanFile per_stage_tp = fsdp;
   per_stage_tp.key.stage_tp = {2, 2, 4, 4};
   CHECK_THAT(refused(per_stage_tp, specs.model, specs.cluster), Contains("stage_tp"));

@@ -83,6 +83,43 @@ std::string mixed_precision(const PlanFile& plan, const std::map<std::string, st
                   "train the model in bf16, or emit it for Megatron-LM (--format megatron)");
 }
 
+/// What the plan fixes that a recipe may set otherwise, with the value of a plan whose Megatron-LM
+/// arguments leave it out (their default): every field the plan was priced with is written, so
+/// that no recipe's choice (Llama 3 8B's cp 2, Llama 3.1 70B's 5 virtual stages, Qwen3-30B-A3B's
+/// CUDA graphs, Qwen3 32B's full recomputation) runs instead. `moe`: for a model with experts;
+/// `layout`: beside a pipeline layout, which Megatron-Core refuses with the other split options.
+struct PlanDefault {
+  const char* path;
+  const char* value;
+  enum When { kAlways, kMoe, kLayout } when = kAlways;
+};
+const std::vector<PlanDefault>& plan_defaults() {
+  static const std::vector<PlanDefault> defaults = {
+      {"model.context_parallel_size", "1"},
+      {"model.virtual_pipeline_model_parallel_size", "null"},
+      {"model.pipeline_model_parallel_layout", "null"},
+      {"model.sequence_parallel", "false"},
+      {"model.recompute_granularity", "null"},
+      {"model.cuda_graph_impl", "none"},
+      {"ddp.use_distributed_optimizer", "false"},
+      {"optimizer.use_distributed_optimizer", "false"},
+      {"ddp.use_megatron_fsdp", "false"},
+      {"dist.use_megatron_fsdp", "false"},
+      {"ddp.overlap_grad_reduce", "false"},
+      {"ddp.overlap_param_gather", "false"},
+      {"model.expert_model_parallel_size", "1", PlanDefault::kMoe},
+      {"model.moe_expert_capacity_factor", "null", PlanDefault::kMoe},
+      {"model.moe_router_force_load_balancing", "false", PlanDefault::kMoe},
+      {"model.overlap_moe_expert_parallel_comm", "false", PlanDefault::kMoe},
+      {"model.delay_wgrad_compute", "false", PlanDefault::kMoe},
+      {"model.account_for_embedding_in_pipeline_split", "false", PlanDefault::kLayout},
+      {"model.account_for_loss_in_pipeline_split", "false", PlanDefault::kLayout},
+      {"model.num_layers_in_first_pipeline_stage", "null", PlanDefault::kLayout},
+      {"model.num_layers_in_last_pipeline_stage", "null", PlanDefault::kLayout},
+  };
+  return defaults;
+}
+
 /// A Hydra override's value: a list as [a,b], a layout (with '|' and '*') double-quoted.
 std::string override_value(const std::string& flag, const std::vector<std::string>& values) {
   if (values.empty()) return "true";
@@ -110,7 +147,11 @@ std::vector<std::string> megatron_bridge_args(const PlanFile& plan, const ModelS
     if (token.rfind("--", 0) == 0) flags.push_back({token, {}});
     else flags.back().second.push_back(token);
   }
-  std::vector<std::string> args = {"--model", model.megatron_bridge_recipe, "--mode", "pretrain"};
+  // The overrides in order, each path once.
+  std::vector<std::pair<std::string, std::string>> overrides;
+  auto has = [&](const std::string& path) {
+    return std::any_of(overrides.begin(), overrides.end(), [&](const auto& o) { return o.first == path; });
+  };
   std::map<std::string, std::string> precision;
   for (const auto& [flag, values] : flags) {
     if (architecture_flags().count(flag)) continue;
@@ -119,16 +160,35 @@ std::vector<std::string> megatron_bridge_args(const PlanFile& plan, const ModelS
       continue;
     }
     if (flag == "--grad-reduce-in-bf16") {
-      args.push_back("ddp.grad_reduce_in_fp32=false");
+      overrides.emplace_back("ddp.grad_reduce_in_fp32", "false");
       continue;
     }
     const auto path = override_paths().find(flag);
     if (path == override_paths().end())
       throw SpecError(plan_where(plan) + "Megatron-LM's " + flag + ", which the plan needs, has no Megatron-Bridge "
                       "override here; emit it for Megatron-LM (--format megatron)");
-    for (const std::string& field : path->second) args.push_back(field + "=" + override_value(flag, values));
+    for (const std::string& field : path->second) overrides.emplace_back(field, override_value(flag, values));
   }
-  args.push_back("mixed_precision=" + mixed_precision(plan, precision));
+  // Megatron-LM derives v from a layout; Megatron-Core wants the two to agree.
+  if (has("model.pipeline_model_parallel_layout") && plan.key.virtual_stages > 1 &&
+      !has("model.virtual_pipeline_model_parallel_size"))
+    overrides.emplace_back("model.virtual_pipeline_model_parallel_size", std::to_string(plan.key.virtual_stages));
+  const bool layout = has("model.pipeline_model_parallel_layout");
+  for (const PlanDefault& d : plan_defaults())
+    if (!has(d.path) && (d.when == PlanDefault::kAlways || (d.when == PlanDefault::kMoe && model.moe.enabled()) ||
+                         (d.when == PlanDefault::kLayout && layout)))
+      overrides.emplace_back(d.path, d.value);
+  // Megatron-LM's default etp is tp, which its arguments leave unsaid.
+  if (model.moe.enabled() && !has("model.expert_tensor_parallel_size"))
+    overrides.emplace_back("model.expert_tensor_parallel_size", std::to_string(plan.key.tp));
+  overrides.emplace_back("mixed_precision", mixed_precision(plan, precision));
+
+  std::vector<std::string> args = {"--model", model.megatron_bridge_recipe, "--mode", "pretrain"};
+  for (const auto& [path, value] : overrides) {
+    // A recipe built with get_model_config() nests Megatron-Core's fields under model.transformer.
+    const bool core = path.rfind("model.", 0) == 0;
+    args.push_back((core ? model.megatron_bridge_transformer + path.substr(5) : path) + "=" + value);
+  }
   return args;
 }
 

@@ -15,7 +15,10 @@ namespace fasop {
 /// run_recipe.py's arguments, one token per element: "--model", the recipe stem
 /// (ModelSpec::megatron_bridge_recipe), "--mode", "pretrain", then the overrides, e.g.
 /// "model.tensor_model_parallel_size=2", "train.micro_batch_size=1",
-/// "model.pipeline_model_parallel_layout=\"Et*9|t*8L\"", "mixed_precision=bf16_mixed".
+/// "model.pipeline_model_parallel_layout=\"Et*9|t*8L\"", "mixed_precision=bf16_mixed". Every
+/// field the plan was priced with is written, defaults too (cp 1, no virtual stages, no
+/// recomputation, no CUDA graphs, no distributed optimizer, ...), so that the recipe's own choices
+/// do not run instead; Megatron-Core's fields go under ModelSpec::megatron_bridge_transformer.
 /// Throws SpecError naming the plan field and the fix where Megatron-LM (upstream, Megatron-FSDP
 /// for ZeRO 2 and 3) cannot run the plan, for stages of two GPU types, a model without a recipe,
 /// fp32 training (the recipes are mixed precision) and a Megatron-LM argument with no override.

@@ -69,6 +69,11 @@ void require_torchtitan_plan(const PlanFile& plan, const ModelSpec& model, const
     throw SpecError(plan_where(plan) + "the MoE dispatcher " + moe_dispatcher_name(key.moe_dispatcher) +
                     " is set in torchtitan by the model's own config, not by this module; re-plan with "
                     "--moe-dispatcher alltoall");
+  // torchtitan captures the forward and backward as CUDA graphs unless told not to
+  // (Trainer.Config._validate_cuda_graphs), with neither pipelines nor a synchronising dispatcher.
+  if (plan.execution.cuda_graphs && (key.pp > 1 || key.ep > 1))
+    throw SpecError(plan_where(plan) + "the plan is priced with CUDA graphs, which torchtitan captures without pipeline "
+                    "or expert parallelism only (Trainer.Config._validate_cuda_graphs); re-plan without --cuda-graphs");
   if (model.mtp_layers > 0)
     throw SpecError(plan_where(plan) + "model '" + model.name + "' trains " + num(model.mtp_layers) +
                     " multi-token-prediction layer(s), which torchtitan's base configurations leave out; remove "
@@ -174,6 +179,7 @@ std::string torchtitan_config_py(const PlanFile& plan, const ModelSpec& model, c
   set("training.num_tokens_per_train_step", num(1LL * plan.global_batch * model.sequence));
   set("training.max_context_length", num(model.sequence));
   set("training.mixed_precision_param", python_string(precision));
+  set("training.disable_cuda_graphs", plan.execution.cuda_graphs ? "False" : "True");
   set("activation_checkpoint", key.recompute ? "FullAC.Config()" : "None");
   out << "    return config\n";
   return out.str();

@@ -21,13 +21,13 @@ std::vector<std::vector<std::string>> torchtitan_stage_modules(const PlanFile& p
 /// The module: `fasop_plan() -> Trainer.Config` starting from the model's base configuration
 /// (ModelSpec::torchtitan_config) and setting, field by field, ParallelismConfig's degrees (ZeRO 0
 /// as replication, DDP; ZeRO 3 as sharding, FSDP2), schedule, micro-batches and stage modules,
-/// TrainingConfig's tokens per micro-batch and per step, context length and parameter precision,
-/// and the activation checkpointing (FullAC or none). Throws SpecError naming the plan field and
+/// TrainingConfig's tokens per micro-batch and per step, context length, parameter precision and
+/// CUDA graphs (as priced), and the activation checkpointing (FullAC or none). Throws SpecError naming the plan field and
 /// the fix for what torchtitan cannot run as priced: no torchtitan configuration for the model,
 /// per-stage tp or dp, an uneven batch split, a speed split, stages of two GPU types, ZeRO 1 or 2,
 /// selective (Megatron module) recomputation, etp > 1, ep not dividing dp_shard x cp x tp
 /// (ParallelDims), another MoE dispatcher than all-to-all, multi-token prediction, a precision
-/// other than bf16 or fp32.
+/// other than bf16 or fp32, CUDA graphs with pp or ep above 1.
 std::string torchtitan_config_py(const PlanFile& plan, const ModelSpec& model, const ClusterSpec& cluster);
 
 }  // namespace fasop

@@ -117,6 +117,10 @@ struct ModelSpec {
   /// Trainer.Config), Megatron-Bridge's recipe stem (run_recipe.py --model). Empty: not shipped.
   std::string torchtitan_config;
   std::string megatron_bridge_recipe;
+  /// Where the recipe's ConfigContainer holds Megatron-Core's TransformerConfig fields (field
+  /// `stacks.megatron_bridge_transformer`): "model" (a GPTModelProvider), or "model.transformer"
+  /// (the recipes built with get_model_config(), whose BridgeGPTModelConfig nests them).
+  std::string megatron_bridge_transformer = "model";
 
   /// Number of transformer-role units (FASOP's num_layers, the bound on pp).
   int num_transformer_layers() const;

@@ -309,7 +309,7 @@ ModelSpec parse_model(const std::string& yaml_text, const std::string& source) {
 
   if (Field stacks = root.child("stacks"); stacks.present()) {
     stacks.keys("a mapping {torchtitan: module:function, megatron_bridge: recipe stem}");
-    stacks.only_keys({"torchtitan", "megatron_bridge"});
+    stacks.only_keys({"torchtitan", "megatron_bridge", "megatron_bridge_transformer"});
     if (Field torchtitan = stacks.child("torchtitan"); torchtitan.present()) {
       model.torchtitan_config = torchtitan.text();
       const size_t colon = model.torchtitan_config.find(':');
@@ -317,6 +317,11 @@ ModelSpec parse_model(const std::string& yaml_text, const std::string& source) {
         torchtitan.fail("must be module:function, e.g. torchtitan.models.llama3.config_registry:llama3_8b");
     }
     if (Field bridge = stacks.child("megatron_bridge"); bridge.present()) model.megatron_bridge_recipe = bridge.text();
+    if (Field nested = stacks.child("megatron_bridge_transformer"); nested.present()) {
+      model.megatron_bridge_transformer = nested.text();
+      if (model.megatron_bridge_transformer != "model" && model.megatron_bridge_transformer != "model.transformer")
+        nested.fail("must be model (a GPTModelProvider recipe) or model.transformer (a BridgeGPTModelConfig recipe)");
+    }
   }
 
   Field clusters = root.child("default_clusters");
