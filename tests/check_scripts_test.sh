@@ -6,16 +6,23 @@
 #   check-megatron-emit.py   on FASOP's fork; wrong: a tp 2 plan's arguments with 25 heads (tp does
 #                            not divide them), which only the fork's real layers refuse;
 #   check-atorch-emit.py     wrong: pipe_config keys misspelt (nstages, insert_before_modules),
-#                            which ATorch ignores, taking its defaults.
+#                            which ATorch ignores, taking its defaults;
+#   check-torchtitan-emit.py wrong: a layer name moved from one stage's list to the next (the
+#                            stages no longer the plan's), tensor_parallel_degree misspelt;
+#   check-megatron-bridge-emit.py  wrong: the layout's first '|' moved to just after E (same
+#                            layers, another split), model.tensor_model_parallel_size misspelt.
 # A wrong input is the binary's own output edited as it is written (a wrapper runs fasop-cpp, then
 # sed on the file), so the scripts run as their docstrings say, given that wrapper as the binary.
 #
 # Usage: check_scripts_test.sh <fasop-cpp binary>
 # Framework sources, as the scripts take them: DEEPSPEED_SRC (one DeepSpeed tree), MEGATRON_FASOP
-# (FASOP's Megatron-LM-2/), ATORCH_SRC (ATorch's source). Where one is unset, it is taken from a
-# git mirror under $FASOP_MIRRORS (default /work/.mirror; owner+repo/repo) if there is one:
-# DeepSpeed at $DEEPSPEED_REVS (default v0.16.5 and v0.18.6, the newest that imports with torch
-# 1.13), FASOP at HEAD, ATorch at dlrover's bfd04ef1df01. A framework with no source, or one this
+# (FASOP's Megatron-LM-2/), ATORCH_SRC (ATorch's source), TORCHTITAN_SRC (a torchtitan checkout),
+# MEGATRON_BRIDGE_SRC and MEGATRON_LM_SRC (Megatron-Bridge and the Megatron-LM it builds on).
+# Where one is unset, it is taken from a git mirror under $FASOP_MIRRORS (default /work/.mirror;
+# owner+repo/repo) if there is one: DeepSpeed at $DEEPSPEED_REVS (default v0.16.5 and v0.18.6, the
+# newest that imports with torch 1.13), FASOP at HEAD, ATorch at dlrover's bfd04ef1df01, torchtitan
+# and Megatron-Bridge at HEAD, Megatron-LM at the commit Bridge pins (3rdparty/Megatron-LM) where
+# the mirror has it, else at HEAD. A framework with no source, or one this
 # Python can't import (DeepSpeed needs pydantic 2 etc. on PYTHONPATH), is reported SKIP, not
 # passed. Exit 1 on a failure, 77 when everything was skipped. No network; all in a temporary
 # directory.
@@ -85,8 +92,8 @@ run() {
   local start=$SECONDS
   TAMPER_MATCH=${match:-no such command} TAMPER_SED=${sed:-} "$@" >"$log" 2>&1
   rc=$?
-  if [[ $rc == 2 ]] && grep -q '^check-[a-z]*-emit: ' "$log"; then
-    skip "$name: cannot run here: $(grep -m1 '^check-[a-z]*-emit: ' "$log" | cut -c1-200)"
+  if [[ $rc == 2 ]] && grep -q '^check-[a-z-]*-emit: ' "$log"; then
+    skip "$name: cannot run here: $(grep -m1 '^check-[a-z-]*-emit: ' "$log" | cut -c1-200)"
   elif [[ $rc == "$want" ]] && grep -q -- "$pattern" "$log"; then
     pass "$name ($((SECONDS - start)) s): $(grep -m1 -- "$pattern" "$log" | cut -c1-150)"
   else
@@ -156,6 +163,62 @@ else
       "$python" "$root/scripts/check-atorch-emit.py" --atorch-src "$atorch" --fasop "$work/fasop-cpp" \
       --only "$plan" --keep "$work/atorch-bad-$key"
   done
+fi
+
+# --- torchtitan --------------------------------------------------------------------------------
+torchtitan=${TORCHTITAN_SRC:-}
+if [[ -z $torchtitan ]] && extract pytorch+torchtitan HEAD "$work/torchtitan" torchtitan; then
+  torchtitan=$work/torchtitan
+fi
+if [[ -z $torchtitan || ! -f $torchtitan/torchtitan/__init__.py ]]; then
+  skip "torchtitan: no TORCHTITAN_SRC, and no pytorch+torchtitan mirror in $mirrors"
+else
+  plan=llama3-8b-tp2-pp4-ddp  # four stages, uneven
+  run "torchtitan: the emitted plans pass" 0 "^3 of 3 plans" -- \
+    "$python" "$root/scripts/check-torchtitan-emit.py" "$torchtitan" --bin "$bin"
+  # The first stage's last layer name moved to the front of the second stage's list (the whole
+  # file in sed's pattern space: the emitter wraps long lists).
+  run "torchtitan: $plan with a layer moved to the next stage fails" 1 "^FAIL  $plan: .*units per pipeline rank" \
+    "--format torchtitan" ':a;N;$!ba;s/, \("layers\.[0-9]*"\)\],\(\n *\)\[/],\2[\1, /' -- \
+    "$python" "$root/scripts/check-torchtitan-emit.py" "$torchtitan" --bin "$work/fasop-cpp" --only "$plan"
+  run "torchtitan: $plan with tensor_parallel_degree misspelt fails" 1 \
+    "^FAIL  $plan: .*has no field 'tensor_parallel_size'" \
+    "--format torchtitan" 's/\.tensor_parallel_degree =/.tensor_parallel_size =/' -- \
+    "$python" "$root/scripts/check-torchtitan-emit.py" "$torchtitan" --bin "$work/fasop-cpp" --only "$plan"
+fi
+
+# --- Megatron-Bridge ---------------------------------------------------------------------------
+bridge=${MEGATRON_BRIDGE_SRC:-} megatron_lm=${MEGATRON_LM_SRC:-}
+if [[ -z $bridge ]] && extract NVIDIA-NeMo+Megatron-Bridge HEAD "$work/bridge" src/megatron/bridge scripts/training; then
+  bridge=$work/bridge
+fi
+if [[ -z $megatron_lm && -n $bridge ]]; then
+  pin=$(git --git-dir="$(mirror_with NVIDIA-NeMo+Megatron-Bridge HEAD)" ls-tree HEAD 3rdparty/Megatron-LM 2>/dev/null |
+    awk '{print $3}')
+  for rev in $pin HEAD; do
+    if extract NVIDIA+Megatron-LM "$rev" "$work/megatron-lm-$rev" megatron; then
+      megatron_lm=$work/megatron-lm-$rev
+      break
+    fi
+  done
+fi
+if [[ -z $bridge || ! -d $bridge/src/megatron/bridge || -z $megatron_lm || ! -d $megatron_lm/megatron/core ]]; then
+  skip "Megatron-Bridge: no MEGATRON_BRIDGE_SRC and MEGATRON_LM_SRC, and no NVIDIA-NeMo+Megatron-Bridge and NVIDIA+Megatron-LM mirrors in $mirrors"
+else
+  plan=qwen3-30b-a3b-tp2-pp2-ep8-fsdp  # MoE, two stages, uneven
+  run "Megatron-Bridge: the emitted plans pass" 0 "^2 of 2 plans" -- \
+    "$python" "$root/scripts/check-megatron-bridge-emit.py" "$bridge" --megatron "$megatron_lm" --bin "$bin"
+  # The layout's first '|' moved to just after E: the same layers, split [1, rest].
+  run "Megatron-Bridge: $plan with its layout's first stage cut to E fails" 1 \
+    "^FAIL  $plan: .*units per pipeline rank" \
+    "--format megatron-bridge" 's/layout="E\([^|]*\)|/layout="E|\1/' -- \
+    "$python" "$root/scripts/check-megatron-bridge-emit.py" "$bridge" --megatron "$megatron_lm" \
+    --bin "$work/fasop-cpp" --only "$plan"
+  run "Megatron-Bridge: $plan with model.tensor_model_parallel_size misspelt fails" 1 \
+    "^FAIL  $plan: .*model.tensor_parallel_size: .* has no field 'tensor_parallel_size'" \
+    "--format megatron-bridge" 's/model\.tensor_model_parallel_size=/model.tensor_parallel_size=/' -- \
+    "$python" "$root/scripts/check-megatron-bridge-emit.py" "$bridge" --megatron "$megatron_lm" \
+    --bin "$work/fasop-cpp" --only "$plan"
 fi
 
 echo "$passed passed, $failed failed, $skipped skipped"
