@@ -143,7 +143,7 @@ grep -q ' -m torchtitan.train --module fasop_plan --config fasop_plan --training
 # Megatron-Bridge in containers: its entry point with the plan's recipe and overrides, then mock data.
 "$bin" launch --plan stack-plan.yaml --stack megatron-bridge --backend docker --image nemo:1 --master-addr 10.0.0.1 \
   > bridge.sh || fail "docker commands of --stack megatron-bridge"
-[ "$(grep -c "^docker run .* bash -c 'torchrun .* scripts/training/run_recipe.py --model llama3_8b --mode pretrain .*model.tensor_model_parallel_size=4.* --dataset mock --max_steps 50'$" bridge.sh)" -eq 2 ] &&
+[ "$(grep -c "^docker run .* bash -c 'torchrun .* scripts/training/run_recipe.py --model llama3_8b --mode pretrain .*model.transformer.tensor_model_parallel_size=4.* --dataset mock --max_steps 50'$" bridge.sh)" -eq 2 ] &&
   bash -n bridge.sh && ok || fail "Megatron-Bridge's docker lines: $(grep '^docker' bridge.sh | cut -c1-300)"
 "$bin" launch --plan stack-plan.yaml --stack megatron-bridge --backend slurm --partition p5.48xlarge=gpu --dry-run \
   --bridge-script /opt/Megatron-Bridge/scripts/training/run_recipe.py > bridge-slurm.sh &&
@@ -155,13 +155,21 @@ grep -q ' -m torchtitan.train --module fasop_plan --config fasop_plan --training
   fail "torchtitan's docker lines: $(grep -c '^docker run' titan-docker.sh)"
 # Local processes with a stand-in torchrun: every node's module parses as Python and is schedule's.
 mkdir -p fake-bin
+# It logs torchtitan's metrics line at 8,192 tokens a second a GPU: 512 x 8192 tokens a step on
+# 16 GPUs make 32 s a step for launch report.
 printf '%s\n' '#!/bin/bash' 'm=${PYTHONPATH%%:*}/fasop_plan.py' 'cmp -s "$m" "$EXPECTED_MODULE" || exit 7' 'echo "torchrun $*"' \
+  'for s in 1 2 3 4 5 6; do echo "[rank0]:[titan] - INFO - step: $s  loss:  7.0  memory: 30.00GiB(37.50%)  tps: 8,192  tflops: 1.00  mfu: 0.10%"; done' \
   > fake-bin/torchrun
 chmod +x fake-bin/torchrun
 "$bin" schedule --plan "$(pwd)/stack-plan.yaml" --format torchtitan -o expected_plan.py > /dev/null
 PATH="$(pwd)/fake-bin:$PATH" EXPECTED_MODULE="$(pwd)/expected_plan.py" "$bin" launch --plan "$(pwd)/stack-plan.yaml" \
   --stack torchtitan --backend local > titan-local.out 2>&1 && grep -q "2 nodes, 0 failed" titan-local.out && ok ||
   fail "local torchtitan launch with a stand-in torchrun: $(cat titan-local.out; cat main_logs/runs/local-*/node-*.log 2>/dev/null | tail -3)"
+titan_job=$(sed -n 's/^local job \(local-[0-9]*\):.*/\1/p' titan-local.out)
+"$bin" launch report "$titan_job" --warmup 2 > titan.report 2>&1 &&
+  grep -q "^iterations 3-6 measured (2 warm-up iterations skipped; 6 logged)" titan.report &&
+  grep -qE "^step time \(s\) +32\.0000 " titan.report && ok ||
+  fail "launch report of torchtitan's log: $(cat titan.report)"
 expect_error "a trainer config setting torchtitan's tp" "field 'args.parallelism.tensor_parallel_degree'" \
   launch --plan stack-plan.yaml --stack torchtitan --backend local --dry-run --trainer-config "$root/tests/data/launch/trainer-titan-tp.yaml"
 expect_error "--megatron-script with --stack torchtitan" "--megatron-script and --fsdp are Megatron-LM's" \

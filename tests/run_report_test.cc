@@ -172,6 +172,33 @@ std::vector<StageMemoryPrediction> two_stages() {
 
 }  // namespace
 
+TEST_CASE("torchtitan's tokens a second a GPU give its step times from the plan's tokens and GPUs", "[run_report]") {
+  // Steps 1, 5, 10 at 1,000, 2,048 and 2,000 tokens a second a GPU (thousands written with
+  // commas). 32 GPUs, 2^21 tokens a step: step 10 took 2,097,152 / (2,000 x 32) = 32.768 s.
+  auto line = [](int step, const std::string& tps) {
+    return "[rank0]:[titan] - INFO - \033[31mstep: " + std::to_string(step) +
+           "  \033[32mloss:  7.1234  \033[36mmemory: 12.50GiB(15.62%)  \033[34mtps: " + tps +
+           "  \033[36mtflops: 56.78  \033[35mmfu: 5.74%\033[39m\n";
+  };
+  IterationLog log = parse_iteration_log(line(1, "1,000") + line(5, "2,048") + line(10, "2,000"));
+  REQUIRE(log.iterations.size() == 3);
+  CHECK(log.iterations[1].iteration == 5);
+  CHECK(*log.iterations[1].tokens_per_s_per_gpu == 2048);
+  CHECK(log.iterations[2].ms_per_iteration == 0);  // not timed until the plan is known
+  time_throughput_lines(log, 2097152, 32);
+  CHECK(log.iterations[1].ms_per_iteration == 32000);
+  CHECK(log.iterations[2].ms_per_iteration == 32768);
+  // Past a warm-up of 1: steps 2-5 at 32 s and 6-10 at 32.768 s, weighed by their steps.
+  const MeasuredSteps measured = *measure_steps(log, 1);
+  CHECK(measured.first_iteration == 2);
+  CHECK(measured.step_s == Approx((4 * 32.0 + 5 * 32.768) / 9));
+  // Two ranks log step 10: the one with fewer tokens a second is the step's time.
+  IterationLog other = parse_iteration_log(line(10, "1,600"));
+  IterationLog merged = merge_iteration_logs({parse_iteration_log(line(10, "2,000")), other});
+  REQUIRE(merged.iterations.size() == 1);
+  CHECK(*merged.iterations[0].tokens_per_s_per_gpu == 1600);
+}
+
 TEST_CASE("each logged rank's memory against its stage's: allocated, reserved, errors", "[run_report]") {
   CHECK(stage_of_rank(two_stages(), 0) == 0);
   CHECK(stage_of_rank(two_stages(), 1) == 0);

@@ -210,10 +210,12 @@ std::string status_summary(const RunStatus& run, const std::string& dir, int war
   try {
     IterationLog log = read_run_logs(run, dir);
     if (std::optional<RunReport> report = report_of_run(run, log, warmup)) return run_summary_line(*report);
-    if (!log.iterations.empty())
-      return "iteration " + std::to_string(log.iterations.back().iteration) + "/" +
-             std::to_string(log.iterations.back().train_iters) + ": still in the warm-up (" + std::to_string(warmup) +
-             " iterations)";
+    if (!log.iterations.empty()) {
+      const IterationRecord& last = log.iterations.back();  // torchtitan's lines name no planned steps
+      return "iteration " + std::to_string(last.iteration) +
+             (last.train_iters > 0 ? "/" + std::to_string(last.train_iters) : "") + ": still in the warm-up (" +
+             std::to_string(warmup) + " iterations)";
+    }
   } catch (const SpecError& e) {
     return std::string("no report: ") + e.what();
   }
@@ -226,7 +228,8 @@ void report(const LaunchOptions& options) {
   IterationLog log = read_run_logs(run, dir);
   if (log.iterations.empty())
     throw SpecError(dir + ": no iteration lines in the node logs; the trainer must print Megatron-LM's "
-                    "\"iteration I/N | ... | elapsed time per iteration (ms): T |\" (docs/launching.md, \"Run reports\")");
+                    "\"iteration I/N | ... | elapsed time per iteration (ms): T |\" or torchtitan's \"step: S ... tps: T\" "
+                    "(docs/launching.md, \"Run reports\")");
   std::optional<RunReport> result = report_of_run(run, log, options.warmup);
   if (!result)
     throw SpecError(dir + ": the logs reach iteration " + std::to_string(log.iterations.back().iteration) +

@@ -80,9 +80,13 @@ IterationLog read_run_logs(const RunStatus& run, const std::string& run_dir) {
 }
 
 std::optional<RunReport> report_of_run(const RunStatus& run, const IterationLog& log, int warmup) {
-  std::optional<MeasuredSteps> measured = measure_steps(log, warmup);
+  const RunPrediction predicted = predict_run(load_run_plan(run));
+  // torchtitan logs tokens a second: its steps are timed from the plan's tokens and GPUs.
+  IterationLog timed = log;
+  time_throughput_lines(timed, predicted.tokens_per_step, predicted.gpus);
+  std::optional<MeasuredSteps> measured = measure_steps(timed, warmup);
   if (!measured) return std::nullopt;
-  return make_run_report(*measured, predict_run(load_run_plan(run)), log);
+  return make_run_report(*measured, predicted, timed);
 }
 
 }  // namespace fasop

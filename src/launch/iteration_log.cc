@@ -64,6 +64,20 @@ std::optional<MemoryRecord> torchtitan_memory_line(const std::string& line) {
   return record;
 }
 
+/// torchtitan's metrics line's step and tokens a second a GPU ("step: 10 ... tps: 1,234 ...",
+/// colour codes before the names, thousands separated by commas).
+std::optional<IterationRecord> torchtitan_step_line(const std::string& line) {
+  static const std::regex step(R"(step:\s*(\d+)\s.*tps:\s*([0-9][0-9,]*))");
+  std::smatch match;
+  if (!std::regex_search(line, match, step)) return std::nullopt;
+  std::string digits = match[2];
+  digits.erase(std::remove(digits.begin(), digits.end(), ','), digits.end());
+  IterationRecord record;
+  record.iteration = std::stoi(match[1]);
+  record.tokens_per_s_per_gpu = std::stod(digits);
+  return record;
+}
+
 }  // namespace
 
 IterationLog parse_iteration_log(const std::string& text) {
@@ -80,6 +94,8 @@ IterationLog parse_iteration_log(const std::string& text) {
     } else if (line.find("GiB(") != std::string::npos) {
       if (auto record = torchtitan_memory_line(line)) log.memory.push_back(*record);
     }
+    if (line.find("tps:") != std::string::npos)
+      if (auto record = torchtitan_step_line(line)) log.iterations.push_back(*record);
   }
   return log;
 }
@@ -90,7 +106,11 @@ IterationLog merge_iteration_logs(const std::vector<IterationLog>& logs) {
   for (const IterationLog& log : logs) {
     for (const IterationRecord& record : log.iterations) {
       auto [it, fresh] = by_iteration.emplace(record.iteration, record);
-      if (!fresh && record.ms_per_iteration > it->second.ms_per_iteration) it->second = record;
+      // The slower: the longer step, or where logged as throughput the fewer tokens a second.
+      const bool throughput = record.tokens_per_s_per_gpu && it->second.tokens_per_s_per_gpu;
+      const bool slower = throughput ? *record.tokens_per_s_per_gpu < *it->second.tokens_per_s_per_gpu
+                                     : record.ms_per_iteration > it->second.ms_per_iteration;
+      if (!fresh && slower) it->second = record;
     }
     merged.memory.insert(merged.memory.end(), log.memory.begin(), log.memory.end());
   }
@@ -113,6 +133,12 @@ std::vector<MemoryRecord> memory_by_rank(const std::vector<MemoryRecord>& record
   std::vector<MemoryRecord> out;
   for (const auto& [rank, record] : by_rank) out.push_back(record);
   return out;
+}
+
+void time_throughput_lines(IterationLog& log, double tokens_per_step, int gpus) {
+  for (IterationRecord& record : log.iterations)
+    if (record.tokens_per_s_per_gpu && *record.tokens_per_s_per_gpu > 0 && gpus > 0)
+      record.ms_per_iteration = 1000 * tokens_per_step / (*record.tokens_per_s_per_gpu * gpus);
 }
 
 }  // namespace fasop

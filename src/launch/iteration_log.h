@@ -5,8 +5,9 @@
 //     elapsed time per iteration (ms): 1234.5 | ... | global batch size:     8 | lm loss: ... |
 //   [Rank 3] (after 1 iterations) memory (MB) | allocated: 1.0 | max allocated: 2.0 | reserved: 3.0 | max reserved: 4.0
 // (each a single line). Fields other than the iteration and its time are optional. torchtitan's
-// metrics line gives the logging rank's max reserved ("step: 10  loss: ...  memory: 12.34GiB(56.78%)  ..."),
-// read as rank 0's: torchtitan logs on rank 0 by default.
+// metrics line ("step: 10  loss: ...  memory: 12.34GiB(56.78%)  tps: 1,234  ...") gives the logging
+// rank's max reserved, read as rank 0's (torchtitan logs on rank 0 by default), and its tokens a
+// second a GPU since the previous line, which time_throughput_lines turns into step times.
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,9 @@ struct IterationRecord {
   double ms_per_iteration = 0;
   int global_batch = 0;      ///< "global batch size" (0: not logged)
   std::optional<double> loss;  ///< "lm loss"
+  /// torchtitan's "tps": tokens a second a GPU over the interval (ms_per_iteration 0 until
+  /// time_throughput_lines gives it).
+  std::optional<double> tokens_per_s_per_gpu;
 };
 
 /// One memory report of one rank, in MiB.
@@ -38,6 +42,11 @@ struct IterationLog {
 
 /// Reads every iteration line and memory report of `text`; other lines are skipped.
 IterationLog parse_iteration_log(const std::string& text);
+
+/// Gives the records logged as throughput (torchtitan's tps) their step time: a step's
+/// `tokens_per_step` over `gpus` GPUs at tps tokens a second each (torchtitan divides a data
+/// replica's tokens by its tp x cp x pp GPUs: tps x all GPUs is the step's tokens a second).
+void time_throughput_lines(IterationLog& log, double tokens_per_step, int gpus);
 
 /// The logs of several nodes as one: iteration lines by iteration (where two nodes log the same
 /// iteration, the slower time: a step ends when its last rank does), memory reports appended.

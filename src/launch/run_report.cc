@@ -175,7 +175,9 @@ RunReport make_run_report(const MeasuredSteps& measured, const RunPrediction& pr
 std::string run_summary_line(const RunReport& r) {
   const MeasuredSteps& m = r.measured;
   std::ostringstream out;
-  out << "iteration " << m.last_logged << "/" << m.train_iters << ": " << seconds(m.step_s)
+  // torchtitan's lines name no planned step count (train_iters 0).
+  out << "iteration " << m.last_logged << (m.train_iters > 0 ? "/" + std::to_string(m.train_iters) : "") << ": "
+      << seconds(m.step_s)
       << " s/step measured (iterations " << m.first_iteration << "-" << m.last_iteration << ") against "
       << seconds(r.predicted.step_s) << " s predicted (" << signed_percent(r.error) << "), "
       << grouped(r.tokens_per_s_per_gpu) << " tokens/s/GPU";
@@ -188,8 +190,8 @@ std::string run_report_text(const RunReport& r) {
   char line[256];
   std::ostringstream out;
   out << "iterations " << m.first_iteration << "-" << m.last_iteration << " measured (" << m.warmup
-      << " warm-up iteration" << (m.warmup == 1 ? "" : "s") << " skipped; " << m.last_logged << " of "
-      << m.train_iters << " logged)\n";
+      << " warm-up iteration" << (m.warmup == 1 ? "" : "s") << " skipped; " << m.last_logged
+      << (m.train_iters > 0 ? " of " + std::to_string(m.train_iters) : "") << " logged)\n";
   std::snprintf(line, sizeof line, "%-16s %14s %14s %9s\n", "", "measured", "predicted", "error");
   out << line;
   std::snprintf(line, sizeof line, "%-16s %14s %14s %9s\n", "step time (s)", fixed(m.step_s, 4).c_str(),
