@@ -10,6 +10,7 @@
 #include "cli/saved_plan.h"
 #include "emit/megatron_args.h"
 #include "emit/megatron_bridge_args.h"
+#include "emit/plan_checks.h"
 #include "emit/torchtitan_config.h"
 #include "launch/launch.h"
 #include "report/atomic_file.h"
@@ -110,6 +111,10 @@ LaunchSettings launch_settings(const LaunchOptions& options, const LoadedPlan& l
   } else if (options.stack == "torchtitan") {
     settings.trainer_command =
         torchtitan_trainer_command(torchtitan_config_py(plan, model, cluster), stack_config_args(config, options.stack));
+    if (std::string note = priced_stack_note(plan, "torchtitan"); !note.empty()) {
+      std::cerr << "fasop-cpp: warning: " << note << "\n";
+      settings.notes.push_back(note);
+    }
   } else if (options.stack == "megatron-bridge") {
     std::vector<std::string> args = megatron_bridge_args(plan, model, cluster);
     const std::vector<std::string> extra = stack_config_args(config, options.stack);

@@ -5,6 +5,7 @@
 
 #include "cli/saved_plan.h"
 #include "emit/emit.h"
+#include "emit/plan_checks.h"
 #include "report/atomic_file.h"
 #include "specs/spec_error.h"
 
@@ -18,6 +19,13 @@ struct ScheduleOptions {
   std::string megatron_flavor = "upstream";
   std::string fsdp = "megatron";
 };
+
+/// The stack whose memory the cost model prices for a format ("": none of its own).
+std::string priced_stack_of(const std::string& format) {
+  if (format == "megatron" || format == "megatron-bridge") return "megatron";
+  if (format == "deepspeed" || format == "deepspeed-pipeline") return "deepspeed";
+  return format == "torchtitan" ? "torchtitan" : "";
+}
 
 /// The plan in `options.format`.
 std::string emit(const ScheduleOptions& options, const PlanFile& plan, const ModelSpec& model, const ClusterSpec& cluster) {
@@ -39,6 +47,10 @@ void run(const ScheduleOptions& options) {
     std::cerr << "fasop-cpp: warning: " << options.plan << " is estimated not to fit in GPU memory ("
               << loaded.result.estimate.memory.oom_gpumem_gib << " GiB a GPU)\n";
   std::string text = emit(options, loaded.file, loaded.setup->model, loaded.setup->cluster);
+  // Warned once the stack takes the plan: a refusal stays one line.
+  if (std::string stack = priced_stack_of(options.format); !stack.empty())
+    if (std::string note = priced_stack_note(loaded.file, stack); !note.empty())
+      std::cerr << "fasop-cpp: warning: " << note << "\n";
   if (options.output.empty()) {
     std::cout << text;
     return;

@@ -78,6 +78,13 @@ void require_one_gpu_per_stage(const PlanFile& plan, const ClusterSpec& cluster,
                       "--placements blocks and stages that fit the node types, or on one GPU type");
 }
 
+std::string priced_stack_note(const PlanFile& plan, const std::string& stack) {
+  const std::string priced = plan.stack.empty() ? "megatron" : plan.stack;
+  if (priced == stack) return "";
+  return plan_where(plan) + "priced as " + priced + " allocates memory, not as " + stack +
+         " does: it may not fit there; search --stack " + stack + " prices it so";
+}
+
 int micro_batches_per_step(const PlanFile& plan, const std::string& needed_by) {
   const int per_step = plan.key.mbs * plan.key.dp;
   if (plan.key.mbs <= 0 || plan.key.dp <= 0 || plan.global_batch % per_step != 0)

@@ -40,6 +40,11 @@ void require_no_speed_split(const PlanFile& plan, const std::string& framework);
 /// its meshes assume one GPU model, and the plan prices the stage at its slowest GPU.
 void require_one_gpu_per_stage(const PlanFile& plan, const ClusterSpec& cluster, const std::string& framework);
 
+/// "" when `plan` was priced for `stack` (megatron, torchtitan, deepspeed: the plan file's
+/// `stack`, megatron where it names none), else a line saying which stack's memory the plan was
+/// priced for and how to price it for `stack`: the plan may not fit as that stack allocates.
+std::string priced_stack_note(const PlanFile& plan, const std::string& stack);
+
 /// The micro-batches each replica runs a step, global batch / (mbs x dp). Throws SpecError
 /// where that does not divide, which `needed_by` says is needed ("DeepSpeed asserts ...").
 int micro_batches_per_step(const PlanFile& plan, const std::string& needed_by);
