@@ -61,15 +61,14 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from emit_check import ROOT, save_and_emit  # noqa: E402
 from python_source import SourceTree, fits  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # (name, search arguments, what the plan must be for the name to hold).
 PLANS = [
@@ -373,24 +372,9 @@ def mixed_precision_recipes(tree):
 
 # --- fasop-cpp -------------------------------------------------------------------------------
 
-def run(bin_path, args):
-    done = subprocess.run([bin_path] + args, cwd=ROOT, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise Mismatch(f"fasop-cpp {' '.join(args)} failed ({done.returncode}): {done.stderr.strip()}")
-    return done.stdout
-
-
 def emit(bin_path, search_args, work):
-    import yaml
-    plan_path, args_path = os.path.join(work, "plan.yaml"), os.path.join(work, "plan.args")
-    run(bin_path, ["search"] + search_args + ["--out-dir", os.path.join(work, "logs"), "--quiet",
-                                              "--save-plan", plan_path])
-    run(bin_path, ["schedule", "--plan", plan_path, "--format", "megatron-bridge", "-o", args_path])
-    with open(plan_path) as f:
-        plan = yaml.safe_load(f)
-    with open(os.path.join(ROOT, "configs", "models", plan["model"] + ".yaml")) as f:
-        model = yaml.safe_load(f)
-    with open(args_path) as f:
+    plan, model, path = save_and_emit(bin_path, search_args, work, "megatron-bridge", "plan.args", Mismatch)
+    with open(path) as f:
         return plan, model, f.read()
 
 

@@ -61,15 +61,14 @@ import copy
 import math
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from emit_check import ROOT, save_and_emit  # noqa: E402
 from python_source import SourceTree, fits  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # (name, search arguments, what the plan must be for the name to hold).
 PLANS = [
@@ -245,24 +244,8 @@ def torchtitan_schedule_names(tree, root):
 
 # --- fasop-cpp -------------------------------------------------------------------------------
 
-def run(bin_path, args):
-    done = subprocess.run([bin_path] + args, cwd=ROOT, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise Mismatch(f"fasop-cpp {' '.join(args)} failed ({done.returncode}): {done.stderr.strip()}")
-    return done.stdout
-
-
 def emit(bin_path, search_args, work):
-    import yaml
-    plan_path, module = os.path.join(work, "plan.yaml"), os.path.join(work, "fasop_plan.py")
-    run(bin_path, ["search"] + search_args + ["--out-dir", os.path.join(work, "logs"), "--quiet",
-                                              "--save-plan", plan_path])
-    run(bin_path, ["schedule", "--plan", plan_path, "--format", "torchtitan", "-o", module])
-    with open(plan_path) as f:
-        plan = yaml.safe_load(f)
-    with open(os.path.join(ROOT, "configs", "models", plan["model"] + ".yaml")) as f:
-        model = yaml.safe_load(f)
-    return plan, model, module
+    return save_and_emit(bin_path, search_args, work, "torchtitan", "fasop_plan.py", Mismatch)
 
 
 # --- the emitted module ----------------------------------------------------------------------
