@@ -77,12 +77,12 @@ void check_backend_options(const LaunchOptions& options) {
     throw SpecError("--container-image and --container-mounts are pyxis's, for --backend slurm; docker takes --image and --mount");
 }
 
-/// The trainer config: the file given, else the shipped megatron-mock for the default trainer.
 /// The trainer config a stack's launch takes when given none.
 std::string default_trainer_config(const std::string& stack) {
   return stack == "torchtitan" ? "torchtitan-short" : stack == "megatron-bridge" ? "megatron-bridge-mock" : "megatron-mock";
 }
 
+/// The trainer config: the file given, else the stack's shipped default; none for --trainer-cmd.
 TrainerConfig trainer_config(const LaunchOptions& options) {
   DiskSource disk;
   SpecStore store(disk, embedded_presets());
@@ -122,8 +122,8 @@ LaunchSettings launch_settings(const LaunchOptions& options, const LoadedPlan& l
     settings.trainer_command = megatron_bridge_trainer_command(args, options.bridge_script);
   } else {
     MergedTrainerArgs merged =
-        merge_trainer_args(megatron_args(plan, loaded.setup->model, MegatronFlavor::kUpstream, fsdp_impl_named(options.fsdp)),
-                           config, plan, loaded.setup->model);
+        merge_trainer_args(megatron_args(plan, model, MegatronFlavor::kUpstream, fsdp_impl_named(options.fsdp)), config,
+                           plan, model);
     const std::string script = !options.megatron_script.empty() ? options.megatron_script
                                : !config.megatron_script.empty() ? config.megatron_script
                                                                  : "pretrain_gpt.py";
@@ -304,8 +304,9 @@ void add_launch_command(CLI::App& app) {
   command->add_option("--bridge-script", options->bridge_script,
                       "Megatron-Bridge's entry point (default scripts/training/run_recipe.py)");
   command->add_option("--trainer-cmd", options->trainer_cmd,
-                      "shell command each node runs instead of the stack's trainer; it sees NNODES, NODE_RANK, GPUS_PER_NODE, WORLD_SIZE, MASTER_ADDR, "
-                      "MASTER_PORT and FASOP_* (plan, degrees, first rank, run directory)");
+                      "shell command each node runs instead of the stack's trainer; it sees NNODES, NODE_RANK, "
+                      "GPUS_PER_NODE, WORLD_SIZE, MASTER_ADDR, MASTER_PORT and FASOP_* (plan, degrees, first rank, "
+                      "run directory)");
   command->add_option("--trainer-config", options->trainer_config,
                       "the stack's own arguments and the nodes' environment (YAML: args, env, megatron_script), "
                       "added to the plan's, a flag that sets what the plan fixes refused; a preset or a file (default "

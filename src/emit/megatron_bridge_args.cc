@@ -139,8 +139,8 @@ std::vector<std::string> megatron_bridge_args(const PlanFile& plan, const ModelS
     throw SpecError(model.source + ": stacks.megatron_bridge: model '" + model.name +
                     "' names no Megatron-Bridge recipe; add `stacks: {megatron_bridge: <recipe stem>}` "
                     "(run_recipe.py --model, e.g. llama3_8b), or emit for Megatron-LM (--format megatron)");
-  require_one_gpu_per_stage(plan, cluster, "Megatron-Bridge");
   const std::vector<std::string> tokens = megatron_args(plan, model, MegatronFlavor::kUpstream, FsdpImpl::kMegatron);
+  require_one_gpu_per_stage(plan, cluster, "Megatron-Bridge");  // after Megatron-LM's checks: one tp and dp
   // Each flag with the values that follow it.
   std::vector<std::pair<std::string, std::vector<std::string>>> flags;
   for (const std::string& token : tokens) {

@@ -1,15 +1,17 @@
 #pragma once
 // A trainer config (`launch --trainer-config`): what a training engine needs besides the plan
 // (data or mock data, tokenizer, iterations, learning rate, logging, checkpoints) and the
-// environment its nodes run in. The shipped default is configs/trainers/megatron-mock.yaml.
+// environment its nodes run in. The shipped defaults are configs/trainers/megatron-mock.yaml,
+// torchtitan-short.yaml and megatron-bridge-mock.yaml, one a stack (launch --stack).
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace fasop {
 
-/// One command-line argument of the trainer: its flag with the leading "--" and its values
-/// (none for a switch such as --mock-data).
+/// One command-line argument of the trainer: its flag with the leading "--" (Megatron-LM's
+/// dashed, torchtitan's dotted, run_recipe.py's with underscores) and its values (none for a
+/// switch such as --mock-data).
 struct TrainerArg {
   std::string flag;
   std::vector<std::string> values;
