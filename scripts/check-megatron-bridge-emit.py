@@ -66,7 +66,7 @@ import tempfile
 import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from emit_check import ROOT, save_and_emit  # noqa: E402
+from emit_check import add_common_options, check_each, save_and_emit, selected_plans  # noqa: E402
 from python_source import SourceTree, fits  # noqa: E402
 
 
@@ -537,9 +537,7 @@ def main():
                         help="Megatron-Bridge checkout (default: $MEGATRON_BRIDGE_SRC)")
     parser.add_argument("--megatron", default=os.environ.get("MEGATRON_LM_SRC"),
                         help="Megatron-LM checkout (default: $MEGATRON_LM_SRC, else Bridge's 3rdparty/Megatron-LM)")
-    parser.add_argument("--bin", default=os.path.join(ROOT, "build", "fasop-cpp"), help="the fasop-cpp binary")
-    parser.add_argument("--only", help="comma-separated plan names")
-    parser.add_argument("--keep", help="copy each plan's plan.yaml and plan.args into DIR/NAME/")
+    add_common_options(parser, "plan.args")
     args = parser.parse_args()
     if not args.bridge_src:
         parser.error("give the Megatron-Bridge source tree as an argument or in MEGATRON_BRIDGE_SRC")
@@ -552,18 +550,10 @@ def main():
     bridge = Bridge(args.bridge_src, args.megatron)
     print(f"Megatron-Bridge from {args.bridge_src}, Megatron-LM from {bridge.megatron}; "
           "Hydra's override parser not installed: not run (the token grammar is checked instead)")
-    plans = [p for p in PLANS if not args.only or p[0] in args.only.split(",")]
-    if not plans:
-        parser.error(f"--only names no plan of {', '.join(p[0] for p in PLANS)}")
-    failed = 0
-    for name, search_args, kind in plans:
-        try:
-            print(f"ok    {name}: " + check_plan(bridge, os.path.abspath(args.bin), name, search_args, kind, args.keep))
-        except Mismatch as error:
-            failed += 1
-            print(f"FAIL  {name}: {error}")
-    print(f"{len(plans) - failed} of {len(plans)} plans as Megatron-Bridge's source reads them")
-    return 1 if failed else 0
+    plans = selected_plans(parser, PLANS, args.only)
+    binary = os.path.abspath(args.bin)
+    return check_each(plans, lambda name, search, kind: check_plan(bridge, binary, name, search, kind, args.keep),
+                      Mismatch, "Megatron-Bridge's source")
 
 
 if __name__ == "__main__":

@@ -66,7 +66,7 @@ import tempfile
 import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from emit_check import ROOT, save_and_emit  # noqa: E402
+from emit_check import add_common_options, check_each, save_and_emit, selected_plans  # noqa: E402
 from python_source import SourceTree, fits  # noqa: E402
 
 
@@ -642,9 +642,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("torchtitan_src", nargs="?", default=os.environ.get("TORCHTITAN_SRC"),
                         help="torchtitan checkout (default: $TORCHTITAN_SRC)")
-    parser.add_argument("--bin", default=os.path.join(ROOT, "build", "fasop-cpp"), help="the fasop-cpp binary")
-    parser.add_argument("--only", help="comma-separated plan names")
-    parser.add_argument("--keep", help="copy each plan's plan.yaml and fasop_plan.py into DIR/NAME/")
+    add_common_options(parser, "fasop_plan.py")
     args = parser.parse_args()
     if not args.torchtitan_src:
         parser.error("give the torchtitan source tree as an argument or in TORCHTITAN_SRC")
@@ -658,18 +656,10 @@ def main():
     tt = Torchtitan(os.path.abspath(args.torchtitan_src))
     print(f"torchtitan from {args.torchtitan_src}; schedule names its configs use: "
           f"{', '.join(sorted(torchtitan_schedule_names(tt.tree, tt.tree.roots[0])))}")
-    plans = [p for p in PLANS if not args.only or p[0] in args.only.split(",")]
-    if not plans:
-        parser.error(f"--only names no plan of {', '.join(p[0] for p in PLANS)}")
-    failed = 0
-    for name, search_args, kind in plans:
-        try:
-            print(f"ok    {name}: " + check_plan(tt, os.path.abspath(args.bin), name, search_args, kind, args.keep))
-        except Mismatch as error:
-            failed += 1
-            print(f"FAIL  {name}: {error}")
-    print(f"{len(plans) - failed} of {len(plans)} plans as torchtitan's source reads them")
-    return 1 if failed else 0
+    plans = selected_plans(parser, PLANS, args.only)
+    binary = os.path.abspath(args.bin)
+    return check_each(plans, lambda name, search, kind: check_plan(tt, binary, name, search, kind, args.keep), Mismatch,
+                      "torchtitan's source")
 
 
 if __name__ == "__main__":

@@ -27,3 +27,33 @@ def save_and_emit(bin_path, search_args, work, fmt, out_name, error):
     with open(os.path.join(ROOT, "configs", "models", plan["model"] + ".yaml")) as f:
         model = yaml.safe_load(f)
     return plan, model, out
+
+
+def add_common_options(parser, written):
+    """--bin, --only and --keep, which both checks take; `written` names the emitted file."""
+    parser.add_argument("--bin", default=os.path.join(ROOT, "build", "fasop-cpp"), help="the fasop-cpp binary")
+    parser.add_argument("--only", help="comma-separated plan names")
+    parser.add_argument("--keep", help=f"copy each plan's plan.yaml and {written} into DIR/NAME/")
+
+
+def selected_plans(parser, plans, only):
+    """The plans --only names (all without it); a parser error where it names none."""
+    chosen = [p for p in plans if not only or p[0] in only.split(",")]
+    if not chosen:
+        parser.error(f"--only names no plan of {', '.join(p[0] for p in plans)}")
+    return chosen
+
+
+def check_each(plans, check, error, reader):
+    """Runs check(name, search_args, kind) on each plan, one line each ("ok    NAME: ..." or
+    "FAIL  NAME: why" where it raises `error`), then "N of M plans as READER reads them"; 1 if
+    any failed, else 0."""
+    failed = 0
+    for name, search_args, kind in plans:
+        try:
+            print(f"ok    {name}: " + check(name, search_args, kind))
+        except error as problem:
+            failed += 1
+            print(f"FAIL  {name}: {problem}")
+    print(f"{len(plans) - failed} of {len(plans)} plans as {reader} reads them")
+    return 1 if failed else 0
