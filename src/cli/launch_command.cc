@@ -119,7 +119,7 @@ LaunchSettings launch_settings(const LaunchOptions& options, const LoadedPlan& l
     std::vector<std::string> args = megatron_bridge_args(plan, model, cluster);
     const std::vector<std::string> extra = stack_config_args(config, options.stack);
     args.insert(args.end(), extra.begin(), extra.end());
-    settings.trainer_command = megatron_bridge_trainer_command(args, options.bridge_script);
+    settings.trainer_command = torchrun_script_command(args, options.bridge_script);
   } else {
     MergedTrainerArgs merged =
         merge_trainer_args(megatron_args(plan, model, MegatronFlavor::kUpstream, fsdp_impl_named(options.fsdp)), config,
@@ -127,7 +127,7 @@ LaunchSettings launch_settings(const LaunchOptions& options, const LoadedPlan& l
     const std::string script = !options.megatron_script.empty() ? options.megatron_script
                                : !config.megatron_script.empty() ? config.megatron_script
                                                                  : "pretrain_gpt.py";
-    settings.trainer_command = megatron_trainer_command(merged.tokens, script);
+    settings.trainer_command = torchrun_script_command(merged.tokens, script);
     settings.notes = merged.notes;
   }
   if (options.trainer_cmd.empty() && options.trainer_config.empty())

@@ -403,6 +403,17 @@ std::vector<std::string> megatron_args(const PlanFile& plan, const ModelSpec& mo
   return w.tokens();
 }
 
+std::vector<TrainerArg> split_flags(const std::vector<std::string>& tokens) {
+  std::vector<TrainerArg> args;
+  for (const std::string& token : tokens) {
+    if (token.rfind("--", 0) == 0)
+      args.push_back({token, {}});
+    else if (!args.empty())
+      args.back().values.push_back(token);
+  }
+  return args;
+}
+
 std::string megatron_args_text(const PlanFile& plan, const ModelSpec& model, MegatronFlavor flavor, FsdpImpl fsdp) {
   const std::vector<std::string> tokens = megatron_args(plan, model, flavor, fsdp);
   std::string text;

@@ -10,6 +10,7 @@
 #include "emit/megatron_partition.h"
 #include "specs/model_spec.h"
 #include "specs/plan_file.h"
+#include "specs/trainer_config.h"
 
 namespace fasop {
 
@@ -24,6 +25,9 @@ inline bool runs_megatron_fsdp(const PlanKey& key) { return key.zero_stage >= 2;
 /// `fsdp` picks the sharding of a ZeRO-3 plan (ZeRO-2 is Megatron-FSDP's alone).
 std::vector<std::string> megatron_args(const PlanFile& plan, const ModelSpec& model, MegatronFlavor flavor,
                                        FsdpImpl fsdp = FsdpImpl::kMegatron);
+
+/// The flags of a token list (megatron_args') with their values, in order.
+std::vector<TrainerArg> split_flags(const std::vector<std::string>& tokens);
 
 /// The same arguments as a `.sh`-style block to paste after `torchrun ... pretrain_gpt.py \`: one
 /// flag with its value a line, lines joined by " \\\n", values with shell metacharacters

@@ -141,19 +141,13 @@ std::vector<std::string> megatron_bridge_args(const PlanFile& plan, const ModelS
                     "(run_recipe.py --model, e.g. llama3_8b), or emit for Megatron-LM (--format megatron)");
   const std::vector<std::string> tokens = megatron_args(plan, model, MegatronFlavor::kUpstream, FsdpImpl::kMegatron);
   require_one_gpu_per_stage(plan, cluster, "Megatron-Bridge");  // after Megatron-LM's checks: one tp and dp
-  // Each flag with the values that follow it.
-  std::vector<std::pair<std::string, std::vector<std::string>>> flags;
-  for (const std::string& token : tokens) {
-    if (token.rfind("--", 0) == 0) flags.push_back({token, {}});
-    else flags.back().second.push_back(token);
-  }
   // The overrides in order, each path once.
   std::vector<std::pair<std::string, std::string>> overrides;
   auto has = [&](const std::string& path) {
     return std::any_of(overrides.begin(), overrides.end(), [&](const auto& o) { return o.first == path; });
   };
   std::map<std::string, std::string> precision;
-  for (const auto& [flag, values] : flags) {
+  for (const auto& [flag, values] : split_flags(tokens)) {
     if (architecture_flags().count(flag)) continue;
     if (flag == "--bf16" || flag == "--fp16" || flag.rfind("--fp8-", 0) == 0 || flag.rfind("--fp4-", 0) == 0) {
       precision[flag] = values.empty() ? "" : values[0];

@@ -8,9 +8,8 @@
 //   read_run_status      exit codes and logs of a run directory (run_status.h)
 //   sbatch_submit        sbatch and scontrol (slurm_client.h)
 //   submit_slurm_job     a batch script submitted, or run_local_job: the nodes run here (launch_run.h)
-//   megatron_trainer_command  the default trainer: Megatron-LM under torchrun (trainer_command.h)
-//   torchtitan_trainer_command, megatron_bridge_trainer_command
-//                             the PyTorch-native and NeMo stacks' trainers (stack_trainer.h)
+//   torchrun_script_command   Megatron-LM's or Megatron-Bridge's script under torchrun (trainer_command.h)
+//   torchtitan_trainer_command  torchtitan's trainer with the plan's module (stack_trainer.h)
 //   merge_trainer_args   the plan's Megatron-LM arguments with a trainer config's (trainer_args.h)
 //   launch_environment   what the nodes export: node type's, trainer config's, plan's (launch_environment.h)
 //   apply_partition_options, check_sbatch_args  --partition and --sbatch-arg (slurm_options.h)

@@ -1,15 +1,11 @@
 #include "launch/stack_trainer.h"
 
 #include "emit/shell_quote.h"
+#include "launch/trainer_command.h"
 #include "specs/spec_error.h"
 
 namespace fasop {
 namespace {
-
-/// torchrun with the node's place from the launch environment (trainer_command.h's spelling).
-const char* kTorchrun =
-    "torchrun --nnodes \"$NNODES\" --nproc_per_node \"$GPUS_PER_NODE\" --node_rank \"$NODE_RANK\" "
-    "--master_addr \"$MASTER_ADDR\" --master_port \"$MASTER_PORT\"";
 
 /// Whether `flag` (without its --) sets what the plan fixes for `stack`.
 bool fixed_by_plan(const std::string& flag, const std::string& stack) {
@@ -50,13 +46,7 @@ std::string torchtitan_trainer_command(const std::string& config_py, const std::
       config_py +
       "FASOP_PLAN_PY\n"
       "mv \"$dir/fasop_plan.py.tmp\" \"$dir/fasop_plan.py\" && PYTHONPATH=\"$dir${PYTHONPATH:+:$PYTHONPATH}\" " +
-      std::string(kTorchrun) + " -m torchtitan.train --module fasop_plan --config fasop_plan";
-  for (const std::string& token : args) command += " " + shell_quote(token);
-  return command;
-}
-
-std::string megatron_bridge_trainer_command(const std::vector<std::string>& args, const std::string& script) {
-  std::string command = std::string(kTorchrun) + " " + shell_quote(script);
+      torchrun_prefix() + " -m torchtitan.train --module fasop_plan --config fasop_plan";
   for (const std::string& token : args) command += " " + shell_quote(token);
   return command;
 }

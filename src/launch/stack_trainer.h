@@ -1,7 +1,8 @@
 #pragma once
 // The trainers of the PyTorch-native and NeMo stacks under torchrun: torchtitan (its train
 // module with the plan's configuration module) and Megatron-Bridge (its own entry point with the
-// plan's recipe and overrides), each followed by a trainer config's arguments.
+// plan's recipe and overrides, torchrun_script_command), each followed by a trainer config's
+// arguments.
 #include <string>
 #include <vector>
 
@@ -21,9 +22,5 @@ std::vector<std::string> stack_config_args(const TrainerConfig& config, const st
 /// then runs `python -m torchtitan.train --module fasop_plan --config fasop_plan` under torchrun
 /// with `args` after it; run from torchtitan's root.
 std::string torchtitan_trainer_command(const std::string& config_py, const std::vector<std::string>& args);
-
-/// Megatron-Bridge's `script` (scripts/training/run_recipe.py, from its root) under torchrun with
-/// `args`: the plan's (megatron_bridge_args), then the trainer config's.
-std::string megatron_bridge_trainer_command(const std::vector<std::string>& args, const std::string& script);
 
 }  // namespace fasop

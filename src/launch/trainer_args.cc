@@ -4,6 +4,7 @@
 #include <regex>
 #include <set>
 
+#include "emit/megatron_args.h"
 #include "specs/plan_degrees.h"
 #include "specs/spec_error.h"
 
@@ -22,18 +23,6 @@ const std::set<std::string>& plan_fixed_flags() {
       "--decoder-last-pipeline-num-layers", "--account-for-embedding-in-pipeline-split",
       "--account-for-loss-in-pipeline-split", "--balance", "--use-distributed-optimizer"};
   return flags;
-}
-
-/// The flags of a token list with their values, in order.
-std::vector<TrainerArg> split_flags(const std::vector<std::string>& tokens) {
-  std::vector<TrainerArg> args;
-  for (const std::string& token : tokens) {
-    if (token.rfind("--", 0) == 0)
-      args.push_back({token, {}});
-    else if (!args.empty())
-      args.back().values.push_back(token);
-  }
-  return args;
 }
 
 std::string joined(const std::vector<std::string>& values) {
