@@ -1062,7 +1062,7 @@ TEST_CASE("node types may differ in GPUs per node", "[analytic][specs]") {
   CHECK_FALSE(results.front().estimate.memory.is_oom);
 }
 
-TEST_CASE("gradient buckets overlap the last backward pass; the last one is exposed", "[analytic][terms]") {
+TEST_CASE("gradient buckets overlap the last backward pass, the last one is exposed", "[analytic][terms]") {
   // K = 4 buckets of c = 1 ms over a window W: bucket i is ready at W (i + 1) / 4.
   // W = 2 ms: the stream is busy from 0.5 ms for 4 ms, ending at 4.5 ms: 2.5 ms past the window
   // (max(1, 4 - 2 x 3/4) = 2.5). W = 10 ms: each bucket finishes before the next is ready; only

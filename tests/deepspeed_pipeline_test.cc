@@ -82,7 +82,7 @@ TEST_CASE("deepspeed pipeline: names from specs stay inside their Python strings
   CHECK_THAT(py, Contains("    \"embed\\\"ding\",\n"));
 }
 
-TEST_CASE("deepspeed pipeline: ZeRO 2 or 3 is refused even with pp 1; other refusals as the config's",
+TEST_CASE("deepspeed pipeline: ZeRO 2 or 3 is refused even with pp 1, other refusals as the config's",
           "[emit][deepspeed]") {
   ModelSpec model = preset_model("gpt2xl");
   PlanFile flat = layout_plan(2, 2, 4, 1, 64, {50}, 3, false);

@@ -447,7 +447,7 @@ TEST_CASE("megatron upstream: a run trains the model the cost model priced (no b
 }
 
 
-TEST_CASE("megatron upstream: cp 2 is --context-parallel-size; Megatron's dp is world / (tp x cp x pp)",
+TEST_CASE("megatron upstream: cp 2 is --context-parallel-size, Megatron's dp is world / (tp x cp x pp)",
           "[emit][megatron][cp]") {
   ModelSpec model = preset_model("llama2-7b");  // sequence 4096: 2 x cp = 4 chunks of 1024
   PlanFile plan = llama_plan();                 // mbs 2, tp 4, dp 1, pp 2: 16 GPUs with cp 2

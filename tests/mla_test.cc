@@ -100,7 +100,7 @@ TEST_CASE("an MLA layer's forward GEMMs and attention FLOPs at one micro-batch",
         Approx(4096 * (2 * 15138816.0 + 2 * (171966464.0 + 396361728.0) / 8)).epsilon(1e-12));
 }
 
-TEST_CASE("MLA's ring attention passes full-width keys and values; its activations", "[mla][cp]") {
+TEST_CASE("MLA's ring attention passes full-width keys and values, its activations", "[mla][cp]") {
   const ModelSpec m = fasop::testing::preset_model("deepseek-v3");
   const LayerUnit& dense = m.units[1];
   LayerOptions options;

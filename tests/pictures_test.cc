@@ -60,7 +60,7 @@ TEST_CASE("text widths are DejaVu Sans's advances", "[pictures]") {
   CHECK(text_width("\xC3\xA9", 10) == Approx(10));  // one character outside ASCII: an em
 }
 
-TEST_CASE("the front plot's axes fit the candidates that fit in memory; the others are counted", "[pictures]") {
+TEST_CASE("the front plot's axes fit the candidates that fit in memory, the others are counted", "[pictures]") {
   ParetoPlot plot;
   // Runnable: 1 s/$100, 2 s/$60, 4 s/$50 (the front) and 3 s/$200, 8 s/$400. Out of memory: one
   // far slower and dearer, one faster and cheaper than everything that runs.
@@ -270,7 +270,7 @@ TEST_CASE("the timeline's left margin holds the longest stage label", "[pictures
   CHECK(pipeline_timeline_layout(events, {"s0", "s1", "s2"}).left < 50);
 }
 
-TEST_CASE("small timelines draw every box; large ones merge them and stay small", "[pictures]") {
+TEST_CASE("small timelines draw every box, large ones merge them and stay small", "[pictures]") {
   // Four stages, 32 micro-batches: 256 numbered compute boxes and 192 sends, as plan_test.sh.
   std::vector<StageTiming> four(4, StageTiming{1.0, 2.0, 0.05, 0.05});
   std::vector<PipelineEvent> events = simulate_1f1b_events(four, 32);

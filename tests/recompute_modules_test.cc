@@ -113,7 +113,7 @@ TEST_CASE("the forward FLOPs a module's recomputation repeats", "[recompute][mla
   CHECK(recompute_time_factor(m, mode) == Approx(1 + recomputed_gemm_share(m, kRecomputeMlaUpProj) / 3));
 }
 
-TEST_CASE("plan files and validation cases carry the modules; Megatron-LM gets them", "[recompute][emit][plan]") {
+TEST_CASE("plan files and validation cases carry the modules, Megatron-LM gets them", "[recompute][emit][plan]") {
   const ModelSpec m = preset_model("deepseek-v3");
   PlanFile plan;
   plan.model = "deepseek-v3";

@@ -42,7 +42,7 @@ std::string last_rank_log() {
 
 }  // namespace
 
-TEST_CASE("Megatron-LM's iteration and memory lines are read; other lines are not", "[run_report]") {
+TEST_CASE("Megatron-LM's iteration and memory lines are read, other lines are not", "[run_report]") {
   IterationLog log = parse_iteration_log(last_rank_log());
   REQUIRE(log.iterations.size() == 6);
   CHECK(log.iterations[0].iteration == 2);
@@ -137,7 +137,7 @@ TEST_CASE("a run report: error, tokens/s/GPU, MFU and memory against the predict
              Contains("the log's global batch size is 8, the plan's 16"));
 }
 
-TEST_CASE("torchtitan's metrics line gives rank 0's max reserved; a rank's reports merge", "[run_report]") {
+TEST_CASE("torchtitan's metrics line gives rank 0's max reserved, a rank's reports merge", "[run_report]") {
   // torchtitan's line, colour codes and all: "memory: 12.50GiB(15.62%)" is max reserved.
   const std::string line =
       "[rank0]:[titan] 2026-01-02 10:00:00,000 - root - INFO - \033[31mstep: 10  \033[32mloss:  7.1234  "

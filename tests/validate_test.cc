@@ -234,7 +234,7 @@ TEST_CASE("The shipped Megatron set: ten cases, each predicted", "[validate]") {
   CHECK(validation_csv(results) == validation_csv(results));
 }
 
-TEST_CASE("A throughput in tokens becomes a step time; a micro-batch range reports its span", "[validate]") {
+TEST_CASE("A throughput in tokens becomes a step time, a micro-batch range reports its span", "[validate]") {
   // 14,079 tokens/s/GPU on 8 GPUs, 128 sequences of 8,192 tokens: 1,048,576 / 112,632 = 9.3097 s.
   std::string text = replace(kPresetCase, "measurement: {step_s: 1.5, memory: {figure: max_allocated, rank: last, peak_gib: 20, allocated_after_step_gib: 6}}", "measurement: {tokens_per_s_per_gpu: 14079}");
   ValidationCase c = parse(text);
