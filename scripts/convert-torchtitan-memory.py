@@ -36,7 +36,7 @@ MODELS = {
 # No price: these runs are measured, not priced.
 LINKS = "intra_node_bandwidth_bits_per_s: 3.6e12, inter_node_bandwidth_bits_per_s: 3.2e12, price_usd_per_hour: 0"
 NODE_TYPES = {
-    "H100": "{name: grand-teton-h100-96gb, gpu: H100, gpus_per_node: 8, gpu_memory_gib: 95.0, " + LINKS + "}",
+    "H100": "{name: grand-teton-h100-96gb, gpu: H100-96GB-500W, gpus_per_node: 8, gpu_memory_gib: 95.0, " + LINKS + "}",
     "H200": "{name: whitefiber-h200, gpu: H200, gpus_per_node: 8, gpu_memory_gib: 139.81, " + LINKS + "}",
 }
 

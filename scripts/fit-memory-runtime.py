@@ -53,7 +53,7 @@ def uses_transformer_engine(row):
 # The stacks' defaults (src/specs/runtime_memory.cc) where a GPU's file gives none.
 DEFAULTS = {"megatron": {"workspace_gib": 0.075, "te_workspace_gib": 0.03125, "reserve_share": 0.05},
             "torchtitan": {"workspace_gib": 0.075, "te_workspace_gib": 0.0, "reserve_share": 0.05}}
-GPU_FILES = {"A100-80GB": "a100-80gb.yaml", "H100": "h100.yaml", "H200": "h200.yaml"}
+GPU_FILES = {"A100-80GB": "a100-80gb.yaml", "H100": "h100.yaml", "H100-96GB-500W": "h100-96gb-500w.yaml", "H200": "h200.yaml"}
 
 
 def current_constants(gpu, stack):

@@ -158,7 +158,15 @@ def main():
     files = Files()
     for (gpu, precision), values in fitted().items():
         for name, value in values.items():
-            files.set(gpu, precision, name, value, f"fit {gpu}-{precision}.txt")
+            why = f"fit {gpu}-{precision}.txt"
+            # "fp8.gemm_peak_share": another precision's parameter, fitted beside this one's.
+            own, name = (name.split(".", 1) if re.match(r"^(fp|bf|tf)\d+\.", name) else (precision, name))
+            if name == "attention_shares":
+                # Both attention shares, their ratio kept (validate --fit moves them so).
+                ratio = float(files.get(gpu, own, "attention_backward_peak_share")) / float(files.get(gpu, own, "attention_peak_share"))
+                files.set(gpu, own, "attention_backward_peak_share", float(value) * ratio, why)
+                name = "attention_peak_share"
+            files.set(gpu, own, name, value, why)
     # Shape transfers, transfers, then "as" lines (which may copy a transferred precision).
     for (gpu, precision), (source, source_precision) in SHAPE_TRANSFERS.items():
         files.set(gpu, precision, "gemm_half_dim", files.get(source, source_precision, "gemm_half_dim"),

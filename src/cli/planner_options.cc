@@ -153,9 +153,9 @@ void PlannerOptions::add_to(CLI::App& command, bool model_required) {
                    "analytic: bf16 and fp8 training keep and reduce their gradients in bf16, 2 bytes a parameter "
                    "instead of fp32's 4 (Megatron-LM's --grad-reduce-in-bf16, as Megatron-Bridge's recipes run)");
   command.add_option("--stack", stack,
-                     "analytic: the framework that runs the plan, as its memory is priced: megatron (Megatron-Core: "
-                     "Megatron-LM, NeMo; default), torchtitan (PyTorch FSDP2; the search then shards with ZeRO-3 alone) "
-                     "or deepspeed (ZeRO 0-3)");
+                     "analytic: the framework that runs the plan, as its memory and layers are priced: megatron "
+                     "(Megatron-Core: Megatron-LM, NeMo; default), torchtitan (PyTorch FSDP2, eager blocks, per-op "
+                     "selective checkpointing; the search then shards with ZeRO-3 alone) or deepspeed (ZeRO 0-3)");
   command.add_option("--memory-headroom", memory_headroom,
                      "analytic: memory every GPU keeps free beyond the plan's predicted peak, a share of it (5%) or "
                      "GiB (4); default 5%, which covers the memory model's error (docs/memory.md)");
@@ -376,7 +376,8 @@ void choose_policy(const PlannerOptions& options, PlannerSetup& setup) {
 std::string memory_assumptions_line(const PlannerOptions& options, const PlannerSetup& setup) {
   if (setup.policy_name != "analytic") return "";
   const MemorySettings settings = memory_settings_of(options);
-  const char* stack = settings.stack == TrainingStack::kTorchtitan ? "PyTorch FSDP2 as torchtitan allocates"
+  const char* stack = settings.stack == TrainingStack::kTorchtitan
+                          ? "PyTorch FSDP2 as torchtitan allocates and runs it (blocks eager, selective per op)"
                       : settings.stack == TrainingStack::kDeepSpeed ? "DeepSpeed's ZeRO as it allocates"
                                                                       : "Megatron-Core as it allocates";
   return std::string("memory: ") + stack + ", " + memory_headroom_of(options, setup.cluster).text() +
@@ -485,10 +486,11 @@ std::unique_ptr<PlannerSetup> PlannerSetup::load_specs(const PlannerOptions& opt
 
 namespace {
 
-/// How analytic profiles time a plan's layers: Megatron-LM's stack, --tp-comm-overlap, and the
-/// plan's context and expert parallelism.
+/// How analytic profiles time a plan's layers: --stack's layers (Megatron-LM's where none),
+/// --tp-comm-overlap, and the plan's context and expert parallelism.
 LayerOptions profile_layers(const PlannerOptions& options, const PlanKey& split) {
-  return split_as({.stack = Stack::kMegatron, .sequence_parallel = false, .execution = execution_of(options)}, split);
+  const LayerOptions megatron{.stack = Stack::kMegatron, .sequence_parallel = false, .execution = execution_of(options)};
+  return split_as(with_training_stack(megatron, memory_settings_of(options)), split);
 }
 
 /// An analytic profile of `model` on `node` at every tp a node takes and every micro-batch that

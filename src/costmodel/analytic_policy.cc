@@ -9,6 +9,7 @@
 #include "costmodel/pipeline_1f1b.h"
 #include "costmodel/speed_split_stage.h"
 #include "costmodel/zone_egress.h"
+#include "profiles/op_selective_recompute.h"
 #include "profiles/recomputed_flops.h"
 #include "specs/link.h"
 #include "specs/precision.h"
@@ -353,7 +354,8 @@ double recompute_time_factor(const ModelSpec& model, const ActivationMode& mode)
   // time_passes's passes for a compute of 1.
   if (mode.full_recompute) return 4.0 / 3;
   const double core = mode.selective & kRecomputeCoreAttn ? selective_recompute_s(model, 1.0 / 3) : 0;
-  return 1 + core + recomputed_gemm_share(model, mode.selective) / 3;
+  const double gemms = mode.op_selective ? op_selective_gemm_share(model) : recomputed_gemm_share(model, mode.selective);
+  return 1 + core + gemms / 3;
 }
 
 namespace {
@@ -376,7 +378,7 @@ void AnalyticPolicy::time_passes(const PlanContext& ctx, double compute, StageTi
   const PlanKey& key = ctx.key;
   timing.forward_s = compute / 3;
   timing.backward_s = 2 * compute / 3 + (key.recompute ? compute / 3 : 0);
-  if (key.recomputed_modules() & kRecomputeCoreAttn) timing.backward_s += selective_recompute_s(*ctx.model, compute / 3);
+  if (ctx.recomputes_core_attention) timing.backward_s += selective_recompute_s(*ctx.model, compute / 3);
   timing.backward_s += ctx.recomputed_gemm_share * compute / 3;  // 0 without module recomputation
 }
 

@@ -7,6 +7,10 @@
 #include "costmodel/speed_split_checks.h"
 #include "costmodel/speed_split_stage.h"
 #include "costmodel/stage_tp_checks.h"
+#include "costmodel/activation_memory.h"
+#include "costmodel/analytic_policy.h"
+#include "costmodel/floor_facts.h"
+#include "profiles/op_selective_recompute.h"
 #include "profiles/recomputed_elementwise.h"
 #include "profiles/recomputed_flops.h"
 #include "specs/batch_split.h"
@@ -168,7 +172,11 @@ PlanContext make_rank_context(const ModelSpec& model, const ClusterSpec& cluster
   PlanContext ctx = rank_layout_context(cluster, key);
   ctx.model = &model;
   ctx.num_microbatches = slowest_replica_microbatches(model.global_batch, key);
-  ctx.recomputed_gemm_share = recomputed_gemm_share(model, key.recomputed_modules());
+  const FloorFacts facts = policy.floor_facts();
+  if (facts.analytic) ctx.stack_settings = facts.analytic->memory;
+  const ActivationMode mode = activation_mode(key, ctx.stack_settings);
+  ctx.recomputed_gemm_share = mode.op_selective ? op_selective_gemm_share(model) : recomputed_gemm_share(model, mode.selective);
+  ctx.recomputes_core_attention = (mode.selective & kRecomputeCoreAttn) != 0;
   return ctx;
 }
 
@@ -186,16 +194,17 @@ namespace {
 /// ctx.unit_recompute_s: each placed node type's units' recomputed element-wise work, timed at
 /// the type's tp and micro-batch (runs of one layer type timed once).
 void add_recomputed_elementwise(PlanContext& ctx, const std::vector<int>& type_tp, const std::vector<int>& type_mbs) {
-  const RecomputeModules modules = ctx.key.recomputed_modules();
+  const ActivationMode mode = activation_mode(ctx.key, ctx.stack_settings);
+  const RecomputeModules modules = mode.selective;
   ctx.unit_recompute_s.clear();
-  if (!recomputes_elementwise(modules)) return;
+  if (!recomputes_elementwise(modules) && !mode.op_selective) return;
   const ModelSpec& model = *ctx.model;
   const std::vector<NodeType>& types = ctx.cluster->node_types;
   ctx.unit_recompute_s.resize(types.size());
   for (size_t type = 0; type < types.size(); ++type) {
     const NodeType& node = types[type];
     if (!node.has_gpu_data() || ctx.unit_compute_s[type].empty()) continue;
-    LayerOptions options = split_as({}, ctx.key);
+    LayerOptions options = with_training_stack(split_as({}, ctx.key), ctx.stack_settings);
     options.sequence_parallel = ctx.key.sequence_parallel && type_tp[type] > 1;
     std::vector<double>& seconds = ctx.unit_recompute_s[type];
     for (size_t u = 0; u < model.units.size(); ++u) {
@@ -204,7 +213,9 @@ void add_recomputed_elementwise(PlanContext& ctx, const std::vector<int>& type_t
         continue;
       }
       const PassWork work =
-          recomputed_elementwise_work(model, model.units[u], type_tp[type], type_mbs[type], options, modules);
+          mode.op_selective
+              ? op_selective_elementwise_work(model, model.units[u], type_tp[type], type_mbs[type], options)
+              : recomputed_elementwise_work(model, model.units[u], type_tp[type], type_mbs[type], options, modules);
       seconds.push_back(work.memory_bytes > 0 ? pass_time(work, type_tp[type], node, model.dtype, options).seconds : 0);
     }
   }

@@ -8,6 +8,7 @@
 #include "specs/model_spec.h"
 #include "specs/plan.h"
 #include "specs/profile_spec.h"
+#include "specs/training_stack.h"
 
 namespace fasop {
 
@@ -21,8 +22,14 @@ struct PlanContext {
   const ClusterSpec* cluster = nullptr;
   PlanKey key;
   /// With selective recomputation, the share of a forward pass its backward repeats beyond
-  /// attention's core (recomputed_gemm_share, once per layout: it sums the model's layers).
+  /// attention's core (recomputed_gemm_share, or torchtitan's op_selective_gemm_share; once per
+  /// layout: it sums the model's layers).
   double recomputed_gemm_share = 0;
+  /// Selective recomputation repeats attention's core (Megatron's core_attn; torchtitan's per-op
+  /// checkpointing saves the attention's output).
+  bool recomputes_core_attention = false;
+  /// The training stack and its settings the policy prices (Megatron's where it has none).
+  MemorySettings stack_settings;
   int num_microbatches = 0;  ///< global batch / (dp * mbs), the ceiling with uneven dp (batch_split.h)
   /// Forward+backward seconds of one micro-batch through each unit, per node type.
   std::vector<std::vector<double>> unit_compute_s;

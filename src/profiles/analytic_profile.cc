@@ -43,7 +43,40 @@ struct StackTraits {
   /// The vocabulary is padded to a multiple of this x tp (Megatron-LM's
   /// --make-vocab-size-divisible-by, default 128); 1: each rank holds ceil(vocab / tp) rows.
   int vocab_multiple;
+  /// x T (q + kv widths) / tp: rotary embedding's traffic on the queries and keys (Llama).
+  double rotary_elements = 2;
+  /// Grouped-query attention's keys and values copied out to the queries' heads before the
+  /// attention kernel (torchtitan's repeat_kv): a write of each at the queries' width.
+  bool repeats_kv = false;
 };
+
+/// torchtitan's Llama TransformerBlock (torchtitan/models/llama, December 2024) run eager, per
+/// token of a forward pass, in 16-bit elements (bytes / 2). Each RMSNorm upcasts (read 1, write
+/// 2), squares (2, 2), takes the mean (2), scales (2, 2), casts back (2, 1) and applies its
+/// weight (1, 1): 18 a norm, two a block; the two residual adds 3 each. Rotary embedding upcasts
+/// q and k (1, 2), multiplies them as complex numbers (2, 2) and casts back (2, 1): 10. The
+/// attention's output is made contiguous for the output projection (1, 1) and repeat_kv writes
+/// the keys and values out (repeats_kv). SiLU (1, 1) and the product with w3 (2, 1) read and
+/// write 5 elements per MLP width (10/3 x the gated MLP's 1.5). Kernels: 7 GEMMs, 7 per norm,
+/// 3 per rotary tensor, 2 copies, 2 adds, 2 in the MLP.
+/// Its loss (train.py) upcasts the logits to fp32 and runs PyTorch's cross entropy, as
+/// fasop-cpp's profiler does (16 and 20 bytes per logit); its embedding is a bare lookup
+/// (nn.Embedding), and the vocabulary is not padded.
+constexpr StackTraits kTorchtitanEager{
+    .layer_kernels = 34, .unfused_attention_kernels = 5, .replicated_elements = 42, .head_copy_elements = 2,
+    .activation_elements = 10.0 / 3, .score_passes = 8.5, .small_unit_kernels = 6, .loss_fp32_bytes_per_logit = 16,
+    .loss_backward_fp32_bytes_per_logit = 20, .loss_logit_copies = 0, .embedding_adds_positions = false,
+    .embedding_layout_passes = 0, .vocab_multiple = 1, .rotary_elements = 10, .repeats_kv = true};
+
+/// The same block under torch.compile (one graph a block, as torchtitan compiles it): Inductor
+/// fuses each norm into one read and one write, the second with the residual add before it
+/// (4), the last add (3); rotary (2) and SiLU x w3 (2 x 1.5) as Megatron's fused kernels.
+/// The attention's inputs and output stay materialised for the SDPA kernel (an extern call).
+constexpr StackTraits kTorchtitanCompiled{
+    .layer_kernels = 14, .unfused_attention_kernels = 5, .replicated_elements = 9, .head_copy_elements = 2,
+    .activation_elements = 2, .score_passes = 8.5, .small_unit_kernels = 6, .loss_fp32_bytes_per_logit = 16,
+    .loss_backward_fp32_bytes_per_logit = 20, .loss_logit_copies = 0, .embedding_adds_positions = false,
+    .embedding_layout_passes = 0, .vocab_multiple = 1, .rotary_elements = 2, .repeats_kv = true};
 
 StackTraits traits(Stack stack) {
   switch (stack) {
@@ -68,6 +101,8 @@ StackTraits traits(Stack stack) {
                          .loss_backward_fp32_bytes_per_logit = 20, .loss_logit_copies = 0,
                          .embedding_adds_positions = false, .embedding_layout_passes = 0,
                          .vocab_multiple = kMegatronVocabMultiple};
+    case Stack::kTorchtitan: return kTorchtitanEager;
+    case Stack::kTorchtitanCompiled: return kTorchtitanCompiled;
     case Stack::kMegatron: break;
   }
   // Megatron: 2 norms, 4 GEMMs, activation, 2 bias-dropout-adds, rotary or bias kernels (~2);
@@ -112,14 +147,32 @@ double embedding_passes(const ModelSpec& m, const StackTraits& st, int tp) {
 }
 
 /// The loss's traffic per logit of `bytes`-wide activations: the upcast to fp32 (read, write 4)
-/// and its gradient's cast back (read 4, write), the stack's copies, its fp32 passes.
-double loss_bytes_per_logit(const StackTraits& st, double bytes, bool backward) {
+/// and its gradient's cast back (read 4, write), the stack's copies, its fp32 passes. A compiled
+/// loss (torchtitan's) reads the 16-bit logits twice forward (the row's maximum and sum of
+/// exponentials), and backward reads them and writes their gradient: nothing in fp32.
+double loss_bytes_per_logit(const StackTraits& st, double bytes, bool backward, bool compiled) {
+  if (compiled) return 2 * bytes;
   const double cast = bytes < 4 ? bytes + 4 : 0;
   const double copies = st.loss_logit_copies * (backward ? 3 : 2) * bytes;  // a slice's backward zero-fills too
   return cast + copies + (backward ? st.loss_backward_fp32_bytes_per_logit : st.loss_fp32_bytes_per_logit);
 }
 
+/// The host's cost per op: torchtitan's, eager or compiled, is PyTorch's dispatcher's (eager's).
+const char* dispatch_stack_name(Stack stack) {
+  return stack == Stack::kTorchtitan || stack == Stack::kTorchtitanCompiled ? stack_name(Stack::kEager) : stack_name(stack);
+}
+
 }  // namespace
+
+LayerOptions with_training_stack(LayerOptions options, const MemorySettings& memory) {
+  if (memory.stack != TrainingStack::kTorchtitan) return options;
+  options.stack = memory.compiled ? Stack::kTorchtitanCompiled : Stack::kTorchtitan;
+  options.compiled_loss = memory.compiled_loss;
+  // Asynchronous tensor parallelism runs each all-gather and reduce-scatter in chunks beside
+  // the GEMMs that consume or produce them, as Megatron's --tp-comm-overlap does.
+  if (memory.async_tp) options.execution.tp_comm_overlap = true;
+  return options;
+}
 
 PassWork backward_of(const PassWork& forward, const std::string& dtype) {
   PassWork b;
@@ -195,11 +248,11 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
       // Final norm, the output head's GEMM over the vocabulary shard, softmax and loss.
       fw.gemms.push_back({tokens, vocab_rows, h});
       fw.weight_bytes = h * vocab_rows * gemm_bytes;
-      fw.memory_bytes = 4 * tokens * h * bytes + loss_bytes_per_logit(st, bytes, false) * tokens * vocab_rows;
+      fw.memory_bytes = 4 * tokens * h * bytes + loss_bytes_per_logit(st, bytes, false, options.compiled_loss) * tokens * vocab_rows;
       fw.kernels = st.small_unit_kernels;
       fw.host_ops = eager ? libtorch_small_unit_host_ops(m, unit.role) : fw.kernels;
       w.backward = backward_of(fw, m.dtype);
-      w.backward.memory_bytes = 2 * 4 * tokens * h * bytes + loss_bytes_per_logit(st, bytes, true) * tokens * vocab_rows;
+      w.backward.memory_bytes = 2 * 4 * tokens * h * bytes + loss_bytes_per_logit(st, bytes, true, options.compiled_loss) * tokens * vocab_rows;
       w.backward.tp_collectives = tp > 1 ? 1 : 0;  // the head's input gradient
       w.backward.tp_collective_bytes = tokens * h * bytes;
       if (m.mtp_layers > 0) {
@@ -292,7 +345,8 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
     fw.cp_ring_step_bytes = latent ? tokens * mla_work.kv_bytes_per_token : 2 * b * s_local * hkv / t * bytes;
   }
   // Rotary on Q and K (MLA: mla_attention_work counted its own).
-  if (m.family == ModelFamily::kLlama && !latent) elements += 2 * tokens * (hq + hkv) / t;
+  if (m.family == ModelFamily::kLlama && !latent) elements += st.rotary_elements * tokens * (hq + hkv) / t;
+  if (st.repeats_kv && hkv < hq && !latent) elements += 2 * tokens * hq / t;
   if (unit.cross_attention) {
     fw.gemms.push_back({tokens, h / t, h});           // queries
     fw.gemms.push_back({tokens, 2 * hkv / t, h});  // keys and values of the encoder's output
@@ -386,7 +440,7 @@ PassTime pass_time(const PassWork& work, int tp, const NodeType& node, const std
   if (work.attention_flops > 0) t.gpu_s += work.attention_flops / (other_peak * (work.backward ? oe.attention_backward_peak_share : oe.attention_peak_share));
   // fasop-cpp's profiler times one GPU's shard alone: it launches no collectives.
   const int collective_ops = options.stack == Stack::kLibtorch ? 0 : 2 * work.tp_collectives;
-  const double dispatch_s = gpu.launch.dispatch_s_of(stack_name(options.stack));
+  const double dispatch_s = gpu.launch.dispatch_s_of(dispatch_stack_name(options.stack));
   t.host_s = (work.graphed ? kGraphReplayHostOps : work.host_ops + collective_ops) * dispatch_s;
   double compute_s = std::max(t.gpu_s, t.host_s);
   const HostWaitTail& tail = work.after_host_wait;

@@ -10,6 +10,7 @@
 #include "specs/model_spec.h"
 #include "specs/plan.h"
 #include "specs/profile_spec.h"
+#include "specs/training_stack.h"
 
 namespace fasop {
 
@@ -103,7 +104,14 @@ struct LayerOptions {
   int ep = 1;   ///< expert-parallel degree: a MoE layer's experts over ep GPUs (PlanKey::ep)
   int etp = 1;  ///< expert tensor-parallel degree (PlanKey::etp)
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAlltoall;  ///< PlanKey::moe_dispatcher
+  /// torchtitan: the loss compiled too (a fused cross entropy reading the 16-bit logits).
+  bool compiled_loss = false;
 };
+
+/// `options` with the layers `memory`'s training stack runs: torchtitan's blocks (compiled or
+/// eager, its loss compiled or not, asynchronous tensor parallelism as overlapped tp), else
+/// Megatron's fused layers (DeepSpeed's Megatron-DeepSpeed runs them too).
+LayerOptions with_training_stack(LayerOptions options, const MemorySettings& memory);
 
 /// `options` splitting each layer as `key` does: its context, expert and expert tensor degrees
 /// and its token dispatcher.

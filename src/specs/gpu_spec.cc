@@ -55,13 +55,15 @@ const char* stack_name(Stack stack) {
   switch (stack) {
     case Stack::kEager: return "eager";
     case Stack::kLibtorch: return "libtorch";
+    case Stack::kTorchtitan: return "torchtitan";
+    case Stack::kTorchtitanCompiled: return "torchtitan-compiled";
     case Stack::kMegatron: break;
   }
   return "megatron";
 }
 
 bool stack_named(const std::string& name, Stack* stack) {
-  for (Stack s : {Stack::kMegatron, Stack::kEager, Stack::kLibtorch})
+  for (Stack s : {Stack::kMegatron, Stack::kEager, Stack::kLibtorch, Stack::kTorchtitan, Stack::kTorchtitanCompiled})
     if (name == stack_name(s)) {
       *stack = s;
       return true;

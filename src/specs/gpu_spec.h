@@ -58,10 +58,11 @@ struct CollectiveEfficiency {
 };
 
 /// The software that runs the layers, which decides their kernels: Megatron-LM's fused
-/// kernels, PyTorch/Hugging Face eager ops (unfused: more kernels and traffic), or fasop-cpp's
-/// LibTorch profiler (eager ops launched from C++).
-enum class Stack { kMegatron, kEager, kLibtorch };
-/// A stack's name as files write it: megatron, eager or libtorch.
+/// kernels, PyTorch/Hugging Face eager ops (unfused: more kernels and traffic), fasop-cpp's
+/// LibTorch profiler (eager ops launched from C++), or torchtitan's Llama blocks, eager or
+/// compiled with torch.compile.
+enum class Stack { kMegatron, kEager, kLibtorch, kTorchtitan, kTorchtitanCompiled };
+/// A stack's name as files write it: megatron, eager, libtorch, torchtitan or torchtitan-compiled.
 const char* stack_name(Stack stack);
 /// The stack a name stands for; false for another name.
 bool stack_named(const std::string& name, Stack* stack);

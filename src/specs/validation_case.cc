@@ -318,7 +318,7 @@ LayerTimeCase parse_layer_time_case(const std::string& yaml_text, const std::str
   parse_case_header(root, source, store, c);
   const std::string stack = root.child("stack").text();
   if (!stack_named(stack, &c.stack))
-    root.child("stack").fail("unknown stack '" + stack + "'; use megatron, eager or libtorch");
+    root.child("stack").fail("unknown stack '" + stack + "'; use megatron, eager, libtorch, torchtitan or torchtitan-compiled");
   if (c.model.mla.enabled() && c.stack != Stack::kMegatron)
     root.child("stack").fail("is " + stack + ", whose layers are counted op by op as dense attention; a model with an "
                              "'mla' block is priced on the megatron stack only");

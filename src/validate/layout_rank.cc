@@ -61,6 +61,7 @@ LayoutRank rank_published_layout(const ValidationCase& c, size_t top) {
   std::deque<ProfileSpec> storage;
   LayerOptions plain;
   plain.execution = c.plan.execution;
+  plain = with_training_stack(plain, c.plan.memory);
   auto profile = [&](const LayerOptions& layers) {
     storage.push_back(analytic_profile(c.model, node, divisors(node.gpus_per_node), divisors(c.plan.global_batch), layers));
     return NodeTypeProfiles{&storage.back()};

@@ -218,6 +218,7 @@ ValidationResult predict_case(const ValidationCase& c) {
   LayerOptions layers = split_as({}, plan.key);
   layers.sequence_parallel = plan.sequence_parallel && plan.key.tp > 1;
   layers.execution = plan.execution;
+  layers = with_training_stack(layers, plan.memory);
   ProfileSpec profile = analytic_profile(c.model, node, {plan.key.tp}, micro_batches, layers);
   AnalyticPolicy policy(case_analytic_options(c));
   SearchInput input;
