@@ -1,9 +1,8 @@
 #include "profiles/op_selective_recompute.h"
 
-#include <map>
-#include <string>
+#include <algorithm>
 
-#include "profiles/model_flops.h"
+#include "profiles/recomputed_flops.h"
 
 namespace fasop {
 
@@ -14,27 +13,15 @@ double unit_recomputed_flops(const ModelSpec& m, const LayerUnit& unit) {
   const double s = m.sequence, h = m.hidden;
   // wk (h x kv width) and wo (query width x h).
   double flops = 2 * s * h * (m.kv_width() + m.query_width());
-  if (!unit.moe && is_gated(m.activation)) flops += 2 * s * h * m.ffn_hidden;  // w3
-  // An ungated MLP's two matmuls are the fifth and sixth: its second (w2) is recomputed.
-  if (!unit.moe && !is_gated(m.activation)) flops += 2 * s * h * m.ffn_hidden;
+  // The sixth matmul: a gated MLP's w3, or an ungated MLP's second (w2); h x ffn either way.
+  if (!unit.moe) flops += 2 * s * h * m.ffn_hidden;
   return flops;
 }
 
 }  // namespace
 
 double op_selective_gemm_share(const ModelSpec& model) {
-  const double forward = model_flops_per_step(model, 1) / 3;
-  if (forward <= 0) return 0;
-  // Units of one type do the same work (model_flops_per_step's assumption too).
-  std::map<std::string, double> type_recomputed;
-  double recomputed = 0;
-  for (const LayerUnit& unit : model.units) {
-    if (unit.role != LayerRole::kTransformer) continue;
-    auto [at, added] = type_recomputed.try_emplace(unit.type, 0.0);
-    if (added) at->second = unit_recomputed_flops(model, unit);
-    recomputed += at->second;
-  }
-  return recomputed / forward;
+  return transformer_flops_share(model, [&](const LayerUnit& unit) { return unit_recomputed_flops(model, unit); });
 }
 
 PassWork op_selective_elementwise_work(const ModelSpec& model, const LayerUnit& unit, int tp, int mbs,

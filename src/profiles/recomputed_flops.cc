@@ -34,18 +34,21 @@ double unit_recomputed_flops(const ModelSpec& m, const LayerUnit& unit, Recomput
 double recomputed_gemm_share(const ModelSpec& model, RecomputeModules modules) {
   // Core attention alone (selective's default) repeats no GEMM: no need to sum the model.
   if (!(modules & (kRecomputeMlaUpProj | kRecomputeMlp | kRecomputeMoe | kRecomputeSharedExperts))) return 0;
+  return transformer_flops_share(model, [&](const LayerUnit& unit) { return unit_recomputed_flops(model, unit, modules); });
+}
+
+double transformer_flops_share(const ModelSpec& model, const std::function<double(const LayerUnit&)>& unit_flops) {
   const double forward = model_flops_per_step(model, 1) / 3;
   if (forward <= 0) return 0;
-  // Units of one type do the same work (model_flops_per_step's assumption too).
-  std::map<std::string, double> type_recomputed;
-  double recomputed = 0;
+  std::map<std::string, double> type_flops;
+  double sum = 0;
   for (const LayerUnit& unit : model.units) {
     if (unit.role != LayerRole::kTransformer) continue;
-    auto [at, added] = type_recomputed.try_emplace(unit.type, 0.0);
-    if (added) at->second = unit_recomputed_flops(model, unit, modules);
-    recomputed += at->second;
+    auto [at, added] = type_flops.try_emplace(unit.type, 0.0);
+    if (added) at->second = unit_flops(unit);
+    sum += at->second;
   }
-  return recomputed / forward;
+  return sum / forward;
 }
 
 }  // namespace fasop

@@ -1,6 +1,8 @@
 #pragma once
 // The forward work selective recomputation repeats, as a share of the model's forward FLOPs:
 // what the cost model adds to a backward pass for Megatron-Core's --recompute-modules.
+#include <functional>
+
 #include "specs/model_spec.h"
 #include "specs/recompute_modules.h"
 
@@ -12,5 +14,9 @@ namespace fasop {
 /// expert, shared_experts' shared expert. Core attention, moe_act and layernorm add nothing here
 /// (the first is priced apart, the other two are element-wise).
 double recomputed_gemm_share(const ModelSpec& model, RecomputeModules modules);
+
+/// The sum over the model's transformer units of `unit_flops` (of one sequence's forward pass;
+/// once per unit type, whose units do the same work) over the model's forward FLOPs.
+double transformer_flops_share(const ModelSpec& model, const std::function<double(const LayerUnit&)>& unit_flops);
 
 }  // namespace fasop
