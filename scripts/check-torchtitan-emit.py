@@ -393,27 +393,43 @@ def check_fields(tt, imports, assignments):
 
 # --- the checks against the plan --------------------------------------------------------------
 
+def registry_call(function):
+    """The base config's model_registry(...) call, or None."""
+    for node in ast.walk(function):
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "model_registry":
+            return node
+    return None
+
+
+def flavor_builder(tt, base_found):
+    """The function that builds the flavor the base config's model_registry call names (its
+    package's flavor table maps the name to it: {"8B": llama3_8b, ...}), or None where it cannot
+    be read."""
+    module, function = base_found
+    call = registry_call(function)
+    if call is None or not call.args or not isinstance(call.args[0], ast.Constant):
+        return None
+    package = module.rpartition(".")[0]
+    path = tt.tree.module_path(package)
+    if path is None:
+        return None
+    for node in ast.walk(tt.tree.parse(path)):
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values):
+                if isinstance(key, ast.Constant) and key.value == call.args[0].value and isinstance(value, ast.Name):
+                    builder = tt.tree.find(package, value.id)
+                    if builder and isinstance(builder[1], ast.FunctionDef):
+                        return builder[1]
+    return None
+
+
 def flavor_layers(tt, base_found):
     """The number of layers of the model flavor the base config builds (model_registry("8B") ->
     its builder's `n_layers = N`), or None when it cannot be read."""
-    module, function = base_found
-    flavor = None
-    for node in ast.walk(function):
-        if isinstance(node, ast.Call) and ast.unparse(node.func) == "model_registry" and node.args \
-                and isinstance(node.args[0], ast.Constant):
-            flavor = node.args[0].value
-    package = module.rpartition(".")[0]
-    if flavor is None or tt.tree.module_path(package) is None:
-        return None
-    for node in ast.walk(tt.tree.parse(tt.tree.module_path(package))):
-        if isinstance(node, ast.Dict):
-            for key, value in zip(node.keys, node.values):
-                if isinstance(key, ast.Constant) and key.value == flavor and isinstance(value, ast.Name):
-                    builder = tt.tree.find(package, value.id)
-                    if builder and isinstance(builder[1], ast.FunctionDef):
-                        for sub in ast.walk(builder[1]):
-                            if isinstance(sub, ast.Assign) and ast.unparse(sub.targets[0]) == "n_layers":
-                                return ast.literal_eval(sub.value)
+    builder = flavor_builder(tt, base_found)
+    for node in ast.walk(builder) if builder else []:
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "n_layers":
+            return ast.literal_eval(node.value)
     return None
 
 
@@ -443,24 +459,19 @@ def base_literals(tt, base_found):
 def moe_comm_backend(tt, base_found):
     """The moe_comm_backend the base config's model_registry call gives its flavor builder (its
     keyword, else the builder's default), or None for a model without one."""
-    module, function = base_found
-    for node in ast.walk(function):
-        if isinstance(node, ast.Call) and ast.unparse(node.func) == "model_registry":
-            for keyword in node.keywords:
-                if keyword.arg == "moe_comm_backend" and isinstance(keyword.value, ast.Constant):
-                    return keyword.value.value
-            flavor = node.args[0].value if node.args and isinstance(node.args[0], ast.Constant) else None
-            package = module.rpartition(".")[0]
-            for sub in ast.walk(tt.tree.parse(tt.tree.module_path(package))):
-                if isinstance(sub, ast.Dict):
-                    for key, value in zip(sub.keys, sub.values):
-                        if isinstance(key, ast.Constant) and key.value == flavor and isinstance(value, ast.Name):
-                            builder = tt.tree.find(package, value.id)
-                            if builder and isinstance(builder[1], ast.FunctionDef):
-                                args = builder[1].args
-                                for arg, default in zip(args.args[len(args.args) - len(args.defaults):], args.defaults):
-                                    if arg.arg == "moe_comm_backend":
-                                        return ast.literal_eval(default)
+    call = registry_call(base_found[1])
+    if call is None:
+        return None
+    for keyword in call.keywords:
+        if keyword.arg == "moe_comm_backend" and isinstance(keyword.value, ast.Constant):
+            return keyword.value.value
+    builder = flavor_builder(tt, base_found)
+    if builder is None:
+        return None
+    args = builder.args
+    for arg, default in zip(args.args[len(args.args) - len(args.defaults):], args.defaults):
+        if arg.arg == "moe_comm_backend":
+            return ast.literal_eval(default)
     return None
 
 
