@@ -100,10 +100,10 @@ gemm_fit h100 fp8 validation/gemm/h100-grid.yaml
 fit h100 bf16 memory_share,dispatch_s.libtorch \
   gpt2xl-h100-tp1,llama3-8b-h100-tp1 validation/layers/fasop-cpp-h100
 # H100 96GB HBM2e at 500 W (Grand Teton, torchtitan's December 2024 tables): the power limit's
-# GEMM shares (bf16 and fp8) and its attention kernel's (PyTorch SDPA, which torchtitan calls),
-# from the 8-GPU runs: Table 1's three rows and Table 2's two ends (cp 1 and cp 8). Held out:
+# GEMM shares (bf16 and fp8) and its attention kernel's (PyTorch SDPA's FlashAttention-2, which
+# torchtitan calls on Hopper), from the 8-GPU runs: Table 1's three rows and Table 2's two ends (cp 1 and cp 8). Held out:
 # Table 2's middle rows and every 128-, 256- and 512-GPU run.
-fit h100-96gb-500w bf16 gemm_peak_share,attention_shares,fp8.gemm_peak_share \
+fit h100-96gb-500w bf16 gemm_peak_share,sdpa_attention_shares,fp8.gemm_peak_share \
   llama3-1-8b-h100-8gpu-table-1-fsdp,llama3-1-8b-h100-8gpu-table-1-fsdp-torch-compile,llama3-1-8b-h100-8gpu-table-1-fsdp-torch-compile-float8,llama3-1-8b-h100-8gpu-table-2-fsdp-8-cp-1,llama3-1-8b-h100-8gpu-table-2-fsdp-1-cp-8 \
   validation/torchtitan
 # H100, fp8 (NeMo's published throughput): every other H100 case by size; the rest held out.

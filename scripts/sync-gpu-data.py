@@ -161,11 +161,13 @@ def main():
             why = f"fit {gpu}-{precision}.txt"
             # "fp8.gemm_peak_share": another precision's parameter, fitted beside this one's.
             own, name = (name.split(".", 1) if re.match(r"^(fp|bf|tf)\d+\.", name) else (precision, name))
-            if name == "attention_shares":
-                # Both attention shares, their ratio kept (validate --fit moves them so).
-                ratio = float(files.get(gpu, own, "attention_backward_peak_share")) / float(files.get(gpu, own, "attention_peak_share"))
-                files.set(gpu, own, "attention_backward_peak_share", float(value) * ratio, why)
-                name = "attention_peak_share"
+            if name in ("attention_shares", "sdpa_attention_shares"):
+                # A kernel's two attention shares, their ratio kept (validate --fit moves them so).
+                kernel = name[:-len("attention_shares")]
+                forward, backward = kernel + "attention_peak_share", kernel + "attention_backward_peak_share"
+                ratio = float(files.get(gpu, own, backward)) / float(files.get(gpu, own, forward))
+                files.set(gpu, own, backward, float(value) * ratio, why)
+                name = forward
             files.set(gpu, own, name, value, why)
     # Shape transfers, transfers, then "as" lines (which may copy a transferred precision).
     for (gpu, precision), (source, source_precision) in SHAPE_TRANSFERS.items():

@@ -1,12 +1,15 @@
 // The torchtitan stack's step-time terms against hand counts: its Llama block's element-wise
 // traffic eager and compiled, its per-op selective checkpointing's recomputed matmuls and
-// element-wise work, its switches on the layer options, and a fit moving both attention shares.
+// element-wise work, its switches on the layer options, a fit moving both attention shares, its
+// SDPA attention kernel, and PyTorch's ring attention (all-gathered chunks, merges).
 #include <catch2/catch.hpp>
 
 #include "profiles/analytic_profile.h"
 #include "profiles/model_flops.h"
 #include "profiles/op_selective_recompute.h"
+#include "profiles/pytorch_ring_attention.h"
 #include "specs/gpu_parameters.h"
+#include "specs/gpu_spec.h"
 #include "test_support.h"
 
 using namespace fasop;
@@ -100,4 +103,98 @@ TEST_CASE("a fit of attention_shares moves both attention shares, their ratio ke
   CHECK(gpu.efficiency("fp16").attention_peak_share == 0.2);
   CHECK(gpu.efficiency("fp16").attention_backward_peak_share == Approx(0.125).epsilon(1e-12));
   CHECK(get_parameter(gpu, "fp16", "attention_shares") == 0.2);
+}
+
+TEST_CASE("a fit of sdpa_attention_shares moves PyTorch SDPA's two shares alone", "[torchtitan][fit]") {
+  GpuSpec gpu = made_up_node().gpu_data;
+  PrecisionEfficiency& e = gpu.precisions["fp16"];
+  e.sdpa_attention_peak_share = 0.3, e.sdpa_attention_backward_peak_share = 0.24;
+  set_parameter(gpu, "fp16", "sdpa_attention_shares", 0.15);
+  CHECK(gpu.efficiency("fp16").sdpa_attention_peak_share == 0.15);
+  CHECK(gpu.efficiency("fp16").sdpa_attention_backward_peak_share == Approx(0.12).epsilon(1e-12));
+  CHECK(gpu.efficiency("fp16").attention_peak_share == 0.4);  // the fused kernel's untouched
+}
+
+TEST_CASE("torchtitan's attention runs at the GPU's SDPA shares, Megatron's at the fused kernel's", "[torchtitan][time]") {
+  NodeType node = made_up_node();  // 100 TFLOP/s fp16; fused 0.4 forward, 0.25 backward
+  PrecisionEfficiency& e = node.gpu_data.precisions["fp16"];
+  e.sdpa_attention_peak_share = 0.2, e.sdpa_attention_backward_peak_share = 0.1;
+  PassWork pass;
+  pass.attention_flops = 1e12;
+  LayerOptions megatron, titan = torchtitan(true);
+  CHECK(pass_time(pass, 1, node, "fp16", megatron).gpu_s == Approx(1e12 / (100e12 * 0.4)).epsilon(1e-12));
+  CHECK(pass_time(pass, 1, node, "fp16", titan).gpu_s == Approx(1e12 / (100e12 * 0.2)).epsilon(1e-12));
+  pass.backward = true;
+  CHECK(pass_time(pass, 1, node, "fp16", megatron).gpu_s == Approx(1e12 / (100e12 * 0.25)).epsilon(1e-12));
+  CHECK(pass_time(pass, 1, node, "fp16", titan).gpu_s == Approx(1e12 / (100e12 * 0.1)).epsilon(1e-12));
+}
+
+TEST_CASE("GPU data without SDPA shares gives the fused kernel's, a later precision the first's", "[torchtitan][specs]") {
+  const std::string head =
+      "name: Y\nmemory_gib: 80\npeak_tflops: {bf16: 1000, fp8: 2000}\nmemory_bandwidth_bytes_per_s: 3.0e12\nprecisions:\n";
+  const GpuSpec plain = parse_gpu_spec(
+      head + "  bf16: {attention_peak_share: 0.6, attention_backward_peak_share: 0.45}\n  fp8: {gemm_peak_share: 0.6}\n", "y.yaml");
+  CHECK(plain.efficiency("bf16").sdpa_attention_peak_share == 0.6);
+  CHECK(plain.efficiency("bf16").sdpa_attention_backward_peak_share == 0.45);
+  const GpuSpec hopper = parse_gpu_spec(head +
+                                            "  bf16: {attention_peak_share: 0.6, attention_backward_peak_share: 0.45, "
+                                            "sdpa_attention_peak_share: 0.374, sdpa_attention_backward_peak_share: 0.324}\n"
+                                            "  fp8: {attention_peak_share: 0.7, attention_backward_peak_share: 0.5}\n",
+                                            "y.yaml");
+  CHECK(hopper.efficiency("bf16").sdpa_attention_peak_share == 0.374);
+  CHECK(hopper.efficiency("fp8").sdpa_attention_peak_share == 0.374);  // the first precision's
+  CHECK(hopper.efficiency("fp8").attention_peak_share == 0.7);
+  CHECK_THROWS_WITH(parse_gpu_spec(head + "  bf16: {sdpa_attention_peak_share: 0.3}\n", "y.yaml"),
+                    Catch::Contains("y.yaml") && Catch::Contains("give both or neither"));
+}
+
+TEST_CASE("PyTorch's ring attention: its merges and fp32 accumulation counted by hand", "[torchtitan][cp]") {
+  // cp 2, one element of output and of each key/value chunk, bf16. Forward: the first block's
+  // upcast (2 + 4), one step's upcast and merge (6 + 12 + 8 + 12), the cast back (4 + 2), and
+  // keys and values concatenated to send (2 x (2 + 2)).
+  const RingMergeWork forward = ring_merge_forward(2, 1, 1, 2);
+  CHECK(forward.bytes == 6 + 38 + 6 + 8);
+  CHECK(forward.kernels == 15);
+  // Backward, per output element: the zeroed fp32 query gradient (4), two additions (4 + 2 + 4
+  // each), the cast back (6); per key/value element: their zeroed gradients (2 x 4), one
+  // concatenation to send (2 x 4), two steps of two additions and the fp32 concatenation
+  // (2 x 2 x (10 + 8)), the casts back (2 x 6).
+  const RingMergeWork backward = ring_merge_backward(2, 1, 1, 2);
+  CHECK(backward.bytes == (4 + 20 + 6) + (8 + 8 + 72 + 12));
+  CHECK(backward.kernels == 15);
+}
+
+TEST_CASE("torchtitan's ring gathers repeated keys and values beside the first sub-attention", "[torchtitan][cp]") {
+  const ModelSpec m = preset_model("llama3-8b");
+  LayerOptions options = torchtitan(true);
+  options.cp = 8;
+  const LayerWork ring = layer_work(m, first_layer(m), 1, 1, options);
+  const double tokens = m.sequence / 8.0;
+  // Keys and values repeated to the queries' 4,096 (repeat_kv before the kernel), bf16; backward
+  // gathered again and their gradients passed on in fp32.
+  CHECK(ring.forward.cp_ring_steps == 7);
+  CHECK(ring.forward.cp_gather_chunk_bytes == 2 * tokens * 4096 * 2);
+  CHECK(ring.forward.cp_ring_step_bytes == 0);
+  CHECK(ring.backward.cp_gather_chunk_bytes == 2 * tokens * 4096 * 2);
+  CHECK(ring.backward.cp_ring_step_bytes == 2 * tokens * 4096 * 4);
+  CHECK(ring.forward.cp_merge_bytes == ring_merge_forward(8, tokens * 4096, tokens * 4096, 2).bytes);
+  CHECK(ring.backward.cp_merge_bytes == ring_merge_backward(8, tokens * 4096, tokens * 4096, 2).bytes);
+  // Timed: a 0.08 s attention hides the gather under its first eighth only. 7 chunks of 250 MB
+  // on NVLink (1e12 bit/s, 1 us): 14.007 ms, 10 ms of it hidden (slowing the attention by 10%).
+  NodeType node = made_up_node();
+  PrecisionEfficiency& e = node.gpu_data.precisions["fp16"];
+  e.sdpa_attention_peak_share = 0.2, e.sdpa_attention_backward_peak_share = 0.1;
+  PassWork pass;
+  pass.attention_flops = 0.08 * 100e12 * 0.2;
+  pass.cp_ring_steps = 7;
+  pass.cp_gather_chunk_bytes = 2.5e8;
+  const double gather_s = 7 * (1e-6 + 2.5e8 * 8 / 1e12);
+  CHECK(pass_time(pass, 1, node, "fp16", options).cp_comm_s == Approx(gather_s - 0.01 + 0.1 * 0.01).epsilon(1e-9));
+  // Megatron-LM's ring passes a chunk a step beside each sub-attention: all of it hidden.
+  PassWork te = pass;
+  te.cp_gather_chunk_bytes = 0, te.cp_ring_step_bytes = 2.5e8;
+  LayerOptions megatron;
+  megatron.cp = 8;
+  te.attention_flops = 0.08 * 100e12 * 0.4;
+  CHECK(pass_time(te, 1, node, "fp16", megatron).cp_comm_s == Approx(0.1 * gather_s).epsilon(1e-9));
 }

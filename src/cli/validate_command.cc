@@ -190,7 +190,8 @@ void add_validate_command(CLI::App& app) {
       ->delimiter(',')->type_name("CASE,...");
   command->add_option("--fit-params", options->fit_params,
                       "the GPU data to fit (default gemm_peak_share,memory_share; also gemm_half_dim, "
-                      "attention_peak_share, attention_backward_peak_share, kernel_gap_s, dispatch_s.STACK, "
+                      "attention_peak_share, attention_backward_peak_share, attention_shares (both, their ratio kept), "
+                      "the same three with an sdpa_ prefix (PyTorch SDPA's kernel), kernel_gap_s, dispatch_s.STACK, "
                       "nvlink.bus_share, network.bus_share, overlap_slowdown)")
       ->delimiter(',')->type_name("NAME,...");
   command->add_option("--fit-precision", options->fit_precision,

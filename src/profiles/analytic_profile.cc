@@ -10,6 +10,7 @@
 #include "profiles/moe_dispatch.h"
 #include "profiles/moe_layer.h"
 #include "profiles/mtp_layer.h"
+#include "profiles/pytorch_ring_attention.h"
 #include "specs/link.h"
 #include "specs/precision.h"
 #include "specs/sliding_window.h"
@@ -48,6 +49,15 @@ struct StackTraits {
   /// Grouped-query attention's keys and values copied out to the queries' heads before the
   /// attention kernel (torchtitan's repeat_kv): a write of each at the queries' width.
   bool repeats_kv = false;
+  /// The attention kernel is PyTorch's scaled_dot_product_attention as torchtitan selects it
+  /// (the GPU's sdpa_ shares), not Transformer Engine's fused kernel.
+  bool sdpa_attention = false;
+  /// Context parallelism is PyTorch's ring attention (torch.distributed.tensor.experimental
+  /// context_parallel, its default all-gather rotation): forward, the other ranks' key and value
+  /// chunks are all-gathered once, beside the first sub-attention only; backward, they are
+  /// gathered again and the chunks' gradients, accumulated in fp32, pass rank to rank each step.
+  /// Megatron-LM's (Transformer Engine's) passes one chunk a step beside each sub-attention.
+  bool cp_gathers_kv = false;
 };
 
 /// torchtitan's Llama TransformerBlock (torchtitan/models/llama, December 2024) run eager, per
@@ -66,7 +76,8 @@ constexpr StackTraits kTorchtitanEager{
     .layer_kernels = 34, .unfused_attention_kernels = 5, .replicated_elements = 42, .head_copy_elements = 2,
     .activation_elements = 10.0 / 3, .score_passes = 8.5, .small_unit_kernels = 6, .loss_fp32_bytes_per_logit = 16,
     .loss_backward_fp32_bytes_per_logit = 20, .loss_logit_copies = 0, .embedding_adds_positions = false,
-    .embedding_layout_passes = 0, .vocab_multiple = 1, .rotary_elements = 10, .repeats_kv = true};
+    .embedding_layout_passes = 0, .vocab_multiple = 1, .rotary_elements = 10, .repeats_kv = true,
+    .sdpa_attention = true, .cp_gathers_kv = true};
 
 /// The same block under torch.compile (one graph a block, as torchtitan compiles it): Inductor
 /// fuses each norm into one read and one write, the second with the residual add before it
@@ -76,7 +87,8 @@ constexpr StackTraits kTorchtitanCompiled{
     .layer_kernels = 14, .unfused_attention_kernels = 5, .replicated_elements = 9, .head_copy_elements = 2,
     .activation_elements = 2, .score_passes = 8.5, .small_unit_kernels = 6, .loss_fp32_bytes_per_logit = 16,
     .loss_backward_fp32_bytes_per_logit = 20, .loss_logit_copies = 0, .embedding_adds_positions = false,
-    .embedding_layout_passes = 0, .vocab_multiple = 1, .rotary_elements = 2, .repeats_kv = true};
+    .embedding_layout_passes = 0, .vocab_multiple = 1, .rotary_elements = 2, .repeats_kv = true,
+    .sdpa_attention = true, .cp_gathers_kv = true};
 
 StackTraits traits(Stack stack) {
   switch (stack) {
@@ -155,6 +167,15 @@ double loss_bytes_per_logit(const StackTraits& st, double bytes, bool backward, 
   const double cast = bytes < 4 ? bytes + 4 : 0;
   const double copies = st.loss_logit_copies * (backward ? 3 : 2) * bytes;  // a slice's backward zero-fills too
   return cast + copies + (backward ? st.loss_backward_fp32_bytes_per_logit : st.loss_fp32_bytes_per_logit);
+}
+
+/// Seconds of a pass's fused attention: its FLOPs at the share of the peak the stack's kernel
+/// reaches in that pass.
+double attention_s(const PassWork& work, Stack stack, const PrecisionEfficiency& e, double peak_flops) {
+  const bool sdpa = traits(stack).sdpa_attention;
+  const double share = work.backward ? (sdpa ? e.sdpa_attention_backward_peak_share : e.attention_backward_peak_share)
+                                     : (sdpa ? e.sdpa_attention_peak_share : e.attention_peak_share);
+  return work.attention_flops / (peak_flops * share);
 }
 
 /// The host's cost per op: torchtitan's, eager or compiled, is PyTorch's dispatcher's (eager's).
@@ -268,6 +289,9 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
       break;
   }
   const bool swiglu = is_gated(m.activation);
+  // The keys' and values' width the attention kernel takes: the queries' where the stack
+  // repeats them out first (grouped-query attention).
+  const double kernel_kv_width = st.repeats_kv ? hq : hkv;
   // Causal self-attention computes half the score matrix (T5's and BERT's encoders all of it).
   const bool causal = m.causal && unit.segment != "encoder";
   int attention_kernels = 0;
@@ -339,10 +363,16 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
     elements += (swiglu ? 1.5 : 1) * st.activation_elements * tokens * f / t;
   }
   if (options.cp > 1) {
-    // Ring attention (Megatron-Core through Transformer Engine): cp - 1 steps, each passing a
-    // chunk's keys and values (s / cp tokens of both) on to the next GPU of the ring.
+    // Ring attention: cp - 1 steps, each with another rank's chunk of keys and values (s / cp
+    // tokens of both; at the queries' width where the stack repeats them before the kernel).
     fw.cp_ring_steps = options.cp - 1;
-    fw.cp_ring_step_bytes = latent ? tokens * mla_work.kv_bytes_per_token : 2 * b * s_local * hkv / t * bytes;
+    const double chunk_bytes = latent ? tokens * mla_work.kv_bytes_per_token : 2 * b * s_local * kernel_kv_width / t * bytes;
+    (st.cp_gathers_kv ? fw.cp_gather_chunk_bytes : fw.cp_ring_step_bytes) = chunk_bytes;
+    if (st.cp_gathers_kv) {
+      const RingMergeWork merge = ring_merge_forward(options.cp, tokens * hq / t, tokens * kernel_kv_width / t, bytes);
+      fw.cp_merge_bytes = merge.bytes;
+      fw.cp_merge_kernels = merge.kernels;
+    }
   }
   // Rotary on Q and K (MLA: mla_attention_work counted its own).
   if (m.family == ModelFamily::kLlama && !latent) elements += st.rotary_elements * tokens * (hq + hkv) / t;
@@ -392,6 +422,13 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
   // all-to-alls carry the tokens' gradients back the way they came.
   w.backward.cp_ring_steps = fw.cp_ring_steps;
   w.backward.cp_ring_step_bytes = 2 * fw.cp_ring_step_bytes;
+  if (st.cp_gathers_kv && options.cp > 1) {
+    w.backward.cp_gather_chunk_bytes = fw.cp_gather_chunk_bytes;
+    w.backward.cp_ring_step_bytes = fw.cp_gather_chunk_bytes * 4 / bytes;  // the gradients in fp32
+    const RingMergeWork merge = ring_merge_backward(options.cp, tokens * hq / t, tokens * kernel_kv_width / t, bytes);
+    w.backward.cp_merge_bytes = merge.bytes;
+    w.backward.cp_merge_kernels = merge.kernels;
+  }
   w.backward.ep_dispatch = fw.ep_dispatch;
   w.backward.etp_collective_bytes = fw.etp_collective_bytes;
   if (options.execution.cuda_graphs && options.stack == Stack::kMegatron)
@@ -436,12 +473,13 @@ PassTime pass_time(const PassWork& work, int tp, const NodeType& node, const std
   };
   const double gemm_s = std::max(gemms_s(work.gemms), work.weight_bytes / (gpu.memory_bandwidth_bytes_per_s * ge.memory_share));
   PassTime t;
-  t.gpu_s = plus_elementwise_s(gemm_s, work.memory_bytes, work.kernels);
-  if (work.attention_flops > 0) t.gpu_s += work.attention_flops / (other_peak * (work.backward ? oe.attention_backward_peak_share : oe.attention_peak_share));
+  t.gpu_s = plus_elementwise_s(gemm_s, work.memory_bytes + work.cp_merge_bytes, work.kernels + work.cp_merge_kernels);
+  const double attention_gpu_s = work.attention_flops > 0 ? attention_s(work, options.stack, oe, other_peak) : 0;
+  t.gpu_s += attention_gpu_s;
   // fasop-cpp's profiler times one GPU's shard alone: it launches no collectives.
   const int collective_ops = options.stack == Stack::kLibtorch ? 0 : 2 * work.tp_collectives;
   const double dispatch_s = gpu.launch.dispatch_s_of(dispatch_stack_name(options.stack));
-  t.host_s = (work.graphed ? kGraphReplayHostOps : work.host_ops + collective_ops) * dispatch_s;
+  t.host_s = (work.graphed ? kGraphReplayHostOps : work.host_ops + work.cp_merge_kernels + collective_ops) * dispatch_s;
   double compute_s = std::max(t.gpu_s, t.host_s);
   const HostWaitTail& tail = work.after_host_wait;
   if (tail.waits > 0 && !work.graphed) {
@@ -464,12 +502,13 @@ PassTime pass_time(const PassWork& work, int tp, const NodeType& node, const std
     t.tp_comm_s = comm_s;
   }
   if (work.cp_ring_steps > 0) {
-    // Each ring step's send runs beside the attention of the chunk in hand: only what the
-    // attention cannot hide is exposed (and the hidden part slows it, as overlapped tp does).
-    const double ring_s = cp_ring_s(work, tp, options.cp, node);
-    const double attention_s = work.attention_flops / (other_peak * (work.backward ? oe.attention_backward_peak_share : oe.attention_peak_share));
-    const double hidden = std::min(ring_s, attention_s);
-    t.cp_comm_s = ring_s - hidden + gpu.overlap_slowdown * hidden;
+    // Each ring step's send runs beside the attention of the chunk in hand, an all-gather of
+    // the chunks beside the first of the cp sub-attentions: only what the attention cannot hide
+    // is exposed (and the hidden part slows it, as overlapped tp does).
+    const double gather_s = cp_gather_s(work, tp, options.cp, node), ring_s = cp_ring_s(work, tp, options.cp, node);
+    const double gather_hidden_s = std::min(gather_s, attention_gpu_s / options.cp);
+    const double hidden = gather_hidden_s + std::min(ring_s, attention_gpu_s - gather_hidden_s);
+    t.cp_comm_s = gather_s + ring_s - hidden + gpu.overlap_slowdown * hidden;
   }
   // Megatron-LM's all-to-all dispatcher waits for its tokens: exposed.
   t.ep_comm_s = ep_comm_s(work, options.ep, options.etp, node);
@@ -478,11 +517,17 @@ PassTime pass_time(const PassWork& work, int tp, const NodeType& node, const std
 }
 
 double cp_ring_s(const PassWork& work, int tp, int cp, const NodeType& node) {
-  if (work.cp_ring_steps <= 0) return 0;
+  if (work.cp_ring_steps <= 0 || work.cp_ring_step_bytes <= 0) return 0;
   // A ring lane's cp GPUs lie tp apart (tp fastest in rank order): inside a node while tp x cp
   // (or its NVLink domain) fits in one, else each step crosses the network, which the node's
   // GPUs share.
   return work.cp_ring_steps * group_link(node, tp * cp).collective_seconds(work.cp_ring_step_bytes);
+}
+
+double cp_gather_s(const PassWork& work, int tp, int cp, const NodeType& node) {
+  if (work.cp_ring_steps <= 0 || work.cp_gather_chunk_bytes <= 0) return 0;
+  // NCCL's ring all-gather: each rank receives the cp - 1 other chunks over the same link.
+  return work.cp_ring_steps * group_link(node, tp * cp).collective_seconds(work.cp_gather_chunk_bytes);
 }
 
 double ep_comm_s(const PassWork& work, int ep, int etp, const NodeType& node) {

@@ -70,6 +70,13 @@ struct PassWork {
   /// rank of the ring (forward: a key and value chunk; backward: those and their gradients).
   int cp_ring_steps = 0;
   double cp_ring_step_bytes = 0;
+  /// PyTorch's ring attention as torchtitan runs it (all-gather rotation): the other cp - 1
+  /// key and value chunks, these bytes each, gathered at once beside the first sub-attention.
+  double cp_gather_chunk_bytes = 0;
+  /// Its element-wise work around the sub-attentions (pytorch_ring_attention.h): part of the
+  /// attention op, saved or recomputed with it, not with the layer's other element-wise ops.
+  double cp_merge_bytes = 0;
+  int cp_merge_kernels = 0;
   /// Expert parallelism's token dispatch and combine (EpDispatchWork).
   EpDispatchWork ep_dispatch;
   /// Expert tensor parallelism: the routed tokens' all-gather and reduce-scatter over etp GPUs,
@@ -174,6 +181,8 @@ LayerTime layer_time(const ModelSpec& model, const LayerUnit& unit, int tp, int 
 double ep_comm_s(const PassWork& work, int ep, int etp, const NodeType& node);
 /// Seconds of `work`'s ring-attention sends, with tp x cp GPUs per ring lane group on `node`.
 double cp_ring_s(const PassWork& work, int tp, int cp, const NodeType& node);
+/// Seconds of `work`'s key/value all-gather (PyTorch's ring attention), on the same links.
+double cp_gather_s(const PassWork& work, int tp, int cp, const NodeType& node);
 
 /// A profile of `model` on `node`'s GPU: forward and backward seconds per layer type, for every
 /// tp in `tps` and micro-batch in `micro_batches`, and the model-parallel communication in

@@ -19,6 +19,9 @@ void append_pass(PassWork& into, const PassWork& from) {
   into.tp_collective_bytes = std::max(into.tp_collective_bytes, from.tp_collective_bytes);
   into.cp_ring_steps += from.cp_ring_steps;
   into.cp_ring_step_bytes = std::max(into.cp_ring_step_bytes, from.cp_ring_step_bytes);
+  into.cp_gather_chunk_bytes = std::max(into.cp_gather_chunk_bytes, from.cp_gather_chunk_bytes);
+  into.cp_merge_bytes += from.cp_merge_bytes;
+  into.cp_merge_kernels += from.cp_merge_kernels;
   if (from.ep_dispatch.count > 0) {
     const int count = into.ep_dispatch.count + from.ep_dispatch.count;
     const double token_bytes = std::max(into.ep_dispatch.token_bytes, from.ep_dispatch.token_bytes);

@@ -35,8 +35,11 @@ double* parameter_slot(GpuSpec& gpu, const std::string& default_precision, const
   if (name == "gemm_unaligned_share") return &e.gemm_unaligned_share;
   if (name == "attention_peak_share") return &e.attention_peak_share;
   if (name == "attention_backward_peak_share") return &e.attention_backward_peak_share;
-  // Both attention shares at once (set_parameter keeps their ratio): read as the forward's.
+  if (name == "sdpa_attention_peak_share") return &e.sdpa_attention_peak_share;
+  if (name == "sdpa_attention_backward_peak_share") return &e.sdpa_attention_backward_peak_share;
+  // A kernel's two shares at once (set_parameter keeps their ratio): read as the forward's.
   if (name == "attention_shares") return &e.attention_peak_share;
+  if (name == "sdpa_attention_shares") return &e.sdpa_attention_peak_share;
   if (name == "memory_share") return &e.memory_share;
   return nullptr;
 }
@@ -50,6 +53,8 @@ std::vector<FitParameter> fit_parameters() {
           {"gemm_unaligned_share", 0.05, 1},
           {"attention_peak_share", 0.1, 0.9},   {"attention_backward_peak_share", 0.1, 0.9},
           {"attention_shares", 0.1, 0.9},
+          {"sdpa_attention_peak_share", 0.1, 0.9}, {"sdpa_attention_backward_peak_share", 0.1, 0.9},
+          {"sdpa_attention_shares", 0.1, 0.9},
           {"memory_share", 0.3, 0.9},           {"kernel_gap_s", 0, 2e-5},
           {"dispatch_s.megatron", 0, 6e-5},     {"dispatch_s.eager", 0, 6e-5},
           {"dispatch_s.libtorch", 0, 6e-5},     {"nvlink.bus_share", 0.3, 1},
@@ -82,7 +87,8 @@ FitParameter fit_parameter(const std::string& full_name) {
 bool is_per_precision_parameter(const std::string& full_name) {
   const std::string name = split_precision(full_name, "").second;
   for (const char* p : {"gemm_peak_share", "gemm_half_dim", "gemm_unaligned_share", "attention_peak_share",
-                        "attention_backward_peak_share", "attention_shares", "memory_share"})
+                        "attention_backward_peak_share", "attention_shares", "sdpa_attention_peak_share",
+                        "sdpa_attention_backward_peak_share", "sdpa_attention_shares", "memory_share"})
     if (name == p) return true;
   return false;
 }
@@ -97,10 +103,11 @@ double get_parameter(const GpuSpec& gpu, const std::string& precision, const std
 void set_parameter(GpuSpec& gpu, const std::string& precision, const std::string& name, double value) {
   double* slot = parameter_slot(gpu, precision, name);
   if (!slot) fit_parameter(name);
-  if (split_precision(name, precision).second == "attention_shares" && *slot > 0) {
+  const std::string bare = split_precision(name, precision).second;
+  if ((bare == "attention_shares" || bare == "sdpa_attention_shares") && *slot > 0) {
     // The backward's share moves with the forward's: one kernel's speed, its two passes' ratio kept.
     PrecisionEfficiency& e = gpu.precisions[split_precision(name, precision).first];
-    e.attention_backward_peak_share *= value / *slot;
+    (bare == "attention_shares" ? e.attention_backward_peak_share : e.sdpa_attention_backward_peak_share) *= value / *slot;
   }
   *slot = value;
 }

@@ -24,10 +24,13 @@ double share(const Field& field) {
   return value;
 }
 
-PrecisionEfficiency parse_precision(const Field& f, const PrecisionEfficiency& base) {
+/// One precision's entry over `base`; `inherit_sdpa`: `base` is the first precision listed,
+/// whose SDPA shares a later entry without its own takes.
+PrecisionEfficiency parse_precision(const Field& f, const PrecisionEfficiency& base, bool inherit_sdpa) {
   f.keys("a map of gemm_peak_share, gemm_half_dim, attention_peak_share, ...");
   f.only_keys({"gemm_peak_share", "gemm_half_dim", "gemm_unaligned_share", "attention_peak_share",
-               "attention_backward_peak_share", "memory_share"});
+               "attention_backward_peak_share", "sdpa_attention_peak_share", "sdpa_attention_backward_peak_share",
+               "memory_share"});
   PrecisionEfficiency e = base;
   if (f.child("gemm_peak_share").present()) e.gemm_peak_share = share(f.child("gemm_peak_share"));
   if (f.child("gemm_half_dim").present()) e.gemm_half_dim = f.child("gemm_half_dim").non_negative_double();
@@ -35,6 +38,18 @@ PrecisionEfficiency parse_precision(const Field& f, const PrecisionEfficiency& b
   if (f.child("attention_peak_share").present()) e.attention_peak_share = share(f.child("attention_peak_share"));
   if (f.child("attention_backward_peak_share").present())
     e.attention_backward_peak_share = share(f.child("attention_backward_peak_share"));
+  // PyTorch's SDPA kernel: its own shares where given, else the first precision's, else the
+  // fused kernel's (the same kernel on GPUs whose files omit them; see gpu_spec.h).
+  const bool sdpa_given = f.child("sdpa_attention_peak_share").present();
+  if (sdpa_given != f.child("sdpa_attention_backward_peak_share").present())
+    f.fail("gives one of sdpa_attention_peak_share and sdpa_attention_backward_peak_share; give both or neither");
+  if (sdpa_given) {
+    e.sdpa_attention_peak_share = share(f.child("sdpa_attention_peak_share"));
+    e.sdpa_attention_backward_peak_share = share(f.child("sdpa_attention_backward_peak_share"));
+  } else if (!inherit_sdpa) {
+    e.sdpa_attention_peak_share = e.attention_peak_share;
+    e.sdpa_attention_backward_peak_share = e.attention_backward_peak_share;
+  }
   if (f.child("memory_share").present()) e.memory_share = share(f.child("memory_share"));
   return e;
 }
@@ -114,7 +129,7 @@ GpuSpec parse_gpu_spec(const std::string& yaml_text, const std::string& source) 
        precisions.keys("a map: precision -> {gemm_peak_share, gemm_half_dim, attention_peak_share, ...}", true)) {
     if (!gpu.peak_tflops.count(peak_precision(name)))
       precisions.child(name).fail("has no peak_tflops." + peak_precision(name) + "; add it");
-    gpu.precisions[name] = parse_precision(precisions.child(name), first ? *first : PrecisionEfficiency{});
+    gpu.precisions[name] = parse_precision(precisions.child(name), first ? *first : PrecisionEfficiency{}, first != nullptr);
     if (!first) first = &gpu.precisions[name];
   }
   Field collectives = root.child("collectives");

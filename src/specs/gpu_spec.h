@@ -26,6 +26,12 @@ struct PrecisionEfficiency {
   double attention_peak_share = 0.5;
   /// Its backward pass's share (the backward kernel recomputes the scores: 2.5 x the forward's FLOPs).
   double attention_backward_peak_share = 0.4;
+  /// The same two shares for PyTorch's scaled_dot_product_attention as torchtitan calls it:
+  /// FlashAttention-2 built into PyTorch on Ampere and Hopper (the fused kernel above is cuDNN's
+  /// or FlashAttention-3's there), cuDNN's on Blackwell. A file that omits them gives the fused
+  /// kernel's: on Ampere and Ada FlashAttention-2 is the fused kernel, on Blackwell cuDNN is.
+  double sdpa_attention_peak_share = 0.5;
+  double sdpa_attention_backward_peak_share = 0.4;
   /// Element-wise (memory-bound) kernels' share of memory bandwidth.
   double memory_share = 0.9;
 };
