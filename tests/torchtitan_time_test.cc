@@ -198,3 +198,20 @@ TEST_CASE("torchtitan's ring gathers repeated keys and values beside the first s
   te.attention_flops = 0.08 * 100e12 * 0.4;
   CHECK(pass_time(te, 1, node, "fp16", megatron).cp_comm_s == Approx(0.1 * gather_s).epsilon(1e-9));
 }
+
+TEST_CASE("torchtitan's float8 tensor parallelism all-gathers in float8, reduce-scatters in bf16", "[torchtitan][time]") {
+  ModelSpec m = preset_model("llama3-8b");
+  m.dtype = "fp8";
+  LayerOptions options = torchtitan(true);
+  options.sequence_parallel = true;
+  const double bf16_bytes = double(m.sequence) * 4096 * 2;  // the hidden states a collective gathers or reduces, in bf16
+  const LayerWork titan = layer_work(m, first_layer(m), 2, 1, options);
+  // Half a ring of 1-byte elements and half of 2-byte ones: an all-reduce of 3/4 the bf16 bytes.
+  CHECK(titan.forward.tp_collective_bytes == Approx(0.75 * bf16_bytes).epsilon(1e-12));
+  CHECK(titan.backward.tp_collective_bytes == Approx(0.75 * bf16_bytes).epsilon(1e-12));
+  LayerOptions megatron;
+  megatron.sequence_parallel = true;
+  CHECK(layer_work(m, first_layer(m), 2, 1, megatron).forward.tp_collective_bytes == Approx(bf16_bytes).epsilon(1e-12));
+  m.dtype = "bf16";
+  CHECK(layer_work(m, first_layer(m), 2, 1, options).forward.tp_collective_bytes == Approx(bf16_bytes).epsilon(1e-12));
+}

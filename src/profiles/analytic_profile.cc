@@ -58,6 +58,10 @@ struct StackTraits {
   /// gathered again and the chunks' gradients, accumulated in fp32, pass rank to rank each step.
   /// Megatron-LM's (Transformer Engine's) passes one chunk a step beside each sub-attention.
   bool cp_gathers_kv = false;
+  /// Float8 training's tensor parallelism (torchao's Float8ColwiseParallel and
+  /// Float8RowwiseParallel, tensorwise scaling): the layers' inputs, and backward their output
+  /// gradients, are cast to float8 before their all-gathers; the reduce-scatters stay bf16.
+  bool fp8_tp_all_gather = false;
 };
 
 /// torchtitan's Llama TransformerBlock (torchtitan/models/llama, December 2024) run eager, per
@@ -77,7 +81,7 @@ constexpr StackTraits kTorchtitanEager{
     .activation_elements = 10.0 / 3, .score_passes = 8.5, .small_unit_kernels = 6, .loss_fp32_bytes_per_logit = 16,
     .loss_backward_fp32_bytes_per_logit = 20, .loss_logit_copies = 0, .embedding_adds_positions = false,
     .embedding_layout_passes = 0, .vocab_multiple = 1, .rotary_elements = 10, .repeats_kv = true,
-    .sdpa_attention = true, .cp_gathers_kv = true};
+    .sdpa_attention = true, .cp_gathers_kv = true, .fp8_tp_all_gather = true};
 
 /// The same block under torch.compile (one graph a block, as torchtitan compiles it): Inductor
 /// fuses each norm into one read and one write, the second with the residual add before it
@@ -88,7 +92,7 @@ constexpr StackTraits kTorchtitanCompiled{
     .activation_elements = 2, .score_passes = 8.5, .small_unit_kernels = 6, .loss_fp32_bytes_per_logit = 16,
     .loss_backward_fp32_bytes_per_logit = 20, .loss_logit_copies = 0, .embedding_adds_positions = false,
     .embedding_layout_passes = 0, .vocab_multiple = 1, .rotary_elements = 2, .repeats_kv = true,
-    .sdpa_attention = true, .cp_gathers_kv = true};
+    .sdpa_attention = true, .cp_gathers_kv = true, .fp8_tp_all_gather = true};
 
 StackTraits traits(Stack stack) {
   switch (stack) {
@@ -398,6 +402,10 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
   fw.weight_bytes = weights_per_gpu * gemm_bytes;
   fw.tp_collectives = tp > 1 ? tp_regions + (unit.cross_attention ? 1 : 0) : 0;
   fw.tp_collective_bytes = tokens * h * bytes;
+  // An all-gather in float8 and a reduce-scatter in bf16 move what an all-reduce of 3/4 the
+  // bytes does (each half a ring).
+  if (st.fp8_tp_all_gather && m.dtype == "fp8" && options.sequence_parallel)
+    fw.tp_collective_bytes *= (gemm_input_bytes(m.dtype) + bytes) / (2 * bytes);
   if (eager) {
     // The profiler's ops as its code runs them (libtorch_layer.h); the attention's own kernels
     // and unfused scores stay as attention() counted them, doubled backward.
