@@ -64,6 +64,13 @@ expect_error "--stack with the fasop policy" "--stack: the fasop policy checks m
   search --model gpt2xl --stack torchtitan --out-dir "$work/a"
 expect_error "torchtitan with ZeRO-1" "--zero: torchtitan shards everything with FSDP (ZeRO-3)" \
   search --model llama3-8b --cluster dgx-h100 --policy analytic --stack torchtitan --zero 1 --out-dir "$work/a"
+# torchtitan's blocks are not fasop-cpp's profiled layers: the GPU's data times them, and the
+# report says so; the Megatron stack keeps the measured profile.
+"$bin" search --model llama3-8b --cluster dgx-h100 --stack torchtitan --out-dir "$work/a" --quiet > "$work/titan.out" 2>&1 &&
+  grep -q "^layers on H100: timed from the GPU's data as torchtitan runs them" "$work/titan.out" && ok ||
+  fail "--stack torchtitan: the measured profile's layers not replaced: $(head -5 "$work/titan.out")"
+"$bin" search --model llama3-8b --cluster dgx-h100 --out-dir "$work/a" --quiet > "$work/megatron.out" 2>&1 &&
+  ! grep -q "^layers on H100" "$work/megatron.out" && ok || fail "the Megatron stack: $(head -5 "$work/megatron.out")"
 expect_error "malformed YAML" "$work/bad.yaml" search --model bert --cluster "$work/bad.yaml" --out-dir "$work/a"
 sed 's/gpu: A10$/gpu: L4/' "$(dirname "$0")/../clusters/fasop-bert.yaml" > "$work/l4.yaml"
 expect_error "GPU type without a profile" "L4" search --model bert --cluster "$work/l4.yaml" --out-dir "$work/a"

@@ -155,7 +155,8 @@ void PlannerOptions::add_to(CLI::App& command, bool model_required) {
   command.add_option("--stack", stack,
                      "analytic: the framework that runs the plan, as its memory and layers are priced: megatron "
                      "(Megatron-Core: Megatron-LM, NeMo; default), torchtitan (PyTorch FSDP2, eager blocks, per-op "
-                     "selective checkpointing; the search then shards with ZeRO-3 alone) or deepspeed (ZeRO 0-3)");
+                     "selective checkpointing, PyTorch SDPA attention and ring attention; the search then shards "
+                     "with ZeRO-3 alone) or deepspeed (ZeRO 0-3)");
   command.add_option("--memory-headroom", memory_headroom,
                      "analytic: memory every GPU keeps free beyond the plan's predicted peak, a share of it (5%) or "
                      "GiB (4); default 5%, which covers the memory model's error (docs/memory.md)");
@@ -377,7 +378,8 @@ std::string memory_assumptions_line(const PlannerOptions& options, const Planner
   if (setup.policy_name != "analytic") return "";
   const MemorySettings settings = memory_settings_of(options);
   const char* stack = settings.stack == TrainingStack::kTorchtitan
-                          ? "PyTorch FSDP2 as torchtitan allocates and runs it (blocks eager, selective per op)"
+                          ? "PyTorch FSDP2 as torchtitan allocates and runs it (blocks eager, selective per op, PyTorch SDPA "
+                            "attention, PyTorch's ring for cp)"
                       : settings.stack == TrainingStack::kDeepSpeed ? "DeepSpeed's ZeRO as it allocates"
                                                                       : "Megatron-Core as it allocates";
   return std::string("memory: ") + stack + ", " + memory_headroom_of(options, setup.cluster).text() +
@@ -529,14 +531,15 @@ void PlannerSetup::load_profiles(const PlannerOptions& options, const std::vecto
                       ".yaml (shipped or in --profile-dir) and no peak_tflops and memory_bandwidth_bytes_per_s on "
                       "node type '" + node.name + "'; give those (the analytic model then times the layers), or "
                       "measure a profile with `fasop-cpp profile layers`");
-    // A measured profile times layers at the model file's sequence: at another (--seq-length)
-    // the GPU's data times them, where the cluster gives it, and the header says so.
     const bool other_sequence = model.sequence != model_file_sequence;
-    const bool measured = !((options.analytic_profiles || other_sequence) && node.has_gpu_spec()) && has_measured;
+    const bool measured = uses_measured_profile(options, node, has_measured);
     if (!measured && other_sequence && has_measured)
       profile_notes += "layers on " + node.gpu + ": timed from the GPU's data at sequence " +
                        std::to_string(model.sequence) + ", as the measured profile is at " +
                        std::to_string(model_file_sequence) + " (--seq-length)\n";
+    else if (!measured && has_measured && !options.analytic_profiles)
+      profile_notes += "layers on " + node.gpu + ": timed from the GPU's data as torchtitan runs them, not by the "
+                       "measured profile of fasop-cpp's own layers (--stack torchtitan)\n";
     if (measured && parallel_layers)
       throw SpecError("--cp/--ep/--etp/--precision: the measured profile " + model.name + "_" + lower_case(node.gpu) +
                       ".yaml times layers in the model's precision without context or expert parallelism; pass "
@@ -554,6 +557,16 @@ void PlannerSetup::load_profiles(const PlannerOptions& options, const std::vecto
   }
 }
 
+bool PlannerSetup::uses_measured_profile(const PlannerOptions& options, const NodeType& node, bool has_measured) const {
+  // A measured profile times layers at the model file's sequence: at another (--seq-length)
+  // the GPU's data times them, where the cluster gives it, and the header says so. It times
+  // fasop-cpp's own layers, which torchtitan's blocks (compiled, checkpointed per op, with
+  // PyTorch's attention kernels) are not: that stack's layers come from the GPU's data too.
+  const bool other_sequence = model.sequence != model_file_sequence;
+  const bool torchtitan = memory_settings_of(options).stack == TrainingStack::kTorchtitan;
+  return has_measured && !((options.analytic_profiles || other_sequence || torchtitan) && node.has_gpu_spec());
+}
+
 bool PlannerSetup::all_analytic(const PlannerOptions& options, const std::vector<int>& counts) const {
   DiskSource disk;
   SpecStore store(disk, embedded_presets());
@@ -561,7 +574,7 @@ bool PlannerSetup::all_analytic(const PlannerOptions& options, const std::vector
     const NodeType& node = cluster.node_types[type];
     if (counts[type] == 0) continue;
     if (!node.has_gpu_spec()) return false;
-    if (!options.analytic_profiles && store.has_profile(model, node.gpu, options.profile_dir)) return false;
+    if (uses_measured_profile(options, node, store.has_profile(model, node.gpu, options.profile_dir))) return false;
   }
   return true;
 }

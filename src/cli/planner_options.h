@@ -95,6 +95,9 @@ struct PlannerSetup {
   /// Whether every node type with nodes in `counts` is timed analytically (no measured profile,
   /// or --analytic-profiles), as context and expert parallelism need.
   bool all_analytic(const PlannerOptions& options, const std::vector<int>& counts) const;
+  /// Whether `node`'s layers are timed by its measured profile (where it has one) rather than
+  /// from its GPU's data (--analytic-profiles, --seq-length, --stack torchtitan).
+  bool uses_measured_profile(const PlannerOptions& options, const NodeType& node, bool has_measured) const;
   /// The first node type with nodes in `counts` whose GPU does not train in `dtype`
   /// (GpuSpec::runs_precision); null where every one does.
   const NodeType* node_type_without(const std::vector<int>& counts, const std::string& dtype) const;
