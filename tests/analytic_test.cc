@@ -10,6 +10,7 @@
 
 #include "costmodel/analytic_policy.h"
 #include "costmodel/stage_memory_rates.h"
+#include "costmodel/zone_egress.h"
 #include "profiles/analytic_profile.h"
 #include "search/partitioner.h"
 #include "search/search_space.h"
@@ -798,6 +799,49 @@ TEST_CASE("FSDP gathers each unit ahead of the compute: what the pass cannot hid
   std::vector<StageTiming> waiting = AnalyticPolicy(no_prefetch).stage_timings(ctx, whole);
   CHECK(waiting[0].forward_s == Approx(Cf + G).epsilon(1e-12));
   CHECK(waiting[0].backward_s == Approx(2 * Cf + 2 * G).epsilon(1e-12));
+}
+
+TEST_CASE("torchtitan's FSDP under pipelining gathers and reduce-scatters once a step", "[analytic][step][torchtitan]") {
+  // Two stages of dp 4 on one made-up node, ZeRO-3. On Megatron's stack every micro-batch
+  // gathers and reduce-scatters each unit; on torchtitan's the stage's parameters stay gathered
+  // over the micro-batches and its gradients are reduce-scattered once: half a ring of each
+  // stage's 2-byte parameters (3/4 x 8 x 2 P bits / bandwidth) and of its gradients, a unit a
+  // bucket, as ZeRO 1-2's overlapped buckets.
+  ModelSpec m = gpt_model(1024, 16, 8, 1024, 51200);
+  const int n = m.num_units();
+  NodeType node = made_up_node();
+  node.intra_node_latency_s = 0;
+  ClusterSpec cluster = made_up_cluster(node, 1);
+  ProfileSpec profile = analytic_profile(m, node, {1}, {1});
+  PlanKey key{.mbs = 1, .tp = 1, .dp = 4, .pp = 2, .node_order = {0}};
+  key.zero_stage = 3;
+  const std::vector<int> partition{n / 2, n - n / 2};
+  AnalyticPolicy megatron;
+  AnalyticOptions titan_options;
+  titan_options.memory.stack = TrainingStack::kTorchtitan;
+  AnalyticPolicy titan(titan_options);
+  PlanContext ctx = make_plan_context(m, cluster, {&profile}, megatron, key);
+  CHECK(megatron.pass_parts(ctx, partition)[0].gather_s > 0);
+  const StagePassParts parts = titan.pass_parts(ctx, partition)[0];
+  CHECK(parts.gather_s == 0);
+  CHECK(parts.overlap_s == 0);
+  const std::vector<StageSync> syncs = titan.stage_syncs(ctx, partition);
+  for (int s = 0; s < 2; ++s) {
+    const double P = stage_params(ctx, partition, s), half_ring_per_byte = 3.0 / 4 * 8 / node.intra_node_bandwidth_bits_per_s;
+    CHECK(syncs[s].buckets == partition[s]);
+    CHECK(syncs[s].gather_s == Approx(half_ring_per_byte * activation_bytes(m.dtype) * P).epsilon(1e-9));
+    CHECK(syncs[s].reduce_s == Approx(half_ring_per_byte * AnalyticPolicy::gradient_bytes(m) * P).epsilon(1e-9));
+    CHECK(syncs[s].reduce_exposed_s > 0);  // the last unit's, at least
+  }
+  // Between zones each ring edge then carries a gather and a reduce-scatter a step, not three
+  // collectives a micro-batch.
+  const double e = activation_bytes(m.dtype), g = AnalyticPolicy::gradient_bytes(m);
+  CHECK(ring_edge_bytes(m, 3, 4, 8, 1e9, true) == Approx(0.75 * 1e9 * (e + g)).epsilon(1e-12));
+  CHECK(ring_edge_bytes(m, 3, 4, 8, 1e9) == Approx(8 * 0.75 * 1e9 * (2 * e + g)).epsilon(1e-12));
+  // Without pipelining torchtitan reshards after each forward: every micro-batch again.
+  key.pp = 1, key.dp = 8;
+  PlanContext one_stage = make_plan_context(m, cluster, {&profile}, titan, key);
+  CHECK(titan.pass_parts(one_stage, {n})[0].gather_s > 0);
 }
 
 TEST_CASE("a step's terms add up to its time", "[analytic][step]") {

@@ -1,11 +1,14 @@
 #include "costmodel/analytic_policy.h"
 
+#include "costmodel/fsdp_gathers.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <tuple>
 
 #include "costmodel/fasop_policy.h"
+#include "costmodel/fsdp_gathers.h"
 #include "costmodel/pipeline_1f1b.h"
 #include "costmodel/speed_split_stage.h"
 #include "costmodel/zone_egress.h"
@@ -416,7 +419,7 @@ void AnalyticPolicy::time_stage(const PlanContext& ctx, const std::vector<int>& 
   const std::vector<double>& expert_prefix = ctx.partition_memory->expert_params_prefix;
   const bool experts = !expert_prefix.empty() && expert_prefix[first + count] > expert_prefix[first];
   const int edp = experts ? expert_data_parallel(key) : 1;
-  if (key.zero_stage == 3 && (dp > 1 || edp > 1)) {
+  if (key.zero_stage == 3 && (dp > 1 || edp > 1) && !fsdp_once_a_step(options_.memory, key)) {
     // FSDP: every unit's 16-bit parameters are gathered before its forward and its backward,
     // its gradients reduce-scattered after its backward, each a unit ahead of the compute:
     // the first unit's collectives wait, the rest hide under the pass as far as it lasts.
@@ -507,12 +510,38 @@ PipelineResult AnalyticPolicy::pipeline(const PlanContext& ctx, const std::vecto
   return {total, std::vector<double>(pp, total)};
 }
 
+void AnalyticPolicy::fsdp_once_a_step_sync(const PlanContext& ctx, const std::vector<int>& partition, int s,
+                                          const StageTiming& timing, double slack_s, StageSync& sync) const {
+  // Each unit's parameters are gathered ahead of the step's first forward on the stage and its
+  // gradients reduce-scattered behind its last backward: ZeRO 1-2's overlapped buckets, a unit a
+  // bucket, each half a ring.
+  const ModelSpec& model = *ctx.model;
+  const double params = stage_params(ctx, partition, s), experts = stage_expert_params(ctx, partition, s);
+  const int dp = ctx.stage_grad_ranks(s), edp = experts > 0 ? expert_data_parallel(ctx.key) : 1;
+  const Link link = dp_link(ctx, s), expert_link = experts > 0 ? expert_dp_link(ctx, s) : link;
+  sync.buckets = std::max(1, partition[s]);
+  auto half_rings_s = [&](double bytes) {
+    return ((dp > 1 ? ring_s(link, dp, bytes * params / sync.buckets) : 0) +
+            (edp > 1 && experts > 0 ? ring_s(expert_link, edp, bytes * experts / sync.buckets) : 0)) / 2;
+  };
+  const double slowdown = stage_gpu(ctx, s).overlap_slowdown;
+  const double reduce = half_rings_s(gradient_bytes(model)), gather = half_rings_s(element_bytes(model));
+  sync.reduce_s = sync.buckets * reduce;
+  sync.reduce_exposed_s = bucketed_exposed_s(sync.buckets, reduce, timing.backward_s);
+  sync.reduce_overlap_s = slowdown * (sync.reduce_s - sync.reduce_exposed_s);
+  sync.gather_s = sync.buckets * gather;
+  sync.gather_exposed_s = bucketed_exposed_s(sync.buckets, gather, timing.forward_s, slack_s);
+  sync.gather_overlap_s = slowdown * (sync.gather_s - sync.gather_exposed_s);
+}
+
 std::vector<StageSync> AnalyticPolicy::stage_syncs(const PlanContext& ctx, const std::vector<int>& partition,
                                                    const std::vector<StageTiming>* given) const {
   const PlanKey& key = ctx.key;
   const ModelSpec& model = *ctx.model;
   std::vector<StageTiming> computed;
-  if (!given && (options_.execution.overlap_grad_reduce || options_.execution.overlap_param_gather)) computed = stage_timings(ctx, partition);
+  const bool fsdp_once = fsdp_once_a_step(options_.memory, key);
+  if (!given && (options_.execution.overlap_grad_reduce || options_.execution.overlap_param_gather || fsdp_once))
+    computed = stage_timings(ctx, partition);
   const std::vector<StageTiming>& timings = given ? *given : computed;
   const bool sharded = key.zero_stage == 1 || key.zero_stage == 2;  // the distributed optimizer
   std::vector<StageSync> syncs(key.pp);
@@ -557,6 +586,7 @@ std::vector<StageSync> AnalyticPolicy::stage_syncs(const PlanContext& ctx, const
         sync.gather_overlap_s = slowdown * (sync.gather_s - sync.gather_exposed_s);
       }
     }
+    if ((dp > 1 || edp > 1) && fsdp_once) fsdp_once_a_step_sync(ctx, partition, s, timings[s], slack, sync);
     if (!timings.empty()) slack += timings[s].forward_s + timings[s].forward_send_s;
   }
   return syncs;

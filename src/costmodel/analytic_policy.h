@@ -122,6 +122,9 @@ class AnalyticPolicy : public CostPolicy {
   /// i at window_s (i + 1) / K, after `slack_s` seconds in which nothing waits for them:
   /// max(0, max(c, K c - W (K - 1) / K) - slack). The last bucket is exposed at least.
   static double bucketed_exposed_s(int buckets, double bucket_s, double window_s, double slack_s = 0);
+  /// Stage s's FSDP collectives where they run once a step (fsdp_gathers.h), into `sync`.
+  void fsdp_once_a_step_sync(const PlanContext& ctx, const std::vector<int>& partition, int s, const StageTiming& timing,
+                             double slack_s, StageSync& sync) const;
   /// Adam's memory traffic per local parameter: the fp32 gradient read (4), the master weight
   /// and both moments read and written (12 + 12), the 16-bit weight written (2), and the
   /// gradient norm's pass over the gradient for clipping (4).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "costmodel/fsdp_gathers.h"
 #include "specs/link.h"
 #include "specs/precision.h"
 
@@ -59,7 +60,9 @@ SyncFloorParts sync_floor_parts(const ModelSpec& model, const AnalyticOptions& o
   auto ring = [&](double bytes) { return ring_floor_s(type, limits, tp, dp, bytes); };
   if (zero_stage == 3) {
     // Every unit's gathers twice and its reduce-scatter once a micro-batch (half rings each);
-    // ring times add up to at least the ring of the sum (each has its own latency).
+    // ring times add up to at least the ring of the sum (each has its own latency). Where the
+    // stack may run them once a step instead (fsdp_gathers.h), nothing a micro-batch.
+    if (fsdp_may_run_once_a_step(options.memory)) return parts;
     parts.zero3_pass_s = ring(element * params) + ring(gradient * params) / 2;
     parts.zero3_stream_s = ring_stream_floor_s(type, limits, tp, dp, element * params) +
                            ring_stream_floor_s(type, limits, tp, dp, gradient * params) / 2;

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "costmodel/analytic_policy.h"
+#include "costmodel/fsdp_gathers.h"
 #include "costmodel/zone_egress.h"
 #include "specs/batch_split.h"
 
@@ -52,7 +53,8 @@ double crossing_pairs(const ZoneRuns& runs, long long lo, long long hi, long lon
 
 }  // namespace
 
-EgressFloor::EgressFloor(const ModelSpec& model, const ClusterSpec& cluster) : model_(&model), cluster_(&cluster) {
+EgressFloor::EgressFloor(const ModelSpec& model, const ClusterSpec& cluster, const MemorySettings& memory)
+    : model_(&model), cluster_(&cluster), memory_(memory) {
   const std::vector<std::string> zones = cluster.zone_names();
   for (const NodeType& t : cluster.node_types)
     zone_of_type_.push_back(int(std::find(zones.begin(), zones.end(), t.zone) - zones.begin()));
@@ -106,7 +108,8 @@ double EgressFloor::usd_per_step(const PlanKey& key) const {
       if (a != b) cheapest = std::min(cheapest, price(a, b));
   // On one stage a tied head is the embedding's weight, reduced once.
   const double params = params_per_gpu_[tp] - shared_head_params(model, key.pp, key.tp);
-  return usd + least_edges * tp * ring_edge_bytes(model, key.zero_stage, key.dp, m, params) * cheapest;
+  return usd + least_edges * tp * ring_edge_bytes(model, key.zero_stage, key.dp, m, params, fsdp_once_a_step(memory_, key)) *
+                   cheapest;
 }
 
 }  // namespace fasop

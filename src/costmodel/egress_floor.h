@@ -7,6 +7,7 @@
 #include "specs/cluster_spec.h"
 #include "specs/model_spec.h"
 #include "specs/plan.h"
+#include "specs/training_stack.h"
 
 namespace fasop {
 
@@ -25,7 +26,8 @@ namespace fasop {
 /// sends and the embedding's exchange at their own pair's.
 class EgressFloor {
  public:
-  EgressFloor(const ModelSpec& model, const ClusterSpec& cluster);
+  /// `memory`: the stack, which decides how often FSDP's rings run (fsdp_gathers.h).
+  EgressFloor(const ModelSpec& model, const ClusterSpec& cluster, const MemorySettings& memory = {});
   /// USD a step of `key` pays for egress at the least; 0 where its nodes sit in one zone, its
   /// stages differ in tp or dp, or it runs context or expert parallelism.
   double usd_per_step(const PlanKey& key) const;
@@ -33,6 +35,7 @@ class EgressFloor {
  private:
   const ModelSpec* model_;
   const ClusterSpec* cluster_;
+  MemorySettings memory_;
   std::vector<int> zone_of_type_;            ///< a zone index per node type
   std::vector<std::vector<double>> usd_per_byte_;  ///< per pair of zone indices
   std::vector<double> params_per_gpu_;       ///< per tp (index tp): every unit's parameters on one GPU

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "costmodel/analytic_policy.h"
+#include "costmodel/fsdp_gathers.h"
 #include "specs/precision.h"
 
 namespace fasop {
@@ -70,7 +71,8 @@ std::vector<ZoneTraffic> zone_traffic(const PlanContext& ctx, const std::vector<
   // Data-parallel rings, on each stage's parameters.
   for (int s = 0; s < pp; ++s) {
     if (ctx.stage_dp(s) < 2) continue;
-    const double per_edge = ring_edge_bytes(model, k.zero_stage, ctx.stage_dp(s), m, stage_params(ctx, partition, s));
+    const double per_edge = ring_edge_bytes(model, k.zero_stage, ctx.stage_dp(s), m, stage_params(ctx, partition, s),
+                                            fsdp_once_a_step(ctx.stack_settings, k));
     for_each_cross_zone_ring_edge(ctx, s, [&](int a, int b) { traffic.add(ctx.zone_of(a), ctx.zone_of(b), per_edge); });
   }
 
@@ -92,11 +94,13 @@ std::vector<ZoneTraffic> zone_traffic(const PlanContext& ctx, const std::vector<
   return out;
 }
 
-double ring_edge_bytes(const ModelSpec& model, int zero_stage, int dp, int microbatches, double params) {
+double ring_edge_bytes(const ModelSpec& model, int zero_stage, int dp, int microbatches, double params,
+                       bool fsdp_once) {
   const double element = activation_bytes(model.dtype), gradient = AnalyticPolicy::gradient_bytes(model);
   const double d = dp, m = microbatches;
   if (zero_stage == 0) return 2 * (d - 1) / d * params * gradient;
-  if (zero_stage < 3) return (d - 1) / d * params * (gradient + element);
+  // ZeRO 1-2, and FSDP once a step: a reduce-scatter of the gradients, a gather of the weights.
+  if (zero_stage < 3 || fsdp_once) return (d - 1) / d * params * (gradient + element);
   return m * (d - 1) / d * params * (2 * element + gradient);
 }
 

@@ -50,8 +50,10 @@ void for_each_cross_zone_ring_edge(const PlanContext& ctx, int stage, Edge edge)
 
 /// Bytes a step sends one way over each edge of a stage's data-parallel ring of `dp` ranks, a
 /// GPU of which holds `params` parameters, at ZeRO stage `zero_stage` with `microbatches` a
-/// step (as zone_traffic counts them below).
-double ring_edge_bytes(const ModelSpec& model, int zero_stage, int dp, int microbatches, double params);
+/// step (as zone_traffic counts them below); `fsdp_once`: ZeRO 3's collectives run once a step
+/// (fsdp_gathers.h).
+double ring_edge_bytes(const ModelSpec& model, int zero_stage, int dp, int microbatches, double params,
+                       bool fsdp_once = false);
 
 /// The bytes one step of the plan with `partition` sends across zone boundaries, by zone pair
 /// (sorted; only pairs with traffic), each pair priced at its link's egress_usd_per_gb:

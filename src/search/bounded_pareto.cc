@@ -40,7 +40,8 @@ EnumerationIndex shape_ordinal(const NodeCounts& counts, const NodeCounts& limit
 
 std::optional<EgressFloor> egress_floor(const SearchInput& input) {
   if (!input.policy->floor_facts().prices_zone_egress || !input.cluster->multi_zone()) return std::nullopt;
-  return EgressFloor(*input.model, *input.cluster);
+  const FloorFacts facts = input.policy->floor_facts();
+  return EgressFloor(*input.model, *input.cluster, facts.analytic ? facts.analytic->memory : MemorySettings{});
 }
 
 /// A shape's layout floors (ShapeFloor::layout_floor_s), each computed once: the floor reads a
