@@ -215,3 +215,36 @@ TEST_CASE("torchtitan's float8 tensor parallelism all-gathers in float8, reduce-
   m.dtype = "bf16";
   CHECK(layer_work(m, first_layer(m), 2, 1, options).forward.tp_collective_bytes == Approx(bf16_bytes).epsilon(1e-12));
 }
+
+TEST_CASE("torchtitan's async tp leaves the backward's reduce-scatters of summed gradients exposed", "[torchtitan][time]") {
+  ModelSpec m = preset_model("llama3-8b");
+  m.dtype = "fp8";
+  MemorySettings settings;
+  settings.stack = TrainingStack::kTorchtitan;
+  settings.compiled = settings.async_tp = true;
+  LayerOptions options = with_training_stack({}, settings);
+  options.sequence_parallel = true;
+  // A region's pair: a float8 all-gather (1 byte an element) and a bf16 reduce-scatter (2): the
+  // reduce-scatter takes 2/3 of the pair's time, and backward it reduces q, k and v's (w1 and
+  // w3's) summed input gradient, which micro-pipelining does not fuse. Forward all is fused.
+  const LayerWork fp8 = layer_work(m, first_layer(m), 2, 1, options);
+  CHECK(fp8.forward.tp_unhidden_share == 0);
+  CHECK(fp8.backward.tp_unhidden_share == Approx(2.0 / 3).epsilon(1e-12));
+  m.dtype = "bf16";
+  CHECK(layer_work(m, first_layer(m), 2, 1, options).backward.tp_unhidden_share == Approx(0.5).epsilon(1e-12));
+  LayerOptions megatron;
+  megatron.sequence_parallel = true;
+  megatron.execution.tp_comm_overlap = true;  // Transformer Engine's overlap hides its reduce-scatters too
+  CHECK(layer_work(m, first_layer(m), 2, 1, megatron).backward.tp_unhidden_share == 0);
+  // Timed: 1 GB of collectives on a made-up node beside 1 s of GEMMs, half of it unhideable.
+  NodeType node = made_up_node();
+  PassWork pass;
+  pass.backward = true;
+  pass.gemms.push_back({1e4, 1e4, 2.5e4});  // 5e12 FLOPs at 50 TFLOP/s: 0.1 s
+  pass.tp_collectives = 1;
+  pass.tp_collective_bytes = 1e9;
+  pass.tp_unhidden_share = 0.5;
+  const double comm_s = 2 * 1e-6 + 8e9 / 1e12;  // tp 2: 2 (r - 1) latencies, 2 (r - 1) / r x bytes
+  const PassTime t = pass_time(pass, 2, node, "fp16", megatron);
+  CHECK(t.tp_comm_s == Approx(0.5 * comm_s + 0.1 * 0.5 * comm_s).epsilon(1e-9));
+}

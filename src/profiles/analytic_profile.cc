@@ -62,6 +62,10 @@ struct StackTraits {
   /// Float8RowwiseParallel, tensorwise scaling): the layers' inputs, and backward their output
   /// gradients, are cast to float8 before their all-gathers; the reduce-scatters stay bf16.
   bool fp8_tp_all_gather = false;
+  /// Asynchronous tp is PyTorch's micro-pipelining (Inductor fuses an all-gather into the
+  /// matmuls that read it, a matmul into the reduce-scatter of its output): a reduce-scatter of
+  /// a sum of matmuls stays a plain collective.
+  bool micro_pipelined_tp = false;
 };
 
 /// torchtitan's Llama TransformerBlock (torchtitan/models/llama, December 2024) run eager, per
@@ -81,7 +85,8 @@ constexpr StackTraits kTorchtitanEager{
     .activation_elements = 10.0 / 3, .score_passes = 8.5, .small_unit_kernels = 6, .loss_fp32_bytes_per_logit = 16,
     .loss_backward_fp32_bytes_per_logit = 20, .loss_logit_copies = 0, .embedding_adds_positions = false,
     .embedding_layout_passes = 0, .vocab_multiple = 1, .rotary_elements = 10, .repeats_kv = true,
-    .sdpa_attention = true, .cp_gathers_kv = true, .fp8_tp_all_gather = true};
+    .sdpa_attention = true, .cp_gathers_kv = true, .fp8_tp_all_gather = true,
+    .micro_pipelined_tp = true};
 
 /// The same block under torch.compile (one graph a block, as torchtitan compiles it): Inductor
 /// fuses each norm into one read and one write, the second with the residual add before it
@@ -92,7 +97,8 @@ constexpr StackTraits kTorchtitanCompiled{
     .activation_elements = 2, .score_passes = 8.5, .small_unit_kernels = 6, .loss_fp32_bytes_per_logit = 16,
     .loss_backward_fp32_bytes_per_logit = 20, .loss_logit_copies = 0, .embedding_adds_positions = false,
     .embedding_layout_passes = 0, .vocab_multiple = 1, .rotary_elements = 2, .repeats_kv = true,
-    .sdpa_attention = true, .cp_gathers_kv = true, .fp8_tp_all_gather = true};
+    .sdpa_attention = true, .cp_gathers_kv = true, .fp8_tp_all_gather = true,
+    .micro_pipelined_tp = true};
 
 StackTraits traits(Stack stack) {
   switch (stack) {
@@ -404,8 +410,9 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
   fw.tp_collective_bytes = tokens * h * bytes;
   // An all-gather in float8 and a reduce-scatter in bf16 move what an all-reduce of 3/4 the
   // bytes does (each half a ring).
-  if (st.fp8_tp_all_gather && m.dtype == "fp8" && options.sequence_parallel)
-    fw.tp_collective_bytes *= (gemm_input_bytes(m.dtype) + bytes) / (2 * bytes);
+  const bool fp8_gathers = st.fp8_tp_all_gather && m.dtype == "fp8" && options.sequence_parallel;
+  const double gather_bytes = fp8_gathers ? gemm_input_bytes(m.dtype) : bytes;
+  fw.tp_collective_bytes *= (gather_bytes + bytes) / (2 * bytes);
   if (eager) {
     // The profiler's ops as its code runs them (libtorch_layer.h); the attention's own kernels
     // and unfused scores stay as attention() counted them, doubled backward.
@@ -426,6 +433,9 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
   }
   w.backward.tp_collectives = fw.tp_collectives;  // the inputs' gradients, once per region
   w.backward.tp_collective_bytes = fw.tp_collective_bytes;
+  // Each region's input gradient sums its projections' (q, k, v; w1, w3) before the
+  // reduce-scatter: torchtitan's async tp leaves it exposed, the reduce-scatter's share of the pair.
+  if (st.micro_pipelined_tp && options.sequence_parallel) w.backward.tp_unhidden_share = bytes / (gather_bytes + bytes);
   // Backward, the ring passes the keys' and values' gradients beside them; the experts'
   // all-to-alls carry the tokens' gradients back the way they came.
   w.backward.cp_ring_steps = fw.cp_ring_steps;
@@ -504,7 +514,7 @@ PassTime pass_time(const PassWork& work, int tp, const NodeType& node, const std
     comm_s = work.tp_collectives * group_link(node, tp).ring_allreduce_s(work.tp_collective_bytes, tp);
   }
   if (options.execution.tp_comm_overlap) {
-    const double hidden = std::min(comm_s, gemm_s);
+    const double hidden = std::min(comm_s * (1 - work.tp_unhidden_share), gemm_s);
     t.tp_comm_s = comm_s - hidden + gpu.overlap_slowdown * hidden;
   } else {
     t.tp_comm_s = comm_s;

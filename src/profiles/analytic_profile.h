@@ -66,6 +66,11 @@ struct PassWork {
   int host_ops = 0;              ///< ops the host dispatches to launch them (fused stacks: one a kernel)
   int tp_collectives = 0;        ///< tensor-parallel all-reduces (or all-gather + reduce-scatter pairs)
   double tp_collective_bytes = 0;  ///< bytes each of them reduces (the full activation)
+  /// The share of their time overlapping cannot hide (--tp-comm-overlap, async tp): torchtitan's
+  /// backward reduce-scatters of the summed input gradients, which PyTorch's micro-pipelining
+  /// does not fuse (it fuses an all-gather into the matmuls that read it and one matmul into the
+  /// reduce-scatter of its output).
+  double tp_unhidden_share = 0;
   /// Context parallelism's ring attention: steps (cp - 1) each sending these bytes to the next
   /// rank of the ring (forward: a key and value chunk; backward: those and their gradients).
   int cp_ring_steps = 0;
