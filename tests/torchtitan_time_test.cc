@@ -248,3 +248,25 @@ TEST_CASE("torchtitan's async tp leaves the backward's reduce-scatters of summed
   const PassTime t = pass_time(pass, 2, node, "fp16", megatron);
   CHECK(t.tp_comm_s == Approx(0.5 * comm_s + 0.1 * 0.5 * comm_s).epsilon(1e-9));
 }
+
+TEST_CASE("torchtitan's float8 training leaves the output layer in bf16", "[torchtitan][time]") {
+  ModelSpec m = preset_model("llama3-8b");
+  m.dtype = "fp8";
+  const NodeType h100 = fasop::testing::PresetSpecs("llama3-8b", "dgx-h100").cluster.node_types[0];
+  const LayerUnit& head = m.units.back();
+  REQUIRE(head.role == LayerRole::kPostProcess);
+  const LayerOptions titan = torchtitan(true);
+  const LayerWork work = layer_work(m, head, 1, 1, titan);
+  CHECK(work.forward.high_precision_gemms);
+  CHECK(work.backward.high_precision_gemms);
+  CHECK(work.forward.weight_bytes == 4096.0 * 128256 * 2);  // bf16 weights, unpadded vocabulary
+  // Its passes cost what a bf16 model's would: GEMMs and the rest in bf16 alike.
+  ModelSpec bf16 = m;
+  bf16.dtype = "bf16";
+  CHECK(pass_time(work.forward, 1, h100, "fp8", titan).seconds ==
+        Approx(pass_time(layer_work(bf16, head, 1, 1, titan).forward, 1, h100, "bf16", titan).seconds).epsilon(1e-12));
+  // Megatron's stack prices its head in the training precision (as its fits have it); a
+  // torchtitan block runs its GEMMs in fp8.
+  CHECK_FALSE(layer_work(m, head, 1, 1, {}).forward.high_precision_gemms);
+  CHECK_FALSE(layer_work(m, first_layer(m), 1, 1, titan).forward.high_precision_gemms);
+}

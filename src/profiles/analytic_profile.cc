@@ -66,6 +66,9 @@ struct StackTraits {
   /// matmuls that read it, a matmul into the reduce-scatter of its output): a reduce-scatter of
   /// a sum of matmuls stays a plain collective.
   bool micro_pipelined_tp = false;
+  /// Float8 training converts every linear layer but the output layer (torchtitan's float8
+  /// converter filters "output"), whose GEMMs stay bf16.
+  bool fp8_skips_output_layer = false;
 };
 
 /// torchtitan's Llama TransformerBlock (torchtitan/models/llama, December 2024) run eager, per
@@ -86,7 +89,7 @@ constexpr StackTraits kTorchtitanEager{
     .loss_backward_fp32_bytes_per_logit = 20, .loss_logit_copies = 0, .embedding_adds_positions = false,
     .embedding_layout_passes = 0, .vocab_multiple = 1, .rotary_elements = 10, .repeats_kv = true,
     .sdpa_attention = true, .cp_gathers_kv = true, .fp8_tp_all_gather = true,
-    .micro_pipelined_tp = true};
+    .micro_pipelined_tp = true, .fp8_skips_output_layer = true};
 
 /// The same block under torch.compile (one graph a block, as torchtitan compiles it): Inductor
 /// fuses each norm into one read and one write, the second with the residual add before it
@@ -98,7 +101,7 @@ constexpr StackTraits kTorchtitanCompiled{
     .loss_backward_fp32_bytes_per_logit = 20, .loss_logit_copies = 0, .embedding_adds_positions = false,
     .embedding_layout_passes = 0, .vocab_multiple = 1, .rotary_elements = 2, .repeats_kv = true,
     .sdpa_attention = true, .cp_gathers_kv = true, .fp8_tp_all_gather = true,
-    .micro_pipelined_tp = true};
+    .micro_pipelined_tp = true, .fp8_skips_output_layer = true};
 
 StackTraits traits(Stack stack) {
   switch (stack) {
@@ -278,11 +281,13 @@ LayerWork layer_work(const ModelSpec& m, const LayerUnit& unit, int tp, int mbs,
     case LayerRole::kPostProcess:
       // Final norm, the output head's GEMM over the vocabulary shard, softmax and loss.
       fw.gemms.push_back({tokens, vocab_rows, h});
-      fw.weight_bytes = h * vocab_rows * gemm_bytes;
+      fw.high_precision_gemms = st.fp8_skips_output_layer && m.mtp_layers == 0;
+      fw.weight_bytes = h * vocab_rows * (fw.high_precision_gemms ? gemm_input_bytes(non_gemm_precision(m.dtype)) : gemm_bytes);
       fw.memory_bytes = 4 * tokens * h * bytes + loss_bytes_per_logit(st, bytes, false, options.compiled_loss) * tokens * vocab_rows;
       fw.kernels = st.small_unit_kernels;
       fw.host_ops = eager ? libtorch_small_unit_host_ops(m, unit.role) : fw.kernels;
-      w.backward = backward_of(fw, m.dtype);
+      w.backward = backward_of(fw, fw.high_precision_gemms ? non_gemm_precision(m.dtype) : m.dtype);
+      w.backward.high_precision_gemms = fw.high_precision_gemms;
       w.backward.memory_bytes = 2 * 4 * tokens * h * bytes + loss_bytes_per_logit(st, bytes, true, options.compiled_loss) * tokens * vocab_rows;
       w.backward.tp_collectives = tp > 1 ? 1 : 0;  // the head's input gradient
       w.backward.tp_collective_bytes = tokens * h * bytes;
@@ -477,13 +482,14 @@ PassTime pass_time(const PassWork& work, int tp, const NodeType& node, const std
                    const LayerOptions& options) {
   const GpuSpec& gpu = node.gpu_data;
   const std::string other = non_gemm_precision(dtype);
-  const PrecisionEfficiency &ge = gpu.efficiency(dtype), &oe = gpu.efficiency(other);
-  const double gemm_peak = peak_flops(gpu, dtype, node.name), other_peak = peak_flops(gpu, other, node.name);
+  const std::string& gemm_dtype = work.high_precision_gemms ? other : dtype;
+  const PrecisionEfficiency &ge = gpu.efficiency(gemm_dtype), &oe = gpu.efficiency(other);
+  const double gemm_peak = peak_flops(gpu, gemm_dtype, node.name), other_peak = peak_flops(gpu, other, node.name);
   // The GEMMs' FLOPs at their shapes' shares of the peak, then element-wise traffic and launch
   // gaps added: for the whole pass and for the part after a host wait alike.
   auto gemms_s = [&](const std::vector<Gemm>& gemms) {
     double seconds = 0;
-    for (const Gemm& g : gemms) seconds += g.flops() / (gemm_peak * gemm_efficiency(g, ge, gemm_input_bytes(dtype)));
+    for (const Gemm& g : gemms) seconds += g.flops() / (gemm_peak * gemm_efficiency(g, ge, gemm_input_bytes(gemm_dtype)));
     return seconds;
   };
   auto plus_elementwise_s = [&](double seconds, double memory_bytes, int kernels) {

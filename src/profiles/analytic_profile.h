@@ -60,6 +60,9 @@ constexpr int kGraphReplayHostOps = 3;
 struct PassWork {
   std::vector<Gemm> gemms;       ///< in the model's GEMM precision (fp8 GEMMs for fp8 training)
   double weight_bytes = 0;       ///< the GEMMs' weights, read while they compute
+  /// Its GEMMs run in the precision of the rest (bf16 under fp8 training): a layer the stack's
+  /// float8 conversion leaves out (torchtitan's output layer).
+  bool high_precision_gemms = false;
   double attention_flops = 0;    ///< fused attention's FLOPs (causal attention counts half the scores)
   double memory_bytes = 0;       ///< element-wise traffic (norms, activations, dropouts, casts, unfused scores)
   int kernels = 0;               ///< kernels launched, communication excluded
