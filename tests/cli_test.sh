@@ -64,6 +64,8 @@ expect_error "--stack with the fasop policy" "--stack: the fasop policy checks m
   search --model gpt2xl --stack torchtitan --out-dir "$work/a"
 expect_error "torchtitan with ZeRO-1" "--zero: torchtitan shards everything with FSDP (ZeRO-3)" \
   search --model llama3-8b --cluster dgx-h100 --policy analytic --stack torchtitan --zero 1 --out-dir "$work/a"
+expect_error "torchtitan's tp overlapped eager" "--tp-comm-overlap: torchtitan overlaps tp only with torch.compile" \
+  search --model llama3-8b --cluster dgx-h100 --stack torchtitan --tp-comm-overlap --out-dir "$work/a"
 # torchtitan's blocks are not fasop-cpp's profiled layers: the GPU's data times them, and the
 # report says so; the Megatron stack keeps the measured profile.
 "$bin" search --model llama3-8b --cluster dgx-h100 --stack torchtitan --out-dir "$work/a" --quiet > "$work/titan.out" 2>&1 &&

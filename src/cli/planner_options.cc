@@ -319,6 +319,11 @@ void choose_policy(const PlannerOptions& options, PlannerSetup& setup) {
       if (!options.recompute_modules.empty())
         throw SpecError("--recompute-modules: torchtitan's selective recomputation is per op, not Megatron-Core's "
                         "modules; drop it (--recompute selective is torchtitan's)");
+      // Its asynchronous tp runs only compiled (compile.enable_async_tensor_parallel), and the
+      // search prices its eager blocks.
+      if (options.tp_comm_overlap)
+        throw SpecError("--tp-comm-overlap: torchtitan overlaps tp only with torch.compile (its async tp), and "
+                        "--stack torchtitan prices its eager blocks; drop the flag");
       setup.input.space.zero_stages = {3};
     }
     if (!options.recompute.empty()) {

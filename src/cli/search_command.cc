@@ -261,7 +261,10 @@ std::string left_off_line(const std::string& flag, const CandidateResult& best, 
 std::string tp_comm_overlap_line(const PlannerOptions& planner, const std::vector<std::string>& nodes,
                                  const std::vector<int>& counts, const PlannerSetup& setup, const CandidateResult& best) {
   const PlanKey& key = best.plan.key;
-  if (setup.policy_name != "analytic" || planner.tp_comm_overlap || key.tp <= 1) return "";
+  // torchtitan overlaps tp only compiled, which the search does not price (planner_options.cc).
+  const auto* analytic = dynamic_cast<const AnalyticPolicy*>(setup.input.policy);
+  if (!analytic || planner.tp_comm_overlap || key.tp <= 1 || analytic->options().memory.stack == TrainingStack::kTorchtitan)
+    return "";
   PlannerOptions with = planner;
   with.tp_comm_overlap = true;
   with.analytic_profiles = planner.analytic_profiles || needs_analytic_layers(key);
