@@ -114,6 +114,22 @@ TEST_CASE("the bounded search finds the exhaustive front: 3 node types, analytic
   check_same_front(one.bounded, fronts.bounded);
 }
 
+TEST_CASE("the bounded search finds the exhaustive front on torchtitan's stack with FSDP once a step under pp",
+          "[pareto][bounded][torchtitan]") {
+  // torchtitan shards with ZeRO-3 alone and, pipelined, gathers once a step: the floors, which
+  // then count no FSDP collective a micro-batch, stay under every plan.
+  AnalyticInventory inv("llama2-7b", "mixed-h100-a100-l4", 16, {2, 2, 2});
+  AnalyticOptions options;
+  options.memory.stack = TrainingStack::kTorchtitan;
+  inv.policy = AnalyticPolicy(options);
+  inv.input.search.space.zero_stages = {3};
+  inv.input.search.space.fixed.pp = 2;  // pipelined plans alone: the once-a-step collectives
+  Fronts fronts = both_fronts(inv.input);
+  CHECK(fronts.estimated < fronts.all);
+  CHECK(fronts.exhaustive.size() >= 2);
+  check_same_front(fronts.exhaustive, fronts.bounded);
+}
+
 TEST_CASE("the bounded search finds the exhaustive front: 4 node types, analytic policy", "[pareto][bounded]") {
   AnalyticInventory inv("llama2-7b", "mixed-1024gpu", 16, {1, 2, 1, 2});
   Fronts fronts = both_fronts(inv.input);
