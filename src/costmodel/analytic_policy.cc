@@ -1,7 +1,5 @@
 #include "costmodel/analytic_policy.h"
 
-#include "costmodel/fsdp_gathers.h"
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -353,12 +351,15 @@ double selective_recompute_s(const ModelSpec& model, double forward_s) {
 
 }  // namespace
 
+double recomputed_gemm_share(const ModelSpec& model, const ActivationMode& mode) {
+  return mode.op_selective ? op_selective_gemm_share(model) : recomputed_gemm_share(model, mode.selective);
+}
+
 double recompute_time_factor(const ModelSpec& model, const ActivationMode& mode) {
   // time_passes's passes for a compute of 1.
   if (mode.full_recompute) return 4.0 / 3;
   const double core = mode.selective & kRecomputeCoreAttn ? selective_recompute_s(model, 1.0 / 3) : 0;
-  const double gemms = mode.op_selective ? op_selective_gemm_share(model) : recomputed_gemm_share(model, mode.selective);
-  return 1 + core + gemms / 3;
+  return 1 + core + recomputed_gemm_share(model, mode) / 3;
 }
 
 namespace {
@@ -510,30 +511,6 @@ PipelineResult AnalyticPolicy::pipeline(const PlanContext& ctx, const std::vecto
   return {total, std::vector<double>(pp, total)};
 }
 
-void AnalyticPolicy::fsdp_once_a_step_sync(const PlanContext& ctx, const std::vector<int>& partition, int s,
-                                          const StageTiming& timing, double slack_s, StageSync& sync) const {
-  // Each unit's parameters are gathered ahead of the step's first forward on the stage and its
-  // gradients reduce-scattered behind its last backward: ZeRO 1-2's overlapped buckets, a unit a
-  // bucket, each half a ring.
-  const ModelSpec& model = *ctx.model;
-  const double params = stage_params(ctx, partition, s), experts = stage_expert_params(ctx, partition, s);
-  const int dp = ctx.stage_grad_ranks(s), edp = experts > 0 ? expert_data_parallel(ctx.key) : 1;
-  const Link link = dp_link(ctx, s), expert_link = experts > 0 ? expert_dp_link(ctx, s) : link;
-  sync.buckets = std::max(1, partition[s]);
-  auto half_rings_s = [&](double bytes) {
-    return ((dp > 1 ? ring_s(link, dp, bytes * params / sync.buckets) : 0) +
-            (edp > 1 && experts > 0 ? ring_s(expert_link, edp, bytes * experts / sync.buckets) : 0)) / 2;
-  };
-  const double slowdown = stage_gpu(ctx, s).overlap_slowdown;
-  const double reduce = half_rings_s(gradient_bytes(model)), gather = half_rings_s(element_bytes(model));
-  sync.reduce_s = sync.buckets * reduce;
-  sync.reduce_exposed_s = bucketed_exposed_s(sync.buckets, reduce, timing.backward_s);
-  sync.reduce_overlap_s = slowdown * (sync.reduce_s - sync.reduce_exposed_s);
-  sync.gather_s = sync.buckets * gather;
-  sync.gather_exposed_s = bucketed_exposed_s(sync.buckets, gather, timing.forward_s, slack_s);
-  sync.gather_overlap_s = slowdown * (sync.gather_s - sync.gather_exposed_s);
-}
-
 std::vector<StageSync> AnalyticPolicy::stage_syncs(const PlanContext& ctx, const std::vector<int>& partition,
                                                    const std::vector<StageTiming>* given) const {
   const PlanKey& key = ctx.key;
@@ -558,35 +535,39 @@ std::vector<StageSync> AnalyticPolicy::stage_syncs(const PlanContext& ctx, const
     // Adam on the GPU's own parameters: its shard with ZeRO, else all of the stage's.
     const double local = key.zero_stage >= 1 ? params / dp + experts / edp : params + experts;
     sync.optimizer_s = optimizer_step_s(gpu, model.dtype, local);
-    if ((dp > 1 || edp > 1) && key.zero_stage < 3) {
+    if ((dp > 1 || edp > 1) && (key.zero_stage < 3 || fsdp_once)) {
       const Link link = dp_link(ctx, s);
       const double slowdown = gpu.overlap_slowdown;
-      // Megatron buckets only to overlap; without it one bucket holds every gradient.
+      // Megatron buckets only to overlap; without it one bucket holds every gradient. FSDP once
+      // a step (fsdp_gathers.h) gathers each unit ahead of the stage's first forward and
+      // reduce-scatters it behind its last backward: a unit a bucket, always overlapped.
       const bool bucketed = options_.execution.overlap_grad_reduce || options_.execution.overlap_param_gather;
-      sync.buckets = bucketed ? gradient_buckets(params + experts, dp, options_.execution.ddp_bucket_size) : 1;
+      sync.buckets = fsdp_once  ? std::max(1, partition[s])
+                     : bucketed ? gradient_buckets(params + experts, dp, options_.execution.ddp_bucket_size)
+                                : 1;
       const double bucket = params / sync.buckets, expert_bucket = experts / sync.buckets;
       const Link expert_link = experts > 0 ? expert_dp_link(ctx, s) : link;
-      // ZeRO 0: all-reduce of the gradients; ZeRO 1-2: reduce-scatter, half the ring.
+      const bool shards = sharded || fsdp_once;
+      // ZeRO 0: all-reduce of the gradients; ZeRO 1-3: reduce-scatter, half the ring.
       const double reduce = (ring_s(link, dp, gradient_bytes(model) * bucket) +
                              (experts > 0 ? ring_s(expert_link, edp, gradient_bytes(model) * expert_bucket) : 0)) *
-                            (sharded ? 0.5 : 1.0);
+                            (shards ? 0.5 : 1.0);
       sync.reduce_s = sync.buckets * reduce;
-      sync.reduce_exposed_s = options_.execution.overlap_grad_reduce
+      sync.reduce_exposed_s = options_.execution.overlap_grad_reduce || fsdp_once
                                   ? bucketed_exposed_s(sync.buckets, reduce, timings[s].backward_s)
                                   : sync.reduce_s;
       sync.reduce_overlap_s = slowdown * (sync.reduce_s - sync.reduce_exposed_s);
-      if (sharded) {
+      if (shards) {
         // The updated 16-bit parameters, all-gathered: half a ring.
         const double gather = (ring_s(link, dp, element_bytes(model) * bucket) +
                                (experts > 0 ? ring_s(expert_link, edp, element_bytes(model) * expert_bucket) : 0)) / 2;
         sync.gather_s = sync.buckets * gather;
-        sync.gather_exposed_s = options_.execution.overlap_param_gather
+        sync.gather_exposed_s = options_.execution.overlap_param_gather || fsdp_once
                                     ? bucketed_exposed_s(sync.buckets, gather, timings[s].forward_s, slack)
                                     : sync.gather_s;
         sync.gather_overlap_s = slowdown * (sync.gather_s - sync.gather_exposed_s);
       }
     }
-    if ((dp > 1 || edp > 1) && fsdp_once) fsdp_once_a_step_sync(ctx, partition, s, timings[s], slack, sync);
     if (!timings.empty()) slack += timings[s].forward_s + timings[s].forward_send_s;
   }
   return syncs;

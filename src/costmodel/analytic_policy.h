@@ -122,9 +122,6 @@ class AnalyticPolicy : public CostPolicy {
   /// i at window_s (i + 1) / K, after `slack_s` seconds in which nothing waits for them:
   /// max(0, max(c, K c - W (K - 1) / K) - slack). The last bucket is exposed at least.
   static double bucketed_exposed_s(int buckets, double bucket_s, double window_s, double slack_s = 0);
-  /// Stage s's FSDP collectives where they run once a step (fsdp_gathers.h), into `sync`.
-  void fsdp_once_a_step_sync(const PlanContext& ctx, const std::vector<int>& partition, int s, const StageTiming& timing,
-                             double slack_s, StageSync& sync) const;
   /// Adam's memory traffic per local parameter: the fp32 gradient read (4), the master weight
   /// and both moments read and written (12 + 12), the 16-bit weight written (2), and the
   /// gradient norm's pass over the gradient for clipping (4).
@@ -173,6 +170,9 @@ double boundary_send_bytes(const PlanContext& ctx, int from, int to);
 /// True when tied embeddings add an all-reduce between the first and the last stage: the
 /// model ties them, has an output head, and has more than one stage.
 bool syncs_tied_embedding(const ModelSpec& model, int pp);
+/// The share of a forward pass's FLOPs `mode`'s selective recomputation repeats in GEMMs:
+/// torchtitan's per-op checkpointing's matmuls, else Megatron's recomputed modules'.
+double recomputed_gemm_share(const ModelSpec& model, const ActivationMode& mode);
 /// Forward + backward time under `mode` over the same without recomputation (full
 /// recomputation repeats the forward, selective its modules' share of it), as AnalyticPolicy
 /// times passes.

@@ -175,7 +175,7 @@ PlanContext make_rank_context(const ModelSpec& model, const ClusterSpec& cluster
   const FloorFacts facts = policy.floor_facts();
   if (facts.analytic) ctx.stack_settings = facts.analytic->memory;
   const ActivationMode mode = activation_mode(key, ctx.stack_settings);
-  ctx.recomputed_gemm_share = mode.op_selective ? op_selective_gemm_share(model) : recomputed_gemm_share(model, mode.selective);
+  ctx.recomputed_gemm_share = recomputed_gemm_share(model, mode);
   ctx.recomputes_core_attention = (mode.selective & kRecomputeCoreAttn) != 0;
   return ctx;
 }

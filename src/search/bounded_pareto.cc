@@ -39,8 +39,8 @@ EnumerationIndex shape_ordinal(const NodeCounts& counts, const NodeCounts& limit
 }
 
 std::optional<EgressFloor> egress_floor(const SearchInput& input) {
-  if (!input.policy->floor_facts().prices_zone_egress || !input.cluster->multi_zone()) return std::nullopt;
   const FloorFacts facts = input.policy->floor_facts();
+  if (!facts.prices_zone_egress || !input.cluster->multi_zone()) return std::nullopt;
   return EgressFloor(*input.model, *input.cluster, facts.analytic ? facts.analytic->memory : MemorySettings{});
 }
 
